@@ -1,0 +1,98 @@
+/* kevo doctor: what kevo needs, and what protects a run. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kevo/store.h"
+#include "kevo/util.h"
+
+static int version_of(const char *cmd, const char *flag, char *out, size_t cap) {
+  char *argv[] = {(char *)cmd, (char *)flag, NULL};
+  struct kv_buf b;
+  kv_buf_init(&b, 4096);
+  struct kv_proc_result r;
+  char err[256];
+  int ok = kv_run(argv, NULL, NULL, 10, NULL, NULL, &b, &r, err, sizeof err) == 0 && r.exited &&
+           r.status == 0;
+  const char *line = b.data ? b.data : "";
+  if (ok && !strcmp(cmd, "nvcc")) {
+    const char *rel = strstr(line, "release");
+    if (rel)
+      line = rel;
+  }
+  snprintf(out, cap, "%.*s", (int)strcspn(line, "\n"), line);
+  kv_buf_release(&b);
+  return ok ? 0 : -1;
+}
+
+int cmd_doctor(int argc, char **argv) {
+  (void)argv;
+  if (argc > 1)
+    return cli_usage("doctor");
+  int bad = 0;
+  char v[512];
+  printf("tools\n");
+  if (version_of("cc", "--version", v, sizeof v) == 0)
+    printf("  cc        ok       %s\n", v);
+  else {
+    printf("  cc        MISSING  install a C compiler: apt-get install gcc\n");
+    bad = 1;
+  }
+  if (version_of("nm", "--version", v, sizeof v) == 0)
+    printf("  nm        ok       %s\n", v);
+  else {
+    printf("  nm        MISSING  the policy check needs it: apt-get install binutils\n");
+    bad = 1;
+  }
+  if (version_of("nvcc", "--version", v, sizeof v) == 0)
+    printf("  nvcc      ok       %s (the cuda surface is not in this build yet)\n", v);
+  else
+    printf("  nvcc      absent   needed only for the cuda surface\n");
+
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  struct kv_probe p;
+  char err[1024];
+  printf("sandbox of the worker\n");
+  if (kv_gate_probe(&o, &p, err, sizeof err) < 0) {
+    printf("  worker    BROKEN   %s\n", err);
+    bad = 1;
+  } else {
+    printf("  worker    ok       %s\n", p.worker_path);
+    const struct kv_sandbox_status *s = &p.layers;
+    printf("  no_new_privs %-12s\n", kv_layer_state_name(s->no_new_privs));
+    printf("  netns        %-12s new, empty network namespace\n", kv_layer_state_name(s->netns));
+    printf("  landlock     %-12s ABI %d: writes only to scratch, reads only system dirs\n",
+           kv_layer_state_name(s->landlock), s->landlock_abi);
+    printf("  seccomp      %-12s no exec, fork, sockets, ptrace, signals to others\n",
+           kv_layer_state_name(s->seccomp));
+    printf("  rlimits      %-12s\n", kv_layer_state_name(s->rlimits));
+    printf("  environment  %d variables (scrubbed: no API keys)\n", p.env_vars);
+    if (s->note[0])
+      printf("  note: %s\n", s->note);
+    printf("escape attempts from inside the worker\n");
+    for (int i = 0; i < p.nprobes; i++) {
+      int want_blocked = strcmp(p.name[i], "write_scratch") != 0;
+      int good = p.blocked[i] == want_blocked;
+      printf("  %-22s %-8s %s\n", p.name[i], p.blocked[i] ? "blocked" : "allowed",
+             good ? "ok" : "EXPOSED");
+      if (!good)
+        bad = 1;
+    }
+  }
+  char db[PATH_MAX];
+  printf("store\n");
+  if (kv_store_default_path(db, sizeof db) == 0) {
+    struct kv_store *st;
+    if (kv_store_open(db, &st, err, sizeof err) == 0) {
+      printf("  %s ok (schema %d)\n", db, kv_store_schema_version(st));
+      kv_store_close(st);
+    } else {
+      printf("  BROKEN %s\n", err);
+      bad = 1;
+    }
+  }
+  printf("%s\n", bad ? "doctor: problems found (above)" : "doctor: all good");
+  return bad ? 1 : 0;
+}

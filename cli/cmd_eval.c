@@ -1,0 +1,178 @@
+/* kevo eval: judge one candidate and record the verdict in the store. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "kevo/store.h"
+#include "kevo/util.h"
+
+static void record(const struct kv_task *t, const char *cand, const char *db,
+                   const struct kv_gate_result *r, const char *json) {
+  char path[PATH_MAX], err[1024];
+  if (db)
+    snprintf(path, sizeof path, "%s", db);
+  else if (kv_store_default_path(path, sizeof path) < 0) {
+    fprintf(stderr, "kevo: warning: no store location; set KEVO_DB or pass --db\n");
+    return;
+  }
+  struct kv_store *s;
+  if (kv_store_open(path, &s, err, sizeof err) < 0) {
+    fprintf(stderr, "kevo: warning: the verdict was not recorded: %s\n", err);
+    return;
+  }
+  char spec_hash[65];
+  kv_sha256_hex(t->json, strlen(t->json), spec_hash);
+  int64_t task_id;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = kv_store_put_task(s, t->name, t->dir, spec_hash, t->json, &task_id, err, sizeof err);
+  if (rc == 0 && kv_read_file(cand, 1 << 20, &text, &len, err, sizeof err) == 0) {
+    char h[65];
+    kv_sha256_hex(text, len, h);
+    rc = strcmp(h, r->source_hash) ? kv_error(err, sizeof err, "%s changed during the evaluation",
+                                              cand)
+                                    : kv_store_put_source(s, h, text, len, err, sizeof err);
+  } else {
+    rc = -1;
+  }
+  free(text);
+  if (rc == 0) {
+    struct kv_eval_record e = {0};
+    e.task_id = task_id;
+    e.source_hash = r->source_hash;
+    e.candidate_path = cand;
+    e.surface = r->surface;
+    e.device = r->device;
+    e.verdict = kv_verdict_name(r->verdict);
+    e.detail = r->detail;
+    e.median_us = r->timed ? r->timing.cand.median_us : -1;
+    e.speedup = r->timed ? r->timing.speedup : -1;
+    e.result_json = json;
+    rc = kv_store_add_eval(s, &e, NULL, err, sizeof err);
+  }
+  if (rc < 0)
+    fprintf(stderr, "kevo: warning: the verdict was not recorded in %s: %s\n", path, err);
+  kv_store_close(s);
+}
+
+static void print_human(const struct kv_gate_result *r, const char *cand) {
+  printf("%s\n", cand);
+  printf("  compile  %6.2f s%s\n", r->compile_s, r->compile_cached ? " (cached)" : "");
+  if (r->nchecks) {
+    int pass = 0;
+    for (int i = 0; i < r->nchecks; i++)
+      pass += r->checks[i].verdict == KV_V_OK;
+    printf("  checks   %6.2f s  %d/%d passed\n", r->check_s, pass, r->nchecks);
+  }
+  if (r->timed) {
+    const struct kv_timing *t = &r->timing;
+    printf("  timing   %6.2f s  at %s\n", r->time_s, t->sizes);
+    printf("           candidate %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d)\n", t->cand.median_us,
+           t->cand.iqr_us, 100 * t->cand.cv, t->cand.n);
+    printf("           reference %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d)\n", t->ref.median_us,
+           t->ref.iqr_us, 100 * t->ref.cv, t->ref.n);
+    printf("           speedup   %10.2fx", t->speedup);
+    if (t->roofline > 0)
+      printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
+             t->gflops);
+    printf("\n");
+  }
+  if (r->verdict == KV_V_COMPILE_ERROR && r->compile_log) {
+    size_t n = strlen(r->compile_log);
+    printf("%.*s%s", (int)(n > 4000 ? 4000 : n), r->compile_log, n > 4000 ? "\n[...]\n" : "");
+  }
+  if (r->stdout_truncated || r->stderr_truncated)
+    printf("  note: the candidate's output was cut at %d KiB\n", KV_OUTPUT_CAP / 1024);
+  printf("verdict: %s%s%s\n", kv_verdict_name(r->verdict), r->detail[0] ? ": " : "", r->detail);
+}
+
+int cmd_eval(int argc, char **argv) {
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  int json = 0;
+  const char *db = NULL, *pos[2] = {NULL, NULL};
+  int npos = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    double v;
+    if (!strcmp(a, "--json"))
+      json = 1;
+    else if (!strcmp(a, "--no-timing"))
+      o.timing = 0;
+    else if (!strcmp(a, "--surface") && i + 1 < argc)
+      o.surface = argv[++i];
+    else if (!strcmp(a, "--db") && i + 1 < argc)
+      db = argv[++i];
+    else if (!strcmp(a, "--seed") && i + 1 < argc) {
+      if (cli_number("--seed", argv[++i], &v))
+        return 2;
+      o.seed = (uint64_t)v;
+    } else if (!strcmp(a, "--budget") && i + 1 < argc) {
+      if (cli_number("--budget", argv[++i], &v))
+        return 2;
+      o.time_budget_s = v;
+    } else if (!strcmp(a, "--deadline") && i + 1 < argc) {
+      if (cli_number("--deadline", argv[++i], &v))
+        return 2;
+      o.job_deadline_s = v;
+    } else if (a[0] == '-' && a[1]) {
+      cli_fail("eval: unknown or incomplete option '%s'", a);
+      return cli_usage("eval");
+    } else if (npos < 2)
+      pos[npos++] = a;
+    else {
+      cli_fail("eval: unexpected argument '%s'", a);
+      return cli_usage("eval");
+    }
+  }
+  if (npos != 2) {
+    cli_fail("eval: needs a task directory and a candidate file");
+    return cli_usage("eval");
+  }
+  if (strcmp(o.surface, "cpu") != 0)
+    return cli_fail("--surface %s: this build judges the cpu surface only (cuda comes next); use "
+                    "--surface cpu",
+                    o.surface);
+  char err[4096];
+  struct kv_task *t;
+  if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
+    return cli_fail("%s", err);
+  if (access(pos[1], R_OK) != 0) {
+    kv_task_free(t);
+    return cli_fail("%s: cannot read the candidate; give the path of a C file", pos[1]);
+  }
+  struct kv_calib cal;
+  if (o.timing) {
+    if (cli_calib(&cal, 0, json) != 0) {
+      kv_task_free(t);
+      return 2;
+    }
+    o.calib = &cal;
+  }
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  if (!r) {
+    kv_task_free(t);
+    return cli_fail("out of memory");
+  }
+  if (kv_gate_eval(t, pos[1], &o, r, err, sizeof err) < 0) {
+    kv_gate_result_release(r);
+    free(r);
+    kv_task_free(t);
+    return cli_fail("%s", err);
+  }
+  char *js = kv_gate_result_json(r);
+  record(t, pos[1], db, r, js ? js : "{}");
+  if (json)
+    printf("%s\n", js ? js : "{}");
+  else
+    print_human(r, pos[1]);
+  int code = r->verdict == KV_V_OK ? 0 : 1;
+  free(js);
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
+  return code;
+}

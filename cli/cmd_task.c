@@ -1,0 +1,76 @@
+/* kevo task check: validate a task directory. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_task(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "check") != 0) {
+    cli_fail("task: the subcommand is 'check'");
+    return cli_usage("task");
+  }
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  int json = 0;
+  const char *dir = NULL;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--json"))
+      json = 1;
+    else if (!strcmp(argv[i], "--surface") && i + 1 < argc)
+      o.surface = argv[++i];
+    else if (argv[i][0] == '-') {
+      cli_fail("task check: unknown or incomplete option '%s'", argv[i]);
+      return cli_usage("task");
+    } else if (!dir)
+      dir = argv[i];
+    else {
+      cli_fail("task check: unexpected argument '%s'", argv[i]);
+      return cli_usage("task");
+    }
+  }
+  if (!dir) {
+    cli_fail("task check: needs a task directory");
+    return cli_usage("task");
+  }
+  if (strcmp(o.surface, "cpu") != 0)
+    return cli_fail("--surface %s: this build checks the cpu surface only; use --surface cpu",
+                    o.surface);
+  char err[4096];
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) < 0)
+    return cli_fail("%s", err);
+  struct kv_task_report r;
+  if (kv_task_check(t, &o, &r, err, sizeof err) < 0) {
+    kv_task_free(t);
+    return cli_fail("%s", err);
+  }
+  if (json) {
+    json_t *j = json_pack("{s:s,s:b,s:i,s:f,s:f}", "task", t->name, "ok", r.ok, "reference_calls",
+                          r.ncalls, "compile_s", r.compile_s, "bench_reference_ms", r.bench_ref_ms);
+    json_t *f = json_array();
+    for (int i = 0; i < r.nfindings; i++)
+      json_array_append_new(f, json_string(r.findings[i]));
+    json_object_set_new(j, "findings", f);
+    if (!r.ok && r.compile_log)
+      json_object_set_new(j, "compile_log", json_string(r.compile_log));
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("%s\n", s);
+    free(s);
+    json_decref(j);
+  } else {
+    printf("%s (%s): %d check sizes, %d reference calls\n", t->name, dir, t->ncheck, r.ncalls);
+    for (int i = 0; i < r.nfindings; i++)
+      printf("  problem: %s\n", r.findings[i]);
+    if (r.bench_ref_ms >= 0)
+      printf("  reference at the bench size: %.2f ms per call\n", r.bench_ref_ms);
+    if (!r.ok && r.compile_log && r.compile_log[0])
+      printf("%s", r.compile_log);
+    printf("%s\n", r.ok ? "task ok" : "task rejected");
+  }
+  int code = r.ok ? 0 : 1;
+  kv_task_report_release(&r);
+  kv_task_free(t);
+  return code;
+}

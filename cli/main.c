@@ -1,0 +1,77 @@
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kevo/util.h"
+
+static const struct kv_command commands[] = {
+    {"eval", cmd_eval, "kevo eval [--surface cpu] [--json] [--db PATH] [--seed N] [--no-timing] "
+                       "[--budget SECONDS] [--deadline SECONDS] TASK_DIR CANDIDATE",
+     "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
+    {"task", cmd_task, "kevo task check [--surface cpu] [--json] TASK_DIR",
+     "validate a task: the reference runs and no trivial output passes"},
+    {"doctor", cmd_doctor, "kevo doctor", "check compilers, the worker and every sandbox layer"},
+    {"device", cmd_device, "kevo device [--recalibrate] [--json]",
+     "measure (once) and show this device's bandwidth and FMA peak"},
+};
+
+int cli_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("kevo: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return 2;
+}
+
+int cli_usage(const char *cmd) {
+  for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
+    if (!strcmp(commands[i].name, cmd))
+      fprintf(stderr, "usage: %s\n", commands[i].usage);
+  return 2;
+}
+
+int cli_number(const char *flag, const char *text, double *out) {
+  char *end;
+  double v = text ? strtod(text, &end) : 0;
+  if (!text || end == text || *end || !(v > 0) || v > 1e9)
+    return cli_fail("%s: '%s' is not a positive number", flag, text ? text : "");
+  *out = v;
+  return 0;
+}
+
+static void help(FILE *f) {
+  fprintf(f, "kevo %s: turn slow-but-correct operators into fast, verified kernels\n\n"
+             "commands:\n",
+          KEVO_VERSION);
+  for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
+    fprintf(f, "  %-8s %s\n           %s\n", commands[i].name, commands[i].summary,
+            commands[i].usage);
+  fprintf(f, "\nenvironment: KEVO_DB (store), KEVO_CACHE_DIR (builds, calibration), "
+             "KEVO_WORKER (worker executable)\n");
+}
+
+int main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  if (argc < 2) {
+    help(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    help(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+    printf("kevo %s\n", KEVO_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
+    if (!strcmp(argv[1], commands[i].name))
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "kevo: '%s' is not a command; run 'kevo help' for the list\n", argv[1]);
+  return 2;
+}

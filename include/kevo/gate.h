@@ -1,0 +1,138 @@
+/* The gate: compiles a candidate, proves on fresh inputs that it computes what
+ * the reference computes, times it, and decides a verdict that no candidate
+ * can forge. Candidates only ever run inside sandboxed kevo-worker processes.
+ * Never prints, never exits. */
+#ifndef KEVO_GATE_H
+#define KEVO_GATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kevo/calib.h"
+#include "kevo/sandbox.h"
+#include "kevo/task.h"
+
+/* In order of precedence: the first that applies is the verdict. */
+enum kv_verdict {
+  KV_V_POLICY_VIOLATION,
+  KV_V_COMPILE_ERROR,
+  KV_V_LOAD_ERROR,
+  KV_V_CRASH,
+  KV_V_TIMEOUT,
+  KV_V_UNWRITTEN_OUTPUT,
+  KV_V_WRONG_OUTPUT,
+  KV_V_INPUT_MUTATED,
+  KV_V_STALE_OUTPUT,
+  KV_V_IMPLAUSIBLE,
+  KV_V_OK,
+  KV_V_COUNT
+};
+const char *kv_verdict_name(enum kv_verdict v);
+/* -1 for an unknown name. */
+int kv_verdict_from_name(const char *name);
+
+#define KV_GATE_MAX_CHECKS 256
+#define KV_OUTPUT_CAP (64 * 1024)   /* candidate stdout/stderr kept, each */
+#define KV_LOG_CAP (64 * 1024)      /* compiler log kept */
+
+struct kv_check {
+  char sizes[256];     /* "rows=7 cols=1001" */
+  uint64_t seed;
+  enum kv_verdict verdict;
+  char detail[512];
+  double max_abs_err, max_rel_err;
+};
+
+struct kv_stats {
+  int n;
+  double median_us, iqr_us, cv, min_us, mean_us;
+};
+
+struct kv_timing {
+  char sizes[256];
+  struct kv_stats cand, ref;
+  double speedup;          /* ref median / cand median */
+  double bytes, flops;     /* from the task's cost expressions (0 when absent) */
+  double gbs, gflops;      /* achieved by the candidate */
+  double roofline;         /* max(bytes/bw, flops/peak) / median; 0 when unknown */
+  double wall_s;           /* the parent's clock around the timing job */
+  double covered_s;        /* the part of wall_s the worker's reported phases cover */
+};
+
+struct kv_gate_opts {
+  const char *surface;       /* "cpu" (default) */
+  uint64_t seed;             /* base seed; fresh per evaluation unless set */
+  int nseeds;                /* seeds per check size (>= 2) */
+  int timing;                /* 0: correctness only */
+  double job_deadline_s;     /* per worker job */
+  double compile_deadline_s;
+  double time_budget_s;      /* target seconds of timed calls per side */
+  const char *cache_dir;     /* compiled objects; default $XDG_CACHE_HOME/kevo */
+  const char *worker_path;   /* default: $KEVO_WORKER, else kevo-worker beside the executable */
+  const struct kv_calib *calib; /* ceilings for `implausible`; NULL: no check */
+  int sandbox;               /* 1 (default): all layers; 0 only for kevo's own diagnostics */
+};
+void kv_gate_opts_default(struct kv_gate_opts *o);
+
+struct kv_gate_result {
+  enum kv_verdict verdict;
+  char detail[1024];
+  char source_hash[65];
+  char surface[16];
+  char device[256];
+  char *compile_log; /* capped at KV_LOG_CAP, NUL-terminated; may be NULL */
+  int compile_cached;
+  double compile_s, check_s, time_s;
+  int nchecks;
+  struct kv_check checks[KV_GATE_MAX_CHECKS];
+  int timed;
+  struct kv_timing timing;
+  char *cand_stdout, *cand_stderr; /* capped at KV_OUTPUT_CAP, NUL-terminated; may be NULL */
+  int stdout_truncated, stderr_truncated;
+  struct kv_sandbox_status sandbox;
+};
+
+/* Judges one candidate. Returns 0 when a verdict was reached (whatever it is)
+ * and a negative value when kevo itself could not judge (bad task, missing
+ * candidate, no compiler, broken worker), with the reason in err. */
+int kv_gate_eval(const struct kv_task *t, const char *candidate_path,
+                 const struct kv_gate_opts *o, struct kv_gate_result *r, char *err,
+                 size_t errlen);
+void kv_gate_result_release(struct kv_gate_result *r);
+/* The result as a JSON object text (malloc'd): verdict, detail, timing (when
+ * timed: median_us, reference_median_us, speedup and the statistics), checks,
+ * compile log, captured output, sandbox layers. */
+char *kv_gate_result_json(const struct kv_gate_result *r);
+
+
+#define KV_TASK_MAX_FINDINGS 32
+struct kv_task_report {
+  int ok;                     /* the reference runs everywhere and the task is well-posed */
+  int nfindings;
+  char findings[KV_TASK_MAX_FINDINGS][512];
+  int ncalls;                 /* reference calls made */
+  double compile_s;
+  double bench_ref_ms;        /* one reference call on bench[0]; < 0 if not measured */
+  char *compile_log;
+};
+/* `kevo task check`: compiles the reference, runs it on every check size with
+ * two seeds, and rejects the task as ill-posed if all-zeros, a constant, or a
+ * copy of an input passes its own tolerance on every check, or if the output
+ * does not change when the inputs change. Returns 0 when a report was made
+ * (ok or not), negative when kevo could not check at all. */
+int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct kv_task_report *r,
+                  char *err, size_t errlen);
+void kv_task_report_release(struct kv_task_report *r);
+
+/* `kevo doctor`: starts a sandboxed worker and has it try each escape. */
+#define KV_PROBE_MAX 16
+struct kv_probe {
+  struct kv_sandbox_status layers;
+  int nprobes;
+  char name[KV_PROBE_MAX][32];
+  int blocked[KV_PROBE_MAX]; /* 1: the attempt failed, as it should (write_scratch: 0 is right) */
+  int env_vars;              /* variables in the worker's environment */
+  char worker_path[4096];
+};
+int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, size_t errlen);
+#endif /* guard */

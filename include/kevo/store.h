@@ -1,0 +1,70 @@
+/* kevo's store: one SQLite database in WAL mode, versioned migrations.
+ * The database is the log: every mutation runs in a transaction, so a crash at
+ * any point loses nothing that was committed. Functions return 0 or a negative
+ * value with a message in err (capacity errlen); they never print or exit. */
+#ifndef KEVO_STORE_H
+#define KEVO_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct kv_store;
+
+/* The schema version this build writes. */
+#define KV_STORE_SCHEMA_VERSION 1
+
+/* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
+ * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
+int kv_store_default_path(char *out, size_t cap);
+
+/* Opens (creating the file and its parent directories if needed) and migrates
+ * to KV_STORE_SCHEMA_VERSION. A database from a newer kevo is refused with a
+ * message that says so. Sets a busy timeout so concurrent kevo processes wait
+ * instead of failing. */
+int kv_store_open(const char *path, struct kv_store **out, char *err, size_t errlen);
+void kv_store_close(struct kv_store *s);
+int kv_store_schema_version(struct kv_store *s);
+
+/* Tasks are keyed by the hash of their canonical spec; putting the same spec
+ * twice returns the same id. */
+int kv_store_put_task(struct kv_store *s, const char *name, const char *dir, const char *spec_hash,
+                      const char *spec_json, int64_t *task_id, char *err, size_t errlen);
+
+/* Candidate sources, keyed by content hash (hex sha256); idempotent. */
+int kv_store_put_source(struct kv_store *s, const char *hash, const char *text, size_t len,
+                        char *err, size_t errlen);
+
+struct kv_eval_record {
+  int64_t task_id;
+  const char *source_hash;
+  const char *candidate_path; /* as given by the user; may be NULL */
+  const char *surface;        /* "cpu" | "cuda" */
+  const char *device;         /* e.g. "cpu:AMD EPYC 7763" */
+  const char *verdict;        /* "ok", "wrong_output", ... */
+  const char *detail;
+  double median_us;           /* < 0 when not timed */
+  double speedup;             /* < 0 when not timed */
+  const char *result_json;    /* the whole verdict as JSON */
+};
+
+/* Records one evaluation; *id gets its row id (may be NULL). */
+int kv_store_add_eval(struct kv_store *s, const struct kv_eval_record *r, int64_t *id, char *err,
+                      size_t errlen);
+
+/* Reads back evaluation `id` (for tests and tools). Strings in *out are
+ * malloc'd; free them with kv_eval_row_release. */
+struct kv_eval_row {
+  int64_t id, task_id;
+  char *task_name, *source_hash, *surface, *device, *verdict, *detail, *result_json;
+  double median_us, speedup;
+  int64_t created_unix;
+};
+int kv_store_get_eval(struct kv_store *s, int64_t id, struct kv_eval_row *out, char *err,
+                      size_t errlen);
+void kv_eval_row_release(struct kv_eval_row *r);
+/* Number of rows in evaluations (tests). */
+int64_t kv_store_count_evals(struct kv_store *s);
+/* The text of a stored source, malloc'd (NULL if absent). */
+char *kv_store_get_source(struct kv_store *s, const char *hash, size_t *len);
+
+#endif

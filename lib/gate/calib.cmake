@@ -1,0 +1,9 @@
+# CPU ceilings (bandwidth, FMA peak) and their JSON cache.
+add_library(kevo_calib STATIC ${CMAKE_CURRENT_LIST_DIR}/calib.c)
+target_link_libraries(kevo_calib PUBLIC OpenMP::OpenMP_C PkgConfig::JANSSON m)
+set_target_properties(kevo_calib PROPERTIES POSITION_INDEPENDENT_CODE ON)
+# `acc * m + a` must become a fused multiply-add in the FMA kernels: ISO C
+# mode (-std=c11) otherwise turns contraction off.
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/calib.c PROPERTIES COMPILE_OPTIONS -ffp-contract=fast)
+
+kevo_add_test(test_calib SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_calib.c LIBS kevo_calib)

@@ -1,0 +1,375 @@
+/* The parent's side of kevo-worker: start, call with a deadline, stop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "kevo/wire.h"
+
+static void close_fd(int *fd) {
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+}
+
+static void reap(struct kv_worker *w, int force) {
+  if (w->pid <= 0)
+    return;
+  if (force) {
+    kill(-w->pid, SIGKILL);
+    kill(w->pid, SIGKILL);
+  }
+  int st = 0;
+  pid_t r = -1;
+  /* A worker whose channel closed is exiting; give it a moment, then kill. */
+  for (int i = 0; i < 200; i++) {
+    r = waitpid(w->pid, &st, WNOHANG);
+    if (r != 0)
+      break;
+    usleep(5000);
+  }
+  if (r == 0) {
+    kill(-w->pid, SIGKILL);
+    kill(w->pid, SIGKILL);
+    r = waitpid(w->pid, &st, 0);
+  }
+  if (!w->death[0] && r == w->pid) {
+    struct kv_proc_result pr = {0};
+    pr.exited = WIFEXITED(st);
+    pr.status = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+    pr.signaled = WIFSIGNALED(st);
+    pr.sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    kv_proc_describe(&pr, w->death, sizeof w->death);
+  }
+  w->pid = -1;
+  w->alive = 0;
+  close_fd(&w->req_fd);
+  close_fd(&w->resp_fd);
+}
+
+static void drain(int *fd, struct kv_buf *b) {
+  char chunk[65536];
+  for (int i = 0; i < 16 && *fd >= 0; i++) {
+    ssize_t n = read(*fd, chunk, sizeof chunk);
+    if (n > 0) {
+      kv_buf_append(b, chunk, (size_t)n);
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR))
+      close_fd(fd);
+    break;
+  }
+}
+
+/* Waits for one frame on resp_fd while draining stdout/stderr and writing the
+ * pending request bytes. */
+static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t outlen,
+                                double deadline, struct kv_frame_parser *fp) {
+  size_t sent = 0;
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    double left = deadline - kv_now_s();
+    if (left <= 0)
+      return KV_CALL_TIMEOUT;
+    struct pollfd p[4];
+    int np = 0;
+    int ireq = -1, iresp = -1, iout = -1, ierr = -1;
+    if (sent < outlen && w->req_fd >= 0) {
+      p[np] = (struct pollfd){.fd = w->req_fd, .events = POLLOUT};
+      ireq = np++;
+    }
+    if (w->resp_fd >= 0) {
+      p[np] = (struct pollfd){.fd = w->resp_fd, .events = POLLIN};
+      iresp = np++;
+    }
+    if (w->out_fd >= 0) {
+      p[np] = (struct pollfd){.fd = w->out_fd, .events = POLLIN};
+      iout = np++;
+    }
+    if (w->err_fd >= 0) {
+      p[np] = (struct pollfd){.fd = w->err_fd, .events = POLLIN};
+      ierr = np++;
+    }
+    if (iresp < 0)
+      return KV_CALL_DIED;
+    int ms = left > 0.1 ? 100 : (int)(left * 1000) + 1;
+    int rc = poll(p, (nfds_t)np, ms);
+    if (rc < 0) {
+      if (errno == EINTR)
+        continue;
+      return KV_CALL_DIED;
+    }
+    if (ireq >= 0 && (p[ireq].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t n = write(w->req_fd, out + sent, outlen - sent);
+      if (n > 0)
+        sent += (size_t)n;
+      else if (n < 0 && errno != EAGAIN && errno != EINTR)
+        return KV_CALL_DIED;
+    }
+    if (iout >= 0 && (p[iout].revents & (POLLIN | POLLHUP | POLLERR)))
+      drain(&w->out_fd, &w->out);
+    if (ierr >= 0 && (p[ierr].revents & (POLLIN | POLLHUP | POLLERR)))
+      drain(&w->err_fd, &w->err);
+    if (iresp >= 0 && (p[iresp].revents & (POLLIN | POLLHUP | POLLERR))) {
+      for (int i = 0; i < 64; i++) {
+        ssize_t n = read(w->resp_fd, chunk, sizeof chunk);
+        if (n > 0) {
+          size_t used = 0;
+          while (used < (size_t)n && !fp->done && !fp->bad)
+            used += kv_frame_parser_feed(fp, chunk + used, (size_t)n - used);
+          if (fp->bad)
+            return KV_CALL_PROTOCOL;
+          if (fp->done) {
+            /* Anything after the frame is junk nobody asked for. */
+            if (used < (size_t)n)
+              return KV_CALL_PROTOCOL;
+            return KV_CALL_OK;
+          }
+          continue;
+        }
+        if (n == 0)
+          return KV_CALL_DIED;
+        if (errno == EAGAIN)
+          break;
+        if (errno != EINTR)
+          return KV_CALL_DIED;
+      }
+    }
+  }
+}
+
+static char **worker_env(const char *scratch) {
+  static char home[4200], tmp[4200], omp[64];
+  static char *env[16];
+  int n = 0;
+  env[n++] = "PATH=/usr/bin:/bin";
+  env[n++] = "LANG=C";
+  snprintf(home, sizeof home, "HOME=%s", scratch);
+  snprintf(tmp, sizeof tmp, "TMPDIR=%s", scratch);
+  env[n++] = home;
+  env[n++] = tmp;
+  const char *o = getenv("OMP_NUM_THREADS");
+  if (o && strlen(o) < 16) {
+    snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%s", o);
+    env[n++] = omp;
+  }
+#ifdef KEVO_SANITIZED
+  /* LeakSanitizer needs ptrace, which the sandbox forbids. */
+  env[n++] = "ASAN_OPTIONS=detect_leaks=0";
+#endif
+  env[n] = NULL;
+  return env;
+}
+
+int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
+                    size_t errlen) {
+  memset(w, 0, sizeof(*w));
+  w->pid = -1;
+  w->req_fd = w->resp_fd = w->out_fd = w->err_fd = -1;
+  kv_buf_init(&w->out, KV_OUTPUT_CAP);
+  kv_buf_init(&w->err, KV_OUTPUT_CAP);
+  if (access(spec->worker_path, X_OK) != 0)
+    return kv_error(err, errlen,
+                    "%s: the worker executable is missing; run 'make' or set KEVO_WORKER",
+                    spec->worker_path);
+  if (kv_mkdtemp(spec->scratch_base, "worker", w->scratch, sizeof w->scratch, err, errlen) < 0)
+    return -1;
+  int req[2], resp[2], out[2], er[2];
+  if (pipe2(req, O_CLOEXEC) < 0 || pipe2(resp, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+      pipe2(er, O_CLOEXEC) < 0)
+    return kv_error(err, errlen, "pipe: %s", strerror(errno));
+  char *argv[8 + 2 * 8];
+  int a = 0;
+  argv[a++] = (char *)spec->worker_path;
+  argv[a++] = "--scratch";
+  argv[a++] = w->scratch;
+  for (int i = 0; i < spec->nread && i < 8; i++) {
+    argv[a++] = "--read";
+    argv[a++] = (char *)spec->read_paths[i];
+  }
+  if (!spec->sandbox)
+    argv[a++] = "--no-sandbox";
+  argv[a] = NULL;
+  char **envp = worker_env(w->scratch);
+  pid_t pid = fork();
+  if (pid < 0)
+    return kv_error(err, errlen, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    int devnull = open("/dev/null", O_RDONLY);
+    /* Move everything above 4 first so the dup2s below cannot clobber. */
+    int fds[5] = {devnull, out[1], er[1], req[0], resp[1]};
+    for (int i = 0; i < 5; i++) {
+      int f = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+      fds[i] = f;
+    }
+    for (int i = 0; i < 5; i++)
+      if (fds[i] < 0 || dup2(fds[i], i) < 0)
+        _exit(126);
+    close_range(5, ~0U, 0);
+    if (chdir(w->scratch) < 0)
+      _exit(126);
+    execve(spec->worker_path, argv, envp);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(req[0]);
+  close(resp[1]);
+  close(out[1]);
+  close(er[1]);
+  w->pid = pid;
+  w->req_fd = req[1];
+  w->resp_fd = resp[0];
+  w->out_fd = out[0];
+  w->err_fd = er[0];
+  fcntl(w->req_fd, F_SETFL, O_NONBLOCK);
+  fcntl(w->resp_fd, F_SETFL, O_NONBLOCK);
+  fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(w->err_fd, F_SETFL, O_NONBLOCK);
+  w->alive = 1;
+  struct kv_frame_parser fp;
+  kv_frame_parser_init(&fp, 0);
+  enum kv_call_status s =
+      pump(w, NULL, 0, kv_now_s() + (spec->start_deadline_s > 0 ? spec->start_deadline_s : 10), &fp);
+  if (s != KV_CALL_OK || fp.h.type != KV_MSG_HELLO) {
+    kv_frame_parser_release(&fp);
+    reap(w, 1);
+    return kv_error(err, errlen, "%s: the worker did not start (%s)%s%s", spec->worker_path,
+                    w->death[0] ? w->death : "no hello", w->err.len ? ": " : "",
+                    w->err.len ? w->err.data : "");
+  }
+  w->hello = json_loads(fp.json, 0, NULL);
+  kv_frame_parser_release(&fp);
+  return 0;
+}
+
+enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *req,
+                                   double deadline_s, json_t **reply, uint8_t **blob,
+                                   uint64_t want_blob, char *detail, size_t detlen) {
+  *reply = NULL;
+  if (blob)
+    *blob = NULL;
+  detail[0] = 0;
+  if (!w->alive) {
+    snprintf(detail, detlen, "the worker is not running");
+    return KV_CALL_DIED;
+  }
+  uint64_t token = kv_random_u64();
+  char *js = json_dumps(req, JSON_COMPACT);
+  size_t jl = js ? strlen(js) : 0;
+  size_t total = KV_WIRE_HEADER + jl;
+  uint8_t *frame = malloc(total);
+  if (!frame || !js) {
+    free(frame);
+    free(js);
+    snprintf(detail, detlen, "out of memory");
+    return KV_CALL_PROTOCOL;
+  }
+  struct kv_frame_header h = {KV_WIRE_MAGIC, type, token, (uint32_t)jl, 0};
+  kv_wire_pack_header(&h, frame);
+  memcpy(frame + KV_WIRE_HEADER, js, jl);
+  free(js);
+  struct kv_frame_parser fp;
+  kv_frame_parser_init(&fp, want_blob);
+  double t0 = kv_now_s();
+  enum kv_call_status s = pump(w, frame, total, t0 + deadline_s, &fp);
+  free(frame);
+  if (s == KV_CALL_OK) {
+    if (fp.h.token != token) {
+      s = KV_CALL_PROTOCOL;
+      snprintf(detail, detlen, "the worker replied with a forged or stale job token");
+    } else if (fp.h.type != KV_MSG_REPLY && fp.h.type != KV_MSG_ERROR) {
+      s = KV_CALL_PROTOCOL;
+      snprintf(detail, detlen, "the worker replied with an unexpected frame type %u", fp.h.type);
+    } else if (!(*reply = json_loads(fp.json, 0, NULL)) || !json_is_object(*reply)) {
+      json_decref(*reply);
+      *reply = NULL;
+      s = KV_CALL_PROTOCOL;
+      snprintf(detail, detlen, "the worker's reply is not a JSON object");
+    } else if (fp.h.type == KV_MSG_ERROR) {
+      s = KV_CALL_ERROR;
+      const char *e = json_string_value(json_object_get(*reply, "error"));
+      snprintf(detail, detlen, "%s", e ? e : "unspecified error");
+    } else if (fp.h.blob_len != want_blob) {
+      s = KV_CALL_PROTOCOL;
+      snprintf(detail, detlen, "the worker returned %llu bytes of results, expected %llu",
+               (unsigned long long)fp.h.blob_len, (unsigned long long)want_blob);
+      json_decref(*reply);
+      *reply = NULL;
+    } else if (blob) {
+      *blob = fp.blob;
+      fp.blob = NULL;
+    }
+  }
+  kv_frame_parser_release(&fp);
+  if (s == KV_CALL_TIMEOUT) {
+    reap(w, 1);
+    snprintf(detail, detlen, "no answer within %.1f s: the worker was killed", deadline_s);
+    snprintf(w->death, sizeof w->death, "killed at the %.1f s deadline", deadline_s);
+  } else if (s == KV_CALL_DIED) {
+    reap(w, 0);
+    snprintf(detail, detlen, "the worker %s during the job", w->death[0] ? w->death : "died");
+  } else if (s == KV_CALL_PROTOCOL) {
+    if (!detail[0])
+      snprintf(detail, detlen, "the worker sent a malformed frame (forged output on its channel?)");
+    reap(w, 1);
+  }
+  /* Collect what the candidate printed so far. */
+  drain(&w->out_fd, &w->out);
+  drain(&w->err_fd, &w->err);
+  return s;
+}
+
+void kv_worker_stop(struct kv_worker *w) {
+  if (w->pid > 0) {
+    if (w->req_fd >= 0) {
+      struct kv_frame_header h = {KV_WIRE_MAGIC, KV_MSG_QUIT, 0, 0, 0};
+      uint8_t hdr[KV_WIRE_HEADER];
+      kv_wire_pack_header(&h, hdr);
+      ssize_t n = write(w->req_fd, hdr, sizeof hdr);
+      (void)n;
+    }
+    reap(w, 1);
+  }
+  drain(&w->out_fd, &w->out);
+  drain(&w->err_fd, &w->err);
+  close_fd(&w->out_fd);
+  close_fd(&w->err_fd);
+  close_fd(&w->req_fd);
+  close_fd(&w->resp_fd);
+  if (w->scratch[0])
+    kv_rmtree(w->scratch);
+  w->scratch[0] = 0;
+  json_decref(w->hello);
+  w->hello = NULL;
+  kv_buf_release(&w->out);
+  kv_buf_release(&w->err);
+}
+
+static enum kv_layer_state layer(json_t *hello, const char *k) {
+  const char *s = json_string_value(json_object_get(hello, k));
+  if (!s)
+    return KV_LAYER_OFF;
+  for (int i = 0; i <= KV_LAYER_FAILED; i++)
+    if (!strcmp(s, kv_layer_state_name((enum kv_layer_state)i)))
+      return (enum kv_layer_state)i;
+  return KV_LAYER_FAILED;
+}
+
+void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st) {
+  memset(st, 0, sizeof(*st));
+  st->no_new_privs = layer(hello, "no_new_privs");
+  st->netns = layer(hello, "netns");
+  st->landlock = layer(hello, "landlock");
+  st->seccomp = layer(hello, "seccomp");
+  st->rlimits = layer(hello, "rlimits");
+  st->landlock_abi = (int)json_integer_value(json_object_get(hello, "landlock_abi"));
+  const char *n = json_string_value(json_object_get(hello, "note"));
+  snprintf(st->note, sizeof st->note, "%s", n ? n : "");
+}

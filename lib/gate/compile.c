@@ -1,0 +1,257 @@
+/* The CPU surface's compiler: cc with OpenMP, the generated prototype
+ * force-included, the call shim linked in, sandboxed, under a deadline,
+ * cached by a hash of everything that determines the output. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define KV_SOURCE_MAX (1 << 20)
+
+static const char *cc_flags[] = {"-std=gnu11", "-O3",     "-march=native", "-fopenmp",
+                                 "-fPIC",      "-shared"};
+
+const char *kv_cc_version(void) {
+  static char ver[256];
+  if (ver[0])
+    return ver;
+  struct kv_buf out;
+  kv_buf_init(&out, 4096);
+  struct kv_proc_result r;
+  char *argv[] = {"cc", "--version", NULL};
+  char err[256];
+  if (kv_run(argv, NULL, NULL, 10, NULL, NULL, &out, &r, err, sizeof err) == 0 && r.exited &&
+      r.status == 0 && out.data) {
+    char *nl = strchr(out.data, '\n');
+    if (nl)
+      *nl = 0;
+    snprintf(ver, sizeof ver, "%s", out.data);
+  }
+  kv_buf_release(&out);
+  return ver;
+}
+
+static void cpu_model(char *out, size_t cap) {
+  snprintf(out, cap, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) {
+        c++;
+        while (*c == ' ')
+          c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(out, cap, "%s", c);
+      }
+      break;
+    }
+  }
+  fclose(f);
+}
+
+struct compile_sandbox {
+  const char *dir;
+};
+
+/* In the compiler's child: a network namespace, landlock (write only the build
+ * directory; read only system directories), resource limits. No seccomp: the
+ * compiler driver must start cc1, as and ld. */
+static int compile_setup(void *arg) {
+  struct compile_sandbox *cs = arg;
+  struct kv_sandbox_opts o;
+  kv_sandbox_defaults(&o, cs->dir);
+  o.seccomp = 0;
+  o.cpu_seconds = 300;
+  o.file_limit_bytes = 256u << 20;
+  o.read_paths[o.nread_paths++] = "/usr/local";
+  struct kv_sandbox_status st;
+  kv_sandbox_enter(&o, &st);
+  return 0;
+}
+
+int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
+               struct kv_build *b, char *err, size_t errlen) {
+  memset(b, 0, sizeof(*b));
+  char *text = NULL;
+  size_t len = 0;
+  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
+    return -1;
+  const char *ver = kv_cc_version();
+  if (!ver[0]) {
+    free(text);
+    return kv_error(err, errlen,
+                    "cc: no C compiler found; install one (apt-get install gcc) or put cc on PATH");
+  }
+  char proto[65536], shim[65536];
+  if (kv_task_prototype(t, KV_LANG_C, proto, sizeof proto) < 0 ||
+      kv_task_shim(t, KV_LANG_C, shim, sizeof shim) < 0) {
+    free(text);
+    return kv_error(err, errlen, "%s: the task's prototype is too large", t->name);
+  }
+  char model[256];
+  cpu_model(model, sizeof model);
+  struct kv_sha256 *h = kv_sha256_new();
+  kv_sha256_update(h, "kevo-c-v1", 10);
+  kv_sha256_update(h, ver, strlen(ver) + 1);
+  kv_sha256_update(h, model, strlen(model) + 1);
+  for (size_t i = 0; i < KV_ARRAY_LEN(cc_flags); i++)
+    kv_sha256_update(h, cc_flags[i], strlen(cc_flags[i]) + 1);
+  kv_sha256_update(h, proto, strlen(proto) + 1);
+  kv_sha256_update(h, shim, strlen(shim) + 1);
+  kv_sha256_update(h, text, len);
+  kv_sha256_final(h, b->key);
+
+  char objdir[3100], logp[PATH_MAX], failp[PATH_MAX];
+  if (strlen(cache_dir) > 3000) {
+    free(text);
+    return kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR", cache_dir);
+  }
+  snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
+  if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
+    free(text);
+    return -1;
+  }
+  snprintf(b->so_path, sizeof b->so_path, "%s/%s.so", objdir, b->key);
+  snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
+  snprintf(failp, sizeof failp, "%s/%s.fail", objdir, b->key);
+  double t0 = kv_now_s();
+  if (kv_path_exists(b->so_path) || kv_path_exists(failp)) {
+    b->ok = kv_path_exists(b->so_path);
+    b->cached = 1;
+    size_t ll;
+    if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
+      b->log = strdup("");
+    free(text);
+    b->seconds = kv_now_s() - t0;
+    return 0;
+  }
+
+  /* Build in a private directory: candidate.c, proto.h, shim.c. */
+  char dir[PATH_MAX], p_src[PATH_MAX + 32], p_proto[PATH_MAX + 32], p_shim[PATH_MAX + 32],
+      p_out[PATH_MAX + 32];
+  if (kv_mkdtemp(cache_dir, "build", dir, sizeof dir, err, errlen) < 0) {
+    free(text);
+    return -1;
+  }
+  snprintf(p_src, sizeof p_src, "%s/candidate.c", dir);
+  snprintf(p_proto, sizeof p_proto, "%s/proto.h", dir);
+  snprintf(p_shim, sizeof p_shim, "%s/kevo_shim.c", dir);
+  snprintf(p_out, sizeof p_out, "%s/out.so", dir);
+  int rc = 0;
+  if (kv_write_file(p_src, text, len, err, errlen) < 0 ||
+      kv_write_file(p_proto, proto, strlen(proto), err, errlen) < 0 ||
+      kv_write_file(p_shim, shim, strlen(shim), err, errlen) < 0)
+    rc = -1;
+  free(text);
+  if (rc == 0) {
+    char *argv[32];
+    int a = 0;
+    argv[a++] = "cc";
+    for (size_t i = 0; i < KV_ARRAY_LEN(cc_flags); i++)
+      argv[a++] = (char *)cc_flags[i];
+    argv[a++] = "-include";
+    argv[a++] = "proto.h";
+    argv[a++] = "candidate.c";
+    argv[a++] = "kevo_shim.c";
+    argv[a++] = "-o";
+    argv[a++] = "out.so";
+    argv[a++] = "-lm";
+    argv[a] = NULL;
+    char env_tmp[PATH_MAX + 16];
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", dir);
+    char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", env_tmp, NULL};
+    struct kv_buf log;
+    kv_buf_init(&log, KV_LOG_CAP);
+    struct kv_proc_result pr;
+    struct compile_sandbox cs = {dir};
+    if (kv_run(argv, envp, dir, deadline_s, compile_setup, &cs, &log, &pr, err, errlen) < 0) {
+      rc = -1;
+    } else {
+      b->ok = pr.exited && pr.status == 0 && kv_path_exists(p_out);
+      if (pr.timed_out)
+        kv_buf_appendf(&log, "\nkevo: the compiler did not finish within %.0f s and was killed\n",
+                       deadline_s);
+      else if (!b->ok && pr.signaled)
+        kv_buf_appendf(&log, "\nkevo: the compiler was killed by signal %d\n", pr.sig);
+      if (log.truncated)
+        kv_buf_appendf(&log, "\n[log truncated]\n");
+      b->log = kv_buf_detach(&log);
+      kv_write_file(logp, b->log, strlen(b->log), NULL, 0);
+      if (b->ok) {
+        if (rename(p_out, b->so_path) < 0)
+          rc = kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
+      } else if (!pr.timed_out && !pr.signaled) {
+        /* A compile error is a property of the source: cache it too. */
+        kv_write_file(failp, "", 0, NULL, 0);
+      }
+    }
+    kv_buf_release(&log);
+  }
+  kv_rmtree(dir);
+  b->seconds = kv_now_s() - t0;
+  return rc;
+}
+
+void kv_build_release(struct kv_build *b) {
+  free(b->log);
+  b->log = NULL;
+}
+
+static const char *forbidden[] = {
+    "fork",      "vfork",     "clone",       "clone3",      "execve",    "execv",
+    "execvp",    "execvpe",   "execl",       "execlp",      "execle",    "fexecve",
+    "system",    "popen",     "posix_spawn", "posix_spawnp", "daemon",   "socket",
+    "socketpair", "connect",  "bind",        "listen",      "accept",    "accept4",
+    "getaddrinfo", "gethostbyname", "dlopen", "dlmopen",   "ptrace",    "kill",
+    "killpg",    "tgkill",    "setsid",      "unshare",     "setns",     "mount",
+    "chroot",    "pidfd_open", "process_vm_readv", "process_vm_writev", "prctl",
+};
+
+int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap,
+                    char *err, size_t errlen) {
+  (void)t;
+  out[0] = 0;
+  struct kv_buf o;
+  kv_buf_init(&o, 1 << 20);
+  struct kv_proc_result pr;
+  char *argv[] = {"nm", "-D", "--undefined-only", (char *)so_path, NULL};
+  if (kv_run(argv, NULL, NULL, 20, NULL, NULL, &o, &pr, err, errlen) < 0) {
+    kv_buf_release(&o);
+    return -1;
+  }
+  if (!pr.exited || pr.status != 0) {
+    kv_error(err, errlen, "nm %s failed: %s", so_path, o.data ? o.data : "");
+    kv_buf_release(&o);
+    return -1;
+  }
+  int n = 0;
+  size_t used = 0;
+  for (char *line = o.data, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next)
+      *next++ = 0;
+    char *u = strstr(line, " U ");
+    if (!u)
+      continue;
+    char *name = u + 3;
+    name[strcspn(name, "@ \t")] = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(forbidden); i++) {
+      if (!strcmp(name, forbidden[i])) {
+        int w = snprintf(out + used, cap - used, "%s%s", n ? ", " : "", name);
+        if (w > 0 && (size_t)w < cap - used)
+          used += (size_t)w;
+        n++;
+      }
+    }
+  }
+  kv_buf_release(&o);
+  return n;
+}

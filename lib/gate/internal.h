@@ -1,0 +1,92 @@
+/* Internal to the gate: worker processes, compilation, surfaces. */
+#ifndef KEVO_GATE_INTERNAL_H
+#define KEVO_GATE_INTERNAL_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#include "kevo/gate.h"
+#include "kevo/util.h"
+
+/* ---- worker client (client.c) ---- */
+enum kv_call_status {
+  KV_CALL_OK = 0,     /* a REPLY frame with the right token */
+  KV_CALL_ERROR,      /* an ERROR frame: reply json has "error" */
+  KV_CALL_DIED,       /* the worker died or closed its channel mid-job */
+  KV_CALL_TIMEOUT,    /* past the deadline: killed */
+  KV_CALL_PROTOCOL,   /* malformed frame, wrong token, wrong sizes: killed */
+};
+
+struct kv_worker {
+  pid_t pid;
+  int req_fd, resp_fd, out_fd, err_fd;
+  char scratch[4096];
+  struct kv_buf out, err; /* the candidate's stdout / stderr, capped */
+  int alive;
+  json_t *hello;          /* the worker's HELLO (sandbox status) */
+  char death[256];        /* how it died, once it did */
+};
+
+struct kv_worker_spec {
+  const char *worker_path;
+  const char *scratch_base;
+  const char *read_paths[8];
+  int nread;
+  int sandbox;
+  double start_deadline_s;
+};
+
+int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
+                    size_t errlen);
+/* One request/reply. *reply is the reply JSON (caller decrefs) for OK and
+ * ERROR; *blob (caller frees) must be exactly want_blob bytes (or any size up to
+ * want_blob when want_exact is 0). On DIED/TIMEOUT/PROTOCOL the worker is dead
+ * and `detail` says what happened. */
+enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *req,
+                                   double deadline_s, json_t **reply, uint8_t **blob,
+                                   uint64_t want_blob, char *detail, size_t detlen);
+void kv_worker_stop(struct kv_worker *w);
+void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
+
+/* ---- compilation (compile.c) ---- */
+struct kv_build {
+  char so_path[4096];
+  char key[65];
+  int ok;        /* 1 built; 0 compile error (log says why) */
+  int cached;
+  double seconds;
+  char *log;     /* capped, NUL-terminated */
+};
+/* Compiles source file `src` (a candidate or a reference) for the task with
+ * the surface's compiler; the generated prototype is force-included and the
+ * call shim linked in. Returns -1 when the compiler cannot be run at all. */
+int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
+               struct kv_build *b, char *err, size_t errlen);
+void kv_build_release(struct kv_build *b);
+/* Undefined dynamic symbols of a built object that the policy forbids;
+ * returns the count and a "fork, system" list in `out`. -1 if nm fails. */
+int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap,
+                    char *err, size_t errlen);
+/* "gcc (Debian 12.2.0-14) 12.2.0" */
+const char *kv_cc_version(void);
+
+/* ---- comparison (compare.c) ---- */
+struct kv_cmp {
+  enum kv_verdict verdict; /* OK, UNWRITTEN_OUTPUT, WRONG_OUTPUT */
+  char detail[512];
+  double max_abs, max_rel;
+  int64_t first_bad;
+};
+/* Compares `got` against `exp` for param p (out or inout) of the task under
+ * tolerance; `poison` is the pattern the output held before the call (-1 for
+ * inout: never poisoned). */
+void kv_compare(const struct kv_task *t, const struct kv_sizeset *s, int p, const void *exp,
+                const void *got, int64_t n, int poison, struct kv_cmp *c);
+/* Formats a flat index as name[i,j,...] using the param's shape. */
+void kv_format_index(const struct kv_task *t, const struct kv_sizeset *s, int p, int64_t i,
+                     char *out, size_t cap);
+/* Tolerance rule: exact for integers; for floats NaN matches NaN, inf must be
+ * equal, otherwise |got-exp| <= atol + rtol*|exp|. */
+int kv_close(const struct kv_task *t, enum kv_dtype d, double exp, double got);
+
+#endif

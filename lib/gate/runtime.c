@@ -1,0 +1,177 @@
+#include "kevo/runtime.h"
+
+#include <string.h>
+
+int kv_is_output(enum kv_role r) {
+  return r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
+}
+int kv_is_input(enum kv_role r) {
+  return r == KV_ROLE_IN || r == KV_ROLE_INOUT;
+}
+
+static int is_buffer(enum kv_role r) {
+  return r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
+}
+
+int kv_layout(const struct kv_task *t, const struct kv_sizeset *s, int64_t nelem[KV_MAX_PARAMS],
+              char *err, size_t errlen) {
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    nelem[p] = 0;
+  int64_t total;
+  if (kv_sizeset_bytes(t, s, &total, err, errlen) < 0)
+    return -1;
+  for (int p = 0; p < t->nparams; p++)
+    if (is_buffer(t->params[p].role) && kv_param_elems(t, p, s, &nelem[p], err, errlen) < 0)
+      return -1;
+  return 0;
+}
+
+size_t kv_param_bytes(const struct kv_task *t, int p, const int64_t nelem[KV_MAX_PARAMS]) {
+  if (!is_buffer(t->params[p].role))
+    return 0;
+  return (size_t)nelem[p] * kv_dtype_size(t->params[p].dtype);
+}
+
+static const uint32_t poison32[2] = {0x7fc5a5a5u, 0x7fc35a5au};
+static const uint64_t poison64[2] = {0x7ff8a5a5a5a5a5a5ull, 0x7ff85a5a5a5a5a5aull};
+static const uint16_t poison_f16[2] = {0x7e5au, 0x7e25u};
+static const uint16_t poison_bf16[2] = {0x7fc5u, 0x7fc3u};
+static const uint8_t poison_byte[2] = {0xa5u, 0x5au};
+
+void kv_poison_fill(enum kv_dtype d, void *buf, size_t n, int which) {
+  which &= 1;
+  switch (d) {
+  case KV_F32: {
+    uint32_t *b = buf;
+    for (size_t i = 0; i < n; i++)
+      b[i] = poison32[which];
+    break;
+  }
+  case KV_F64: {
+    uint64_t *b = buf;
+    for (size_t i = 0; i < n; i++)
+      b[i] = poison64[which];
+    break;
+  }
+  case KV_F16:
+  case KV_BF16: {
+    uint16_t *b = buf;
+    uint16_t v = d == KV_F16 ? poison_f16[which] : poison_bf16[which];
+    for (size_t i = 0; i < n; i++)
+      b[i] = v;
+    break;
+  }
+  default:
+    memset(buf, poison_byte[which], n * kv_dtype_size(d));
+  }
+}
+
+int kv_is_poison(enum kv_dtype d, const void *buf, size_t i, int which) {
+  which &= 1;
+  switch (d) {
+  case KV_F32:
+    return ((const uint32_t *)buf)[i] == poison32[which];
+  case KV_F64:
+    return ((const uint64_t *)buf)[i] == poison64[which];
+  case KV_F16:
+    return ((const uint16_t *)buf)[i] == poison_f16[which];
+  case KV_BF16:
+    return ((const uint16_t *)buf)[i] == poison_bf16[which];
+  default: {
+    size_t sz = kv_dtype_size(d);
+    const uint8_t *b = (const uint8_t *)buf + i * sz;
+    for (size_t k = 0; k < sz; k++)
+      if (b[k] != poison_byte[which])
+        return 0;
+    return 1;
+  }
+  }
+}
+
+void kv_fill_param(const struct kv_task *t, int p, int64_t nelem, void *buf, uint64_t seed) {
+  const struct kv_param *pp = &t->params[p];
+  kv_gen_fill(pp->dtype, &pp->init, seed, (uint64_t)p, buf, (size_t)nelem);
+}
+
+void kv_fill_inputs(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                    void *const bufs[KV_MAX_PARAMS], uint64_t seed) {
+  for (int p = 0; p < t->nparams; p++)
+    if (kv_is_input(t->params[p].role) && bufs[p])
+      kv_fill_param(t, p, nelem[p], bufs[p], seed);
+}
+
+static uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Positions and values of the perturbation of param p at iteration iter. */
+static void perturb_plan(const struct kv_task *t, int p, int64_t n, uint64_t seed, uint64_t iter,
+                         size_t pos[KV_PERTURB_POINTS], uint8_t vals[KV_PERTURB_POINTS * 8]) {
+  const struct kv_param *pp = &t->params[p];
+  uint64_t key = mix64(seed ^ mix64(iter * 0x100 + (uint64_t)p + 0x51ed27));
+  for (int j = 0; j < KV_PERTURB_POINTS; j++)
+    pos[j] = (size_t)(mix64(key + (uint64_t)j) % (uint64_t)n);
+  kv_gen_fill(pp->dtype, &pp->init, key, 0x7e57u + (uint64_t)p, vals, KV_PERTURB_POINTS);
+}
+
+void kv_perturb(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                void *const bufs[KV_MAX_PARAMS], uint64_t seed, uint64_t iter, uint8_t *saved) {
+  for (int p = 0; p < t->nparams; p++) {
+    if (!kv_is_input(t->params[p].role) || !bufs[p] || nelem[p] <= 0)
+      continue;
+    size_t sz = kv_dtype_size(t->params[p].dtype);
+    size_t pos[KV_PERTURB_POINTS];
+    uint8_t vals[KV_PERTURB_POINTS * 8];
+    perturb_plan(t, p, nelem[p], seed, iter, pos, vals);
+    uint8_t *b = bufs[p];
+    for (int j = 0; j < KV_PERTURB_POINTS; j++) {
+      if (saved)
+        memcpy(saved + ((size_t)p * KV_PERTURB_POINTS + (size_t)j) * 8, b + pos[j] * sz, sz);
+      memcpy(b + pos[j] * sz, vals + (size_t)j * sz, sz);
+    }
+  }
+}
+
+void kv_unperturb(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                  void *const bufs[KV_MAX_PARAMS], uint64_t seed, uint64_t iter,
+                  const uint8_t *saved) {
+  for (int p = t->nparams - 1; p >= 0; p--) {
+    if (!kv_is_input(t->params[p].role) || !bufs[p] || nelem[p] <= 0)
+      continue;
+    size_t sz = kv_dtype_size(t->params[p].dtype);
+    size_t pos[KV_PERTURB_POINTS];
+    uint8_t vals[KV_PERTURB_POINTS * 8];
+    perturb_plan(t, p, nelem[p], seed, iter, pos, vals);
+    uint8_t *b = bufs[p];
+    /* Reverse order, so repeated positions get their first saved value back. */
+    for (int j = KV_PERTURB_POINTS - 1; j >= 0; j--)
+      memcpy(b + pos[j] * sz, saved + ((size_t)p * KV_PERTURB_POINTS + (size_t)j) * 8, sz);
+  }
+}
+
+void kv_fill_scalars(const struct kv_task *t, const struct kv_sizeset *s, uint64_t seed,
+                     uint64_t storage[KV_MAX_PARAMS]) {
+  for (int p = 0; p < t->nparams; p++) {
+    storage[p] = 0;
+    const struct kv_param *pp = &t->params[p];
+    if (pp->role == KV_ROLE_SIZE) {
+      int v = (int)s->values[p];
+      memcpy(&storage[p], &v, sizeof v);
+    } else if (pp->role == KV_ROLE_SCALAR) {
+      kv_gen_scalar(pp, mix64(seed + (uint64_t)p), &storage[p]);
+    }
+  }
+}
+
+void kv_flush_cpu(uint8_t *buf, size_t n, unsigned salt) {
+  volatile uint8_t sink = 0;
+  memset(buf, (int)(salt & 0xff), n);
+  uint8_t acc = 0;
+  for (size_t i = 0; i < n; i += 64)
+    acc ^= buf[i];
+  sink = acc;
+  (void)sink;
+}

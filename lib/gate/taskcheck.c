@@ -1,0 +1,307 @@
+/* kevo task check: the reference runs on every check size, and the task is
+ * well-posed: no trivial output passes its own tolerance. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kevo/runtime.h"
+#include "kevo/wire.h"
+
+#define NSEEDS 2
+
+static void finding(struct kv_task_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void finding(struct kv_task_report *r, const char *fmt, ...) {
+  r->ok = 0;
+  if (r->nfindings >= KV_TASK_MAX_FINDINGS)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->findings[r->nfindings++], sizeof r->findings[0], fmt, ap);
+  va_end(ap);
+}
+
+/* Reference outputs and inputs of one (check set, seed). */
+struct sample {
+  int set;
+  uint64_t seed;
+  int64_t nelem[KV_MAX_PARAMS];
+  uint8_t *out[KV_MAX_PARAMS]; /* per output param */
+  uint8_t *in[KV_MAX_PARAMS];  /* per input param, regenerated here */
+};
+
+static void store_double(enum kv_dtype d, void *buf, size_t i, double v) {
+  switch (d) {
+  case KV_F32:
+    ((float *)buf)[i] = (float)v;
+    break;
+  case KV_F64:
+    ((double *)buf)[i] = v;
+    break;
+  case KV_F16:
+    ((uint16_t *)buf)[i] = kv_f32_to_f16((float)v);
+    break;
+  case KV_BF16:
+    ((uint16_t *)buf)[i] = kv_f32_to_bf16((float)v);
+    break;
+  case KV_I32:
+    ((int32_t *)buf)[i] = (int32_t)llround(v);
+    break;
+  case KV_I64:
+    ((int64_t *)buf)[i] = (int64_t)llround(v);
+    break;
+  case KV_U8:
+    ((uint8_t *)buf)[i] = (uint8_t)llround(v);
+    break;
+  default:
+    break;
+  }
+}
+
+/* Does a trivial output (kind 0: zeros, 1: the mean of the true output, 2:
+ * a copy of input `src`) pass every check? */
+static int trivial_passes(const struct kv_task *t, struct sample *sm, int ns, int kind, int src) {
+  for (int k = 0; k < ns; k++) {
+    struct sample *x = &sm[k];
+    const struct kv_sizeset *ss = &t->check[x->set];
+    for (int p = 0; p < t->nparams; p++) {
+      if (!kv_is_output(t->params[p].role))
+        continue;
+      enum kv_dtype d = t->params[p].dtype;
+      size_t n = (size_t)x->nelem[p], sz = kv_dtype_size(d);
+      uint8_t *fake = calloc(n ? n : 1, sz);
+      if (!fake)
+        return 0;
+      if (kind == 1) {
+        double mean = 0;
+        for (size_t i = 0; i < n; i++)
+          mean += kv_elem_as_double(d, x->out[p], i);
+        mean = n ? mean / (double)n : 0;
+        for (size_t i = 0; i < n; i++)
+          store_double(d, fake, i, mean);
+      } else if (kind == 2) {
+        size_t m = (size_t)x->nelem[src];
+        for (size_t i = 0; i < n && i < m; i++)
+          store_double(d, fake, i, kv_elem_as_double(t->params[src].dtype, x->in[src], i));
+      }
+      struct kv_cmp c;
+      kv_compare(t, ss, p, x->out[p], fake, (int64_t)n, -1, &c);
+      free(fake);
+      if (c.verdict != KV_V_OK)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct kv_task_report *r,
+                  char *err, size_t errlen) {
+  memset(r, 0, sizeof(*r));
+  r->ok = 1;
+  r->bench_ref_ms = -1;
+  struct kv_gate_opts defaults;
+  if (!o) {
+    kv_gate_opts_default(&defaults);
+    o = &defaults;
+  }
+  if (o->surface && strcmp(o->surface, "cpu") != 0)
+    return kv_error(err, errlen, "--surface %s: this build checks the cpu surface only",
+                    o->surface);
+  char cache[PATH_MAX], objdir[PATH_MAX + 8], scratch[PATH_MAX + 16], wpath[PATH_MAX];
+  if (o->cache_dir)
+    snprintf(cache, sizeof cache, "%s", o->cache_dir);
+  else if (kv_cache_dir(cache, sizeof cache) < 0)
+    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
+  snprintf(objdir, sizeof objdir, "%s/obj", cache);
+  snprintf(scratch, sizeof scratch, "%s/scratch", cache);
+  if (kv_mkdirs(scratch, 0700, err, errlen) < 0)
+    return -1;
+  const char *wp = o->worker_path ? o->worker_path : getenv("KEVO_WORKER");
+  if (wp && *wp) {
+    snprintf(wpath, sizeof wpath, "%s", wp);
+  } else {
+    char dir[PATH_MAX - 16];
+    if (kv_exe_dir(dir, sizeof dir) < 0)
+      return kv_error(err, errlen, "cannot locate kevo-worker; set KEVO_WORKER");
+    snprintf(wpath, sizeof wpath, "%s/kevo-worker", dir);
+  }
+  char refsrc[PATH_MAX];
+  snprintf(refsrc, sizeof refsrc, "%s/reference.c", t->dir && *t->dir ? t->dir : ".");
+  struct kv_build b;
+  if (kv_build_c(t, refsrc, cache, o->compile_deadline_s, &b, err, errlen) < 0)
+    return -1;
+  r->compile_s = b.seconds;
+  r->compile_log = b.log;
+  b.log = NULL;
+  if (!b.ok) {
+    finding(r, "%s does not compile (see the log)", refsrc);
+    return 0;
+  }
+  struct kv_worker w;
+  struct kv_worker_spec spec = {0};
+  spec.worker_path = wpath;
+  spec.scratch_base = scratch;
+  spec.read_paths[spec.nread++] = objdir;
+  spec.sandbox = o->sandbox;
+  spec.start_deadline_s = 10;
+  if (kv_worker_start(&w, &spec, err, errlen) < 0)
+    return -1;
+  int rc = 0;
+  json_t *rep = NULL;
+  char d[1024];
+  json_t *req = json_pack("{s:s}", "task", t->json);
+  enum kv_call_status st = kv_worker_call(&w, KV_MSG_INIT, req, 10, &rep, NULL, 0, d, sizeof d);
+  json_decref(req);
+  json_decref(rep);
+  if (st == KV_CALL_OK) {
+    req = json_pack("{s:i,s:s}", "slot", 0, "path", b.so_path);
+    st = kv_worker_call(&w, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
+    json_decref(req);
+    json_decref(rep);
+  }
+  if (st != KV_CALL_OK) {
+    finding(r, "%s does not load: %s", refsrc, d);
+    kv_worker_stop(&w);
+    return 0;
+  }
+  int ns = t->ncheck * NSEEDS;
+  struct sample *sm = calloc((size_t)ns, sizeof *sm);
+  if (!sm) {
+    kv_worker_stop(&w);
+    return kv_error(err, errlen, "out of memory");
+  }
+  uint64_t base = o->seed ? o->seed : 0x6b65766fu;
+  int have = 0;
+  for (int i = 0; i < t->ncheck && r->ok; i++) {
+    const struct kv_sizeset *ss = &t->check[i];
+    int64_t nelem[KV_MAX_PARAMS];
+    if (kv_layout(t, ss, nelem, err, errlen) < 0) {
+      rc = -1;
+      break;
+    }
+    size_t ob = 0;
+    for (int p = 0; p < t->nparams; p++)
+      if (kv_is_output(t->params[p].role))
+        ob += kv_param_bytes(t, p, nelem);
+    json_t *calls = json_array();
+    uint64_t seeds[NSEEDS];
+    for (int j = 0; j < NSEEDS; j++) {
+      seeds[j] = base + (uint64_t)i * 1000 + (uint64_t)j;
+      json_array_append_new(calls, json_pack("{s:I,s:i,s:i}", "seed", (json_int_t)seeds[j],
+                                             "poison", j & 1, "perturb", -1));
+    }
+    req = json_pack("{s:i,s:s,s:i,s:o,s:b}", "slot", 0, "set", "check", "index", i, "calls", calls,
+                    "return_inputs", 0);
+    uint8_t *blob = NULL;
+    char sizes[256];
+    kv_sizeset_format(t, ss, sizes, sizeof sizes);
+    st = kv_worker_call(&w, KV_MSG_CHECK, req, o->job_deadline_s, &rep, &blob, ob * NSEEDS, d,
+                        sizeof d);
+    json_decref(req);
+    json_decref(rep);
+    r->ncalls += NSEEDS;
+    if (st != KV_CALL_OK) {
+      finding(r, "the reference fails at %s: %s", sizes, d);
+      break;
+    }
+    for (int j = 0; j < NSEEDS; j++) {
+      struct sample *x = &sm[have++];
+      x->set = i;
+      x->seed = seeds[j];
+      memcpy(x->nelem, nelem, sizeof nelem);
+      size_t off = (size_t)j * ob;
+      for (int p = 0; p < t->nparams; p++) {
+        size_t bytes = kv_param_bytes(t, p, nelem);
+        if (kv_is_output(t->params[p].role)) {
+          x->out[p] = malloc(bytes ? bytes : 1);
+          if (x->out[p])
+            memcpy(x->out[p], blob + off, bytes);
+          off += bytes;
+          /* A reference that leaves its output unwritten is broken. */
+          for (int64_t e = 0; e < nelem[p] && t->params[p].role == KV_ROLE_OUT; e++) {
+            if (kv_is_poison(t->params[p].dtype, x->out[p], (size_t)e, j & 1)) {
+              char where[160];
+              kv_format_index(t, ss, p, e, where, sizeof where);
+              finding(r, "the reference never writes %s at %s", where, sizes);
+              break;
+            }
+          }
+        }
+        if (t->params[p].role == KV_ROLE_IN) {
+          x->in[p] = malloc(bytes ? bytes : 1);
+          if (x->in[p])
+            kv_fill_param(t, p, nelem[p], x->in[p], seeds[j]);
+        }
+      }
+    }
+    free(blob);
+  }
+  if (r->ok && rc == 0) {
+    if (trivial_passes(t, sm, have, 0, 0))
+      finding(r, "ill-posed: an output of all zeros passes every check; make the outputs larger "
+                 "than the tolerance (atol %g) or tighten it",
+              t->atol);
+    else if (trivial_passes(t, sm, have, 1, 0))
+      finding(r, "ill-posed: a constant output (the mean of the true one) passes every check; "
+                 "tighten the tolerance or use inputs that make outputs vary");
+    for (int p = 0; p < t->nparams; p++) {
+      if (t->params[p].role != KV_ROLE_IN || !sm[0].in[p])
+        continue;
+      if (trivial_passes(t, sm, have, 2, p))
+        finding(r, "ill-posed: a copy of input '%s' passes every check; the operator must change "
+                   "its input more than the tolerance allows",
+                t->params[p].name);
+    }
+    /* Outputs must depend on the inputs: some seed pair must differ. */
+    int differs = 0;
+    for (int k = 0; k + 1 < have && !differs; k += NSEEDS) {
+      for (int p = 0; p < t->nparams; p++)
+        if (kv_is_output(t->params[p].role) &&
+            memcmp(sm[k].out[p], sm[k + 1].out[p], kv_param_bytes(t, p, sm[k].nelem)) != 0)
+          differs = 1;
+    }
+    if (!differs)
+      finding(r, "ill-posed: the reference output does not change when the inputs change");
+  }
+  /* One reference call at the bench size, to show what timing will cost. */
+  if (r->ok && rc == 0 && t->nbench > 0) {
+    int64_t nelem[KV_MAX_PARAMS];
+    if (kv_layout(t, &t->bench[0], nelem, err, errlen) == 0) {
+      size_t ob = 0;
+      for (int p = 0; p < t->nparams; p++)
+        if (kv_is_output(t->params[p].role))
+          ob += kv_param_bytes(t, p, nelem);
+      req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 0, "set", "bench", "index", 0,
+                      "calls", "seed", (json_int_t)base, "poison", 0, "return_inputs", 0);
+      uint8_t *blob = NULL;
+      st = kv_worker_call(&w, KV_MSG_CHECK, req, o->job_deadline_s * 6, &rep, &blob, ob, d,
+                          sizeof d);
+      json_decref(req);
+      if (st == KV_CALL_OK)
+        r->bench_ref_ms =
+            (double)json_integer_value(json_array_get(json_object_get(rep, "call_ns"), 0)) / 1e6;
+      else
+        finding(r, "the reference fails at the bench size: %s", d);
+      json_decref(rep);
+      free(blob);
+      r->ncalls++;
+    }
+  }
+  for (int k = 0; k < have; k++)
+    for (int p = 0; p < KV_MAX_PARAMS; p++) {
+      free(sm[k].out[p]);
+      free(sm[k].in[p]);
+    }
+  free(sm);
+  kv_worker_stop(&w);
+  kv_build_release(&b);
+  return rc;
+}
+
+void kv_task_report_release(struct kv_task_report *r) {
+  free(r->compile_log);
+  r->compile_log = NULL;
+}

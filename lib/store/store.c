@@ -1,0 +1,750 @@
+/* kevo's store: one SQLite database in WAL mode with versioned migrations.
+ *
+ * Rules kept throughout this file:
+ * - every mutation runs inside BEGIN IMMEDIATE ... COMMIT, rolled back on error;
+ * - values only ever reach SQL through bound parameters;
+ * - errors name the database path and SQLite's message, plus the fix when
+ *   there is an obvious one; nothing here prints or exits. */
+#include "kevo/store.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef KEVO_VERSION
+#define KEVO_VERSION "unknown"
+#endif
+
+enum { STORE_PATH_CAP = 4096, STORE_BUSY_MS = 10000 };
+
+struct kv_store {
+  sqlite3 *db;
+  char path[STORE_PATH_CAP];
+};
+
+/* ---- migrations --------------------------------------------------------- */
+
+/* migrations[i] takes the schema from version i to version i + 1. Each runs in
+ * its own transaction together with the user_version bump. Never edit a
+ * released entry; append a new one and raise KV_STORE_SCHEMA_VERSION. */
+#define NOW_UNIX "(CAST(strftime('%s', 'now') AS INTEGER))"
+static const char *const migrations[] = {
+    /* 1: tasks, sources, evaluations, meta. */
+    "CREATE TABLE meta (\n"
+    "  key   TEXT PRIMARY KEY NOT NULL,\n"
+    "  value TEXT\n"
+    ");\n"
+    "CREATE TABLE tasks (\n"
+    "  id        INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  name      TEXT NOT NULL,\n"
+    "  dir       TEXT,\n"
+    "  spec_hash TEXT NOT NULL UNIQUE,\n"
+    "  spec_json TEXT NOT NULL,\n"
+    "  created   INTEGER NOT NULL DEFAULT " NOW_UNIX "\n"
+    ");\n"
+    "CREATE TABLE sources (\n"
+    "  hash    TEXT PRIMARY KEY NOT NULL,\n"
+    "  text    TEXT NOT NULL,\n"
+    "  bytes   INTEGER NOT NULL CHECK (bytes >= 0),\n"
+    "  created INTEGER NOT NULL DEFAULT " NOW_UNIX "\n"
+    ");\n"
+    "CREATE TABLE evaluations (\n"
+    "  id             INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  task_id        INTEGER NOT NULL REFERENCES tasks(id),\n"
+    "  source_hash    TEXT REFERENCES sources(hash),\n"
+    "  candidate_path TEXT,\n"
+    "  surface        TEXT NOT NULL,\n"
+    "  device         TEXT,\n"
+    "  verdict        TEXT NOT NULL,\n"
+    "  detail         TEXT,\n"
+    "  median_us      REAL CHECK (median_us IS NULL OR median_us >= 0),\n"
+    "  speedup        REAL CHECK (speedup IS NULL OR speedup >= 0),\n"
+    "  result_json    TEXT,\n"
+    "  created        INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  kevo_version   TEXT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX evaluations_task_id ON evaluations(task_id);\n"
+    "CREATE INDEX evaluations_verdict ON evaluations(verdict);\n"
+    "PRAGMA user_version = 1;\n",
+};
+#undef NOW_UNIX
+
+_Static_assert(sizeof migrations / sizeof migrations[0] == KV_STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+/* ---- errors ------------------------------------------------------------- */
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || errlen == 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+static void dir_of(const char *path, char *out, size_t cap) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    snprintf(out, cap, ".");
+  } else if (slash == path) {
+    snprintf(out, cap, "/");
+  } else {
+    size_t n = (size_t)(slash - path);
+    if (n >= cap)
+      n = cap - 1;
+    memcpy(out, path, n);
+    out[n] = '\0';
+  }
+}
+
+/* The fix to suggest for a failure, or "" when none is obvious. */
+static const char *hint_for(int code, const char *path, char *buf, size_t cap) {
+  char dir[STORE_PATH_CAP];
+  switch (code & 0xff) {
+  case SQLITE_READONLY:
+  case SQLITE_CANTOPEN:
+  case SQLITE_PERM:
+  case SQLITE_AUTH:
+    if (access(path, F_OK) == 0 && access(path, R_OK | W_OK) != 0) {
+      snprintf(buf, cap,
+               "; the file is not readable and writable by you: fix its permissions "
+               "or use another --db");
+      return buf;
+    }
+    dir_of(path, dir, sizeof dir);
+    if (access(dir, W_OK | X_OK) != 0) {
+      snprintf(buf, cap,
+               "; directory %s is not writable (WAL mode needs to create files next to the "
+               "database): make it writable or use another --db",
+               dir);
+      return buf;
+    }
+    snprintf(buf, cap, "; check the path and its permissions, or use another --db");
+    return buf;
+  case SQLITE_NOTADB:
+    return "; this file is not a SQLite database: use another --db";
+  case SQLITE_CORRUPT:
+    return "; the database is damaged: restore it from a copy or use another --db";
+  case SQLITE_FULL:
+    return "; the disk is full: free some space";
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return "; another process held the database locked for too long: retry, or stop the "
+           "other kevo";
+  case SQLITE_IOERR:
+    return "; an I/O error occurred: check the disk and the file system";
+  default:
+    return "";
+  }
+}
+
+/* "store: PATH: WHAT: SQLITE MESSAGE; FIX". Returns -1. */
+static int db_fail(struct kv_store *s, const char *what, char *err, size_t errlen) {
+  char hint[STORE_PATH_CAP + 160];
+  int code = sqlite3_extended_errcode(s->db);
+  seterr(err, errlen, "store: %s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db),
+         hint_for(code, s->path, hint, sizeof hint));
+  return -1;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Creates each missing parent directory of path with mode 0700. */
+static int make_parents(const char *path, char *err, size_t errlen) {
+  char buf[STORE_PATH_CAP];
+  size_t n = strlen(path);
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i < n; i++) {
+    if (buf[i] != '/')
+      continue;
+    buf[i] = '\0';
+    if (mkdir(buf, 0700) != 0) {
+      int e = errno;
+      struct stat st;
+      if (e != EEXIST) {
+        seterr(err, errlen,
+               "store: %s: cannot create directory %s: %s; create it yourself or use another "
+               "--db",
+               path, buf, strerror(e));
+        return -1;
+      }
+      if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        seterr(err, errlen,
+               "store: %s: %s exists and is not a directory; move it away or use another --db",
+               path, buf);
+        return -1;
+      }
+    }
+    buf[i] = '/';
+  }
+  return 0;
+}
+
+static int exec(struct kv_store *s, const char *sql, const char *what, char *err, size_t errlen) {
+  if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    return db_fail(s, what, err, errlen);
+  return 0;
+}
+
+static int begin(struct kv_store *s, char *err, size_t errlen) {
+  return exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", err, errlen);
+}
+
+static int commit(struct kv_store *s, char *err, size_t errlen) {
+  if (exec(s, "COMMIT", "cannot commit", err, errlen) != 0) {
+    if (!sqlite3_get_autocommit(s->db))
+      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+  }
+  return 0;
+}
+
+static void rollback(struct kv_store *s) {
+  if (!sqlite3_get_autocommit(s->db))
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int prepare(struct kv_store *s, const char *sql, sqlite3_stmt **st, char *err,
+                   size_t errlen) {
+  if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
+    *st = NULL;
+    return db_fail(s, "cannot prepare a statement", err, errlen);
+  }
+  return 0;
+}
+
+/* Binds a string as given (any bytes); NULL binds SQL NULL. */
+static int bind_str(sqlite3_stmt *st, int i, const char *v) {
+  if (!v)
+    return sqlite3_bind_null(st, i);
+  return sqlite3_bind_text(st, i, v, (int)strnlen(v, INT_MAX), SQLITE_TRANSIENT);
+}
+
+/* Binds a non-negative finite time; anything else means "not timed": NULL. */
+static int bind_time(sqlite3_stmt *st, int i, double v) {
+  if (!(v >= 0) || isinf(v))
+    return sqlite3_bind_null(st, i);
+  return sqlite3_bind_double(st, i, v);
+}
+
+static int read_user_version(struct kv_store *s, int *out, char *err, size_t errlen) {
+  sqlite3_stmt *st;
+  if (prepare(s, "PRAGMA user_version", &st, err, errlen) != 0)
+    return -1;
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return db_fail(s, "cannot read the schema version", err, errlen);
+  }
+  *out = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return 0;
+}
+
+static int refuse_newer(struct kv_store *s, int v, char *err, size_t errlen) {
+  seterr(err, errlen,
+         "store: %s: database schema version %d is newer than this kevo (%d); upgrade kevo or "
+         "use another --db",
+         s->path, v, KV_STORE_SCHEMA_VERSION);
+  return -1;
+}
+
+static int migrate(struct kv_store *s, char *err, size_t errlen) {
+  int v;
+  if (read_user_version(s, &v, err, errlen) != 0)
+    return -1;
+  if (v > KV_STORE_SCHEMA_VERSION)
+    return refuse_newer(s, v, err, errlen);
+  while (v < KV_STORE_SCHEMA_VERSION) {
+    char what[96];
+    if (begin(s, err, errlen) != 0)
+      return -1;
+    /* Another process may have migrated while we waited for the lock. */
+    if (read_user_version(s, &v, err, errlen) != 0) {
+      rollback(s);
+      return -1;
+    }
+    if (v > KV_STORE_SCHEMA_VERSION) {
+      rollback(s);
+      return refuse_newer(s, v, err, errlen);
+    }
+    if (v == KV_STORE_SCHEMA_VERSION) {
+      rollback(s);
+      break;
+    }
+    snprintf(what, sizeof what, "migration to schema version %d failed", v + 1);
+    if (exec(s, migrations[v], what, err, errlen) != 0) {
+      rollback(s);
+      return -1;
+    }
+    int now;
+    if (read_user_version(s, &now, err, errlen) != 0) {
+      rollback(s);
+      return -1;
+    }
+    if (now != v + 1) {
+      rollback(s);
+      seterr(err, errlen, "store: %s: migration %d left schema version %d (a bug in kevo)", s->path,
+             v + 1, now);
+      return -1;
+    }
+    if (commit(s, err, errlen) != 0)
+      return -1;
+    v = now;
+  }
+  return 0;
+}
+
+/* Reads the header (failing early on a file that is not a database) and
+ * switches to WAL. Returns 0, or -1 with the SQLite result in *code (0 when
+ * the failure is not SQLite's). */
+static int try_wal(struct kv_store *s, int memory, int *code, char *err, size_t errlen) {
+  int v;
+  *code = 0;
+  if (read_user_version(s, &v, err, errlen) != 0) {
+    *code = sqlite3_extended_errcode(s->db);
+    return -1;
+  }
+  /* journal_mode returns the mode now in force; anything but WAL (or memory,
+   * for :memory:) means the file system refused it. */
+  sqlite3_stmt *st;
+  if (prepare(s, "PRAGMA journal_mode = WAL", &st, err, errlen) != 0) {
+    *code = sqlite3_extended_errcode(s->db);
+    return -1;
+  }
+  if (sqlite3_step(st) != SQLITE_ROW) {
+    *code = sqlite3_extended_errcode(s->db);
+    db_fail(s, "cannot switch to WAL mode", err, errlen);
+    sqlite3_finalize(st);
+    return -1;
+  }
+  const char *mode = (const char *)sqlite3_column_text(st, 0);
+  int ok = mode && (strcmp(mode, "wal") == 0 || (memory && strcmp(mode, "memory") == 0));
+  if (!ok)
+    seterr(err, errlen,
+           "store: %s: cannot switch to WAL mode (journal mode stays '%s'); put the database on "
+           "a local file system or use another --db",
+           s->path, mode ? mode : "?");
+  sqlite3_finalize(st);
+  return ok ? 0 : -1;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Switching a database to WAL needs an exclusive lock, and SQLite reports
+ * SQLITE_BUSY at once (without its busy handler) when another connection is
+ * in the middle of the same switch or of recovery. Retry until the busy
+ * timeout has passed, as a transaction would wait. */
+static int enter_wal(struct kv_store *s, int memory, char *err, size_t errlen) {
+  double deadline = now_ms() + STORE_BUSY_MS;
+  unsigned nap_us = 1000;
+  for (;;) {
+    int code;
+    if (try_wal(s, memory, &code, err, errlen) == 0)
+      return 0;
+    int primary = code & 0xff;
+    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || now_ms() >= deadline)
+      return -1;
+    usleep(nap_us);
+    if (nap_us < 50000)
+      nap_us *= 2;
+  }
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+int kv_store_default_path(char *out, size_t cap) {
+  const char *v;
+  int n;
+  if (!out || cap == 0)
+    return -1;
+  out[0] = '\0';
+  if ((v = getenv("KEVO_DB")) && *v)
+    n = snprintf(out, cap, "%s", v);
+  else if ((v = getenv("XDG_DATA_HOME")) && *v)
+    n = snprintf(out, cap, "%s/kevo/kevo.db", v);
+  else if ((v = getenv("HOME")) && *v)
+    n = snprintf(out, cap, "%s/.local/share/kevo/kevo.db", v);
+  else
+    return -1;
+  if (n < 0 || (size_t)n >= cap) {
+    out[0] = '\0';
+    return -1;
+  }
+  return 0;
+}
+
+int kv_store_open(const char *path, struct kv_store **out, char *err, size_t errlen) {
+  if (out)
+    *out = NULL;
+  if (!path || !*path || !out) {
+    seterr(err, errlen, "store: no database path given; pass --db or set KEVO_DB");
+    return -1;
+  }
+  size_t n = strnlen(path, STORE_PATH_CAP);
+  if (n >= STORE_PATH_CAP) {
+    seterr(err, errlen, "store: database path is longer than %d bytes; use a shorter --db",
+           STORE_PATH_CAP - 1);
+    return -1;
+  }
+  int memory = strcmp(path, ":memory:") == 0;
+  if (!memory && make_parents(path, err, errlen) != 0)
+    return -1;
+
+  struct kv_store *s = calloc(1, sizeof *s);
+  if (!s) {
+    seterr(err, errlen, "store: %s: out of memory", path);
+    return -1;
+  }
+  memcpy(s->path, path, n + 1);
+
+  int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if (rc != SQLITE_OK) {
+    if (!s->db) {
+      seterr(err, errlen, "store: %s: cannot open: %s", path, sqlite3_errstr(rc));
+      free(s);
+      return -1;
+    }
+    goto fail_open;
+  }
+  sqlite3_extended_result_codes(s->db, 1);
+  if (sqlite3_busy_timeout(s->db, STORE_BUSY_MS) != SQLITE_OK)
+    goto fail_open;
+
+  /* The database is the log: a store kevo cannot write to is of no use. */
+  if (sqlite3_db_readonly(s->db, "main") == 1) {
+    char hint[STORE_PATH_CAP + 160];
+    seterr(err, errlen, "store: %s: the database is read-only for this user%s", path,
+           hint_for(SQLITE_READONLY, path, hint, sizeof hint));
+    goto fail;
+  }
+  if (enter_wal(s, memory, err, errlen) != 0)
+    goto fail;
+
+  if (exec(s, "PRAGMA foreign_keys = ON", "cannot enable foreign keys", err, errlen) != 0 ||
+      exec(s, "PRAGMA synchronous = NORMAL", "cannot set synchronous mode", err, errlen) != 0)
+    goto fail;
+  if (migrate(s, err, errlen) != 0)
+    goto fail;
+  *out = s;
+  return 0;
+
+fail_open:
+  db_fail(s, "cannot open", err, errlen);
+fail:
+  sqlite3_close_v2(s->db);
+  free(s);
+  return -1;
+}
+
+void kv_store_close(struct kv_store *s) {
+  if (!s)
+    return;
+  if (s->db) {
+    sqlite3_exec(s->db, "PRAGMA optimize", NULL, NULL, NULL);
+    sqlite3_close_v2(s->db);
+  }
+  free(s);
+}
+
+int kv_store_schema_version(struct kv_store *s) {
+  int v;
+  if (!s || read_user_version(s, &v, NULL, 0) != 0)
+    return -1;
+  return v;
+}
+
+int kv_store_put_task(struct kv_store *s, const char *name, const char *dir, const char *spec_hash,
+                      const char *spec_json, int64_t *task_id, char *err, size_t errlen) {
+  if (!s || !name || !spec_hash || !*spec_hash || !spec_json) {
+    seterr(err, errlen,
+           "store: put_task needs a store, a name, a spec hash and the spec JSON "
+           "(a bug in the caller)");
+    return -1;
+  }
+  sqlite3_stmt *ins = NULL, *sel = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "INSERT INTO tasks (name, dir, spec_hash, spec_json) VALUES (?1, ?2, ?3, ?4) "
+              "ON CONFLICT (spec_hash) DO NOTHING",
+              &ins, err, errlen) != 0)
+    goto fail;
+  bind_str(ins, 1, name);
+  bind_str(ins, 2, dir);
+  bind_str(ins, 3, spec_hash);
+  bind_str(ins, 4, spec_json);
+  if (sqlite3_step(ins) != SQLITE_DONE) {
+    db_fail(s, "cannot insert the task", err, errlen);
+    goto fail;
+  }
+  if (prepare(s, "SELECT id FROM tasks WHERE spec_hash = ?1", &sel, err, errlen) != 0)
+    goto fail;
+  bind_str(sel, 1, spec_hash);
+  if (sqlite3_step(sel) != SQLITE_ROW) {
+    db_fail(s, "cannot find the task just stored", err, errlen);
+    goto fail;
+  }
+  int64_t id = sqlite3_column_int64(sel, 0);
+  sqlite3_finalize(ins);
+  sqlite3_finalize(sel);
+  ins = sel = NULL;
+  if (commit(s, err, errlen) != 0)
+    return -1;
+  if (task_id)
+    *task_id = id;
+  return 0;
+fail:
+  sqlite3_finalize(ins);
+  sqlite3_finalize(sel);
+  rollback(s);
+  return -1;
+}
+
+int kv_store_put_source(struct kv_store *s, const char *hash, const char *text, size_t len,
+                        char *err, size_t errlen) {
+  if (!s || !hash || !*hash || (!text && len > 0)) {
+    seterr(err, errlen,
+           "store: put_source needs a store, a hash and the text (a bug in the "
+           "caller)");
+    return -1;
+  }
+  if (len > (size_t)INT_MAX) {
+    seterr(err, errlen, "store: %s: source %s is %zu bytes, more than a source may hold (%d)",
+           s->path, hash, len, INT_MAX);
+    return -1;
+  }
+  sqlite3_stmt *ins = NULL, *sel = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "INSERT INTO sources (hash, text, bytes) VALUES (?1, ?2, ?3) "
+              "ON CONFLICT (hash) DO NOTHING",
+              &ins, err, errlen) != 0)
+    goto fail;
+  bind_str(ins, 1, hash);
+  sqlite3_bind_text(ins, 2, text ? text : "", (int)len, SQLITE_STATIC);
+  sqlite3_bind_int64(ins, 3, (sqlite3_int64)len);
+  if (sqlite3_step(ins) != SQLITE_DONE) {
+    db_fail(s, "cannot insert the source", err, errlen);
+    goto fail;
+  }
+  if (sqlite3_changes(s->db) == 0) {
+    /* Already there: the same hash must name the same bytes. */
+    if (prepare(s, "SELECT text FROM sources WHERE hash = ?1", &sel, err, errlen) != 0)
+      goto fail;
+    bind_str(sel, 1, hash);
+    if (sqlite3_step(sel) != SQLITE_ROW) {
+      db_fail(s, "cannot read back the stored source", err, errlen);
+      goto fail;
+    }
+    const void *old = sqlite3_column_blob(sel, 0);
+    size_t oldlen = (size_t)sqlite3_column_bytes(sel, 0);
+    if (oldlen != len || (len > 0 && memcmp(old, text, len) != 0)) {
+      seterr(err, errlen,
+             "store: %s: source %s is already stored with different content; the hash must be "
+             "the sha256 of the text (a bug in the caller)",
+             s->path, hash);
+      goto fail;
+    }
+  }
+  sqlite3_finalize(ins);
+  sqlite3_finalize(sel);
+  ins = sel = NULL;
+  return commit(s, err, errlen);
+fail:
+  sqlite3_finalize(ins);
+  sqlite3_finalize(sel);
+  rollback(s);
+  return -1;
+}
+
+int kv_store_add_eval(struct kv_store *s, const struct kv_eval_record *r, int64_t *id, char *err,
+                      size_t errlen) {
+  if (!s || !r || !r->surface || !r->verdict) {
+    seterr(err, errlen,
+           "store: add_eval needs a store and a record with a surface and a verdict "
+           "(a bug in the caller)");
+    return -1;
+  }
+  sqlite3_stmt *ins = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "INSERT INTO evaluations (task_id, source_hash, candidate_path, surface, device, "
+              "verdict, detail, median_us, speedup, result_json, kevo_version) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+              &ins, err, errlen) != 0)
+    goto fail;
+  sqlite3_bind_int64(ins, 1, r->task_id);
+  bind_str(ins, 2, r->source_hash);
+  bind_str(ins, 3, r->candidate_path);
+  bind_str(ins, 4, r->surface);
+  bind_str(ins, 5, r->device);
+  bind_str(ins, 6, r->verdict);
+  bind_str(ins, 7, r->detail);
+  bind_time(ins, 8, r->median_us);
+  bind_time(ins, 9, r->speedup);
+  bind_str(ins, 10, r->result_json);
+  bind_str(ins, 11, KEVO_VERSION);
+  if (sqlite3_step(ins) != SQLITE_DONE) {
+    if ((sqlite3_extended_errcode(s->db)) == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      seterr(err, errlen,
+             "store: %s: cannot insert the evaluation: task %lld or source %s is not in the "
+             "store; store them first with put_task and put_source",
+             s->path, (long long)r->task_id, r->source_hash ? r->source_hash : "(none)");
+    } else {
+      db_fail(s, "cannot insert the evaluation", err, errlen);
+    }
+    goto fail;
+  }
+  int64_t rowid = sqlite3_last_insert_rowid(s->db);
+  sqlite3_finalize(ins);
+  ins = NULL;
+  if (commit(s, err, errlen) != 0)
+    return -1;
+  if (id)
+    *id = rowid;
+  return 0;
+fail:
+  sqlite3_finalize(ins);
+  rollback(s);
+  return -1;
+}
+
+/* Copies column i as a malloc'd NUL-terminated string; NULL stays NULL.
+ * Returns -1 only when out of memory. */
+static int dup_col(sqlite3_stmt *st, int i, char **out) {
+  *out = NULL;
+  if (sqlite3_column_type(st, i) == SQLITE_NULL)
+    return 0;
+  const unsigned char *t = sqlite3_column_text(st, i);
+  size_t n = (size_t)sqlite3_column_bytes(st, i);
+  if (!t)
+    return -1;
+  char *p = malloc(n + 1);
+  if (!p)
+    return -1;
+  memcpy(p, t, n);
+  p[n] = '\0';
+  *out = p;
+  return 0;
+}
+
+static double col_time(sqlite3_stmt *st, int i) {
+  if (sqlite3_column_type(st, i) == SQLITE_NULL)
+    return -1.0;
+  return sqlite3_column_double(st, i);
+}
+
+int kv_store_get_eval(struct kv_store *s, int64_t id, struct kv_eval_row *out, char *err,
+                      size_t errlen) {
+  if (!s || !out) {
+    seterr(err, errlen, "store: get_eval needs a store and a row (a bug in the caller)");
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st;
+  if (prepare(s,
+              "SELECT e.id, e.task_id, t.name, e.source_hash, e.surface, e.device, e.verdict, "
+              "e.detail, e.result_json, e.median_us, e.speedup, e.created "
+              "FROM evaluations e LEFT JOIN tasks t ON t.id = e.task_id WHERE e.id = ?1",
+              &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, id);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    sqlite3_finalize(st);
+    seterr(err, errlen, "store: %s: evaluation %lld not found", s->path, (long long)id);
+    return -1;
+  }
+  if (rc != SQLITE_ROW) {
+    db_fail(s, "cannot read the evaluation", err, errlen);
+    sqlite3_finalize(st);
+    return -1;
+  }
+  out->id = sqlite3_column_int64(st, 0);
+  out->task_id = sqlite3_column_int64(st, 1);
+  int bad = 0;
+  bad |= dup_col(st, 2, &out->task_name);
+  bad |= dup_col(st, 3, &out->source_hash);
+  bad |= dup_col(st, 4, &out->surface);
+  bad |= dup_col(st, 5, &out->device);
+  bad |= dup_col(st, 6, &out->verdict);
+  bad |= dup_col(st, 7, &out->detail);
+  bad |= dup_col(st, 8, &out->result_json);
+  out->median_us = col_time(st, 9);
+  out->speedup = col_time(st, 10);
+  out->created_unix = sqlite3_column_int64(st, 11);
+  sqlite3_finalize(st);
+  if (bad) {
+    kv_eval_row_release(out);
+    seterr(err, errlen, "store: %s: out of memory reading evaluation %lld", s->path, (long long)id);
+    return -1;
+  }
+  return 0;
+}
+
+void kv_eval_row_release(struct kv_eval_row *r) {
+  if (!r)
+    return;
+  free(r->task_name);
+  free(r->source_hash);
+  free(r->surface);
+  free(r->device);
+  free(r->verdict);
+  free(r->detail);
+  free(r->result_json);
+  memset(r, 0, sizeof *r);
+}
+
+int64_t kv_store_count_evals(struct kv_store *s) {
+  sqlite3_stmt *st;
+  if (!s || prepare(s, "SELECT count(*) FROM evaluations", &st, NULL, 0) != 0)
+    return -1;
+  int64_t n = -1;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+char *kv_store_get_source(struct kv_store *s, const char *hash, size_t *len) {
+  sqlite3_stmt *st;
+  char *text = NULL;
+  if (len)
+    *len = 0;
+  if (!s || !hash || prepare(s, "SELECT text FROM sources WHERE hash = ?1", &st, NULL, 0) != 0)
+    return NULL;
+  bind_str(st, 1, hash);
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    const void *t = sqlite3_column_blob(st, 0);
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    text = malloc(n + 1);
+    if (text) {
+      if (n > 0)
+        memcpy(text, t, n);
+      text[n] = '\0';
+      if (len)
+        *len = n;
+    }
+  }
+  sqlite3_finalize(st);
+  return text;
+}

@@ -1,0 +1,727 @@
+/* Tests for kevo's store: migrations, idempotent puts, evaluation roundtrips,
+ * odd strings, refusing newer schemas, default paths, error messages, crash
+ * safety under SIGKILL, and concurrent writers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <grp.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kevo/store.h"
+
+static char g_root[512];
+
+static void path_in(char *out, size_t cap, const char *rel) {
+  int n = snprintf(out, cap, "%s/%s", g_root, rel);
+  assert_true(n > 0 && (size_t)n < cap);
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  chmod(p, 0700);
+  return remove(p);
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(g_root, sizeof g_root, "%s/kevo-test-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(g_root))
+    return -1;
+  srand((unsigned)time(NULL) ^ (unsigned)getpid());
+  return 0;
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  return nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Runs a one-value query on a database with plain SQLite, bypassing the store. */
+static void raw_query(const char *path, const char *sql, char *out, size_t cap) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  out[0] = '\0';
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+  sqlite3_busy_timeout(db, 10000);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(out, cap, "%s", t ? (const char *)t : "(null)");
+  } else {
+    assert_int_equal(rc, SQLITE_DONE);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+static void raw_exec(const char *path, const char *sql) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+static struct kv_store *open_ok(const char *path) {
+  struct kv_store *s = NULL;
+  char err[1024] = "";
+  int rc = kv_store_open(path, &s, err, sizeof err);
+  if (rc != 0)
+    print_error("kv_store_open: %s\n", err);
+  assert_int_equal(rc, 0);
+  assert_non_null(s);
+  return s;
+}
+
+static int64_t put_task_ok(struct kv_store *s, const char *name, const char *hash) {
+  int64_t id = -1;
+  char err[1024] = "";
+  int rc = kv_store_put_task(s, name, "/tasks/x", hash, "{\"name\":\"x\"}", &id, err, sizeof err);
+  if (rc != 0)
+    print_error("put_task: %s\n", err);
+  assert_int_equal(rc, 0);
+  assert_true(id > 0);
+  return id;
+}
+
+static void test_open_migrate_reopen(void **state) {
+  (void)state;
+  char path[1024], dir[1024], v[256];
+  path_in(path, sizeof path, "fresh/a/b/kevo.db");
+  path_in(dir, sizeof dir, "fresh/a/b");
+
+  struct kv_store *s = open_ok(path);
+  assert_int_equal(kv_store_schema_version(s), KV_STORE_SCHEMA_VERSION);
+  assert_int_equal(kv_store_count_evals(s), 0);
+  kv_store_close(s);
+
+  struct stat st;
+  assert_int_equal(stat(dir, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_int_equal(st.st_mode & 0777, 0700);
+
+  raw_query(path, "PRAGMA journal_mode", v, sizeof v);
+  assert_string_equal(v, "wal");
+  raw_query(path, "PRAGMA user_version", v, sizeof v);
+  assert_string_equal(v, "1");
+  raw_query(path,
+            "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
+            "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
+            v, sizeof v);
+  assert_string_equal(v, "evaluations,evaluations_task_id,evaluations_verdict,meta,sources,tasks");
+
+  /* Reopening migrates nothing and keeps data. */
+  s = open_ok(path);
+  int64_t id1 = put_task_ok(s, "rowsum", "hash-reopen");
+  kv_store_close(s);
+  s = open_ok(path);
+  assert_int_equal(kv_store_schema_version(s), KV_STORE_SCHEMA_VERSION);
+  assert_int_equal(put_task_ok(s, "rowsum", "hash-reopen"), id1);
+  kv_store_close(s);
+  kv_store_close(NULL);
+}
+
+static void test_put_task_idempotent(void **state) {
+  (void)state;
+  char path[1024], v[64];
+  path_in(path, sizeof path, "tasks.db");
+  struct kv_store *s = open_ok(path);
+  int64_t a = put_task_ok(s, "rowsum", "h1");
+  int64_t b = put_task_ok(s, "rowsum", "h1");
+  int64_t c = put_task_ok(s, "renamed", "h1"); /* the spec hash is the key */
+  int64_t d = put_task_ok(s, "rowsum", "h2");
+  assert_int_equal(a, b);
+  assert_int_equal(a, c);
+  assert_int_not_equal(a, d);
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) FROM tasks", v, sizeof v);
+  assert_string_equal(v, "2");
+
+  /* Missing required fields are refused with a message. */
+  s = open_ok(path);
+  char err[512] = "";
+  int64_t id = 0;
+  assert_true(kv_store_put_task(s, "x", NULL, NULL, "{}", &id, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "spec hash"));
+  kv_store_close(s);
+}
+
+static void test_put_source_idempotent(void **state) {
+  (void)state;
+  char path[1024], v[64], err[1024] = "";
+  path_in(path, sizeof path, "sources.db");
+  struct kv_store *s = open_ok(path);
+  const char *text = "void f(void) {}\n";
+  assert_int_equal(kv_store_put_source(s, "abc", text, strlen(text), err, sizeof err), 0);
+  assert_int_equal(kv_store_put_source(s, "abc", text, strlen(text), err, sizeof err), 0);
+  size_t len = 0;
+  char *got = kv_store_get_source(s, "abc", &len);
+  assert_non_null(got);
+  assert_int_equal(len, strlen(text));
+  assert_string_equal(got, text);
+  free(got);
+
+  /* Same hash, other bytes: refused, and the stored text is untouched. */
+  err[0] = '\0';
+  assert_true(kv_store_put_source(s, "abc", "other", 5, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "different content"));
+  assert_non_null(strstr(err, path));
+  got = kv_store_get_source(s, "abc", &len);
+  assert_non_null(got);
+  assert_string_equal(got, text);
+  free(got);
+
+  /* Embedded NUL and non-UTF-8 bytes survive; so does an empty source. */
+  const char bin[] = {'a', '\0', 'b', '\xff', '\xfe', '\'', '"', '\n'};
+  assert_int_equal(kv_store_put_source(s, "bin", bin, sizeof bin, err, sizeof err), 0);
+  got = kv_store_get_source(s, "bin", &len);
+  assert_non_null(got);
+  assert_int_equal(len, sizeof bin);
+  assert_memory_equal(got, bin, sizeof bin);
+  free(got);
+  assert_int_equal(kv_store_put_source(s, "empty", "", 0, err, sizeof err), 0);
+  got = kv_store_get_source(s, "empty", &len);
+  assert_non_null(got);
+  assert_int_equal(len, 0);
+  assert_string_equal(got, "");
+  free(got);
+
+  assert_null(kv_store_get_source(s, "absent", &len));
+  assert_int_equal(len, 0);
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) || ':' || sum(bytes) FROM sources", v, sizeof v);
+  assert_string_equal(v, "3:24");
+}
+
+static void test_eval_roundtrip(void **state) {
+  (void)state;
+  char path[1024], v[64], err[1024] = "";
+  path_in(path, sizeof path, "evals.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = put_task_ok(s, "rowsum", "th");
+  assert_int_equal(kv_store_put_source(s, "sh", "code", 4, err, sizeof err), 0);
+
+  struct kv_eval_record r = {
+      .task_id = task,
+      .source_hash = "sh",
+      .candidate_path = "cand.c",
+      .surface = "cpu",
+      .device = "cpu:Test CPU",
+      .verdict = "ok",
+      .detail = "accepted",
+      .median_us = 12.5,
+      .speedup = 3.25,
+      .result_json = "{\"verdict\":\"ok\"}",
+  };
+  int64_t timed = 0, untimed = 0;
+  time_t before = time(NULL);
+  assert_int_equal(kv_store_add_eval(s, &r, &timed, err, sizeof err), 0);
+  r.verdict = "wrong_output";
+  r.detail = "y[3] = 1 (expected 2)";
+  r.median_us = -1;
+  r.speedup = -1;
+  r.candidate_path = NULL;
+  assert_int_equal(kv_store_add_eval(s, &r, &untimed, err, sizeof err), 0);
+  assert_true(timed > 0);
+  assert_true(untimed > timed);
+  assert_int_equal(kv_store_count_evals(s), 2);
+
+  struct kv_eval_row row;
+  assert_int_equal(kv_store_get_eval(s, timed, &row, err, sizeof err), 0);
+  assert_int_equal(row.id, timed);
+  assert_int_equal(row.task_id, task);
+  assert_string_equal(row.task_name, "rowsum");
+  assert_string_equal(row.source_hash, "sh");
+  assert_string_equal(row.surface, "cpu");
+  assert_string_equal(row.device, "cpu:Test CPU");
+  assert_string_equal(row.verdict, "ok");
+  assert_string_equal(row.detail, "accepted");
+  assert_string_equal(row.result_json, "{\"verdict\":\"ok\"}");
+  assert_true(row.median_us == 12.5);
+  assert_true(row.speedup == 3.25);
+  assert_true(row.created_unix >= before - 1 && row.created_unix <= time(NULL) + 1);
+  kv_eval_row_release(&row);
+  assert_null(row.verdict);
+
+  assert_int_equal(kv_store_get_eval(s, untimed, &row, err, sizeof err), 0);
+  assert_string_equal(row.verdict, "wrong_output");
+  assert_true(row.median_us < 0);
+  assert_true(row.speedup < 0);
+  kv_eval_row_release(&row);
+
+  /* A missing evaluation is an error that names it. */
+  err[0] = '\0';
+  assert_true(kv_store_get_eval(s, 999999, &row, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "999999"));
+
+  /* Foreign keys are enforced: an unknown task is refused, nothing stored. */
+  r.task_id = 424242;
+  err[0] = '\0';
+  assert_true(kv_store_add_eval(s, &r, NULL, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "424242"));
+  assert_non_null(strstr(err, path));
+  r.task_id = task;
+  r.source_hash = "no-such-source";
+  assert_true(kv_store_add_eval(s, &r, NULL, err, sizeof err) < 0);
+  assert_int_equal(kv_store_count_evals(s), 2);
+  kv_store_close(s);
+
+  char q[128];
+  snprintf(q, sizeof q,
+           "SELECT (median_us IS NULL) || (speedup IS NULL) || (candidate_path IS NULL) "
+           "FROM evaluations WHERE id = %lld",
+           (long long)untimed);
+  raw_query(path, q, v, sizeof v);
+  assert_string_equal(v, "111");
+  snprintf(q, sizeof q, "SELECT kevo_version FROM evaluations WHERE id = %lld", (long long)timed);
+  raw_query(path, q, v, sizeof v);
+  assert_true(strlen(v) > 0);
+}
+
+static void test_odd_strings(void **state) {
+  (void)state;
+  char path[1024], v[64], err[1024] = "";
+  path_in(path, sizeof path, "it's a \"db\" dir/odd.db");
+  struct kv_store *s = open_ok(path);
+  const char *evil = "'); DROP TABLE evaluations; --";
+  const char *multi = "line one\nline two\r\n\ttabbed \\ backslash %s %n %%";
+  const char *uni = "ünïcödé ✓ 日本語 𝄞 \xf0\x9f\x9a\x80";
+  int64_t task = -1;
+  assert_int_equal(kv_store_put_task(s, evil, multi, "q'h\"", uni, &task, err, sizeof err), 0);
+  assert_int_equal(kv_store_put_source(s, evil, multi, strlen(multi), err, sizeof err), 0);
+  struct kv_eval_record r = {
+      .task_id = task,
+      .source_hash = evil,
+      .candidate_path = uni,
+      .surface = "cuda",
+      .device = uni,
+      .verdict = evil,
+      .detail = multi,
+      .median_us = 0,
+      .speedup = 0,
+      .result_json = "{\"detail\":\"a \\\"quoted\\\" word\\n\"}",
+  };
+  int64_t id = 0;
+  assert_int_equal(kv_store_add_eval(s, &r, &id, err, sizeof err), 0);
+  struct kv_eval_row row;
+  assert_int_equal(kv_store_get_eval(s, id, &row, err, sizeof err), 0);
+  assert_string_equal(row.task_name, evil);
+  assert_string_equal(row.source_hash, evil);
+  assert_string_equal(row.device, uni);
+  assert_string_equal(row.verdict, evil);
+  assert_string_equal(row.detail, multi);
+  assert_string_equal(row.result_json, r.result_json);
+  assert_true(row.median_us == 0); /* zero is a time, not "untimed" */
+  kv_eval_row_release(&row);
+  size_t len = 0;
+  char *src = kv_store_get_source(s, evil, &len);
+  assert_non_null(src);
+  assert_string_equal(src, multi);
+  free(src);
+  int64_t again = -1;
+  assert_int_equal(kv_store_put_task(s, "other", NULL, "q'h\"", "{}", &again, err, sizeof err), 0);
+  assert_int_equal(again, task);
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) FROM evaluations", v, sizeof v);
+  assert_string_equal(v, "1");
+}
+
+static void test_refuse_newer_schema(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "", v[64];
+  path_in(path, sizeof path, "newer.db");
+  struct kv_store *s = open_ok(path);
+  kv_store_close(s);
+  raw_exec(path, "PRAGMA user_version = 7");
+  s = (struct kv_store *)0x1;
+  assert_true(kv_store_open(path, &s, err, sizeof err) < 0);
+  assert_null(s);
+  assert_non_null(strstr(err, path));
+  assert_non_null(strstr(err, "database schema version 7 is newer than this kevo (1)"));
+  assert_non_null(strstr(err, "upgrade kevo or use another --db"));
+  /* Refusing touched nothing. */
+  raw_query(path, "PRAGMA user_version", v, sizeof v);
+  assert_string_equal(v, "7");
+}
+
+static void test_default_path(void **state) {
+  (void)state;
+  char out[256];
+  char *save_db = getenv("KEVO_DB") ? strdup(getenv("KEVO_DB")) : NULL;
+  char *save_xdg = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+  char *save_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+
+  setenv("KEVO_DB", "/x/explicit.db", 1);
+  setenv("XDG_DATA_HOME", "/xdg", 1);
+  setenv("HOME", "/home/u", 1);
+  assert_int_equal(kv_store_default_path(out, sizeof out), 0);
+  assert_string_equal(out, "/x/explicit.db");
+  setenv("KEVO_DB", "", 1); /* empty counts as unset */
+  assert_int_equal(kv_store_default_path(out, sizeof out), 0);
+  assert_string_equal(out, "/xdg/kevo/kevo.db");
+  unsetenv("KEVO_DB");
+  assert_int_equal(kv_store_default_path(out, sizeof out), 0);
+  assert_string_equal(out, "/xdg/kevo/kevo.db");
+  unsetenv("XDG_DATA_HOME");
+  assert_int_equal(kv_store_default_path(out, sizeof out), 0);
+  assert_string_equal(out, "/home/u/.local/share/kevo/kevo.db");
+  /* Too small a buffer fails rather than truncating. */
+  assert_true(kv_store_default_path(out, 10) < 0);
+  assert_string_equal(out, "");
+  unsetenv("HOME");
+  assert_true(kv_store_default_path(out, sizeof out) < 0);
+
+  if (save_db)
+    setenv("KEVO_DB", save_db, 1);
+  if (save_xdg)
+    setenv("XDG_DATA_HOME", save_xdg, 1);
+  if (save_home)
+    setenv("HOME", save_home, 1);
+  free(save_db);
+  free(save_xdg);
+  free(save_home);
+}
+
+static void test_error_messages(void **state) {
+  (void)state;
+  char path[1024], err[2048];
+  struct kv_store *s = NULL;
+
+  /* Not a database. */
+  path_in(path, sizeof path, "junk.db");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  for (int i = 0; i < 200; i++)
+    fputs("this is not a sqlite database at all\n", f);
+  fclose(f);
+  err[0] = '\0';
+  assert_true(kv_store_open(path, &s, err, sizeof err) < 0);
+  assert_null(s);
+  assert_non_null(strstr(err, path));
+  assert_non_null(strstr(err, "not a database"));
+  assert_non_null(strstr(err, "another --db"));
+
+  /* A parent that is a file. */
+  path_in(path, sizeof path, "junk.db/sub/kevo.db");
+  err[0] = '\0';
+  assert_true(kv_store_open(path, &s, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "not a directory"));
+
+  /* No path. */
+  err[0] = '\0';
+  assert_true(kv_store_open("", &s, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "KEVO_DB"));
+}
+
+/* Runs in a child without root's powers: kv_store_open must fail on an
+ * unwritable directory and an unwritable file, and say how to fix it.
+ * Returns the number of failed checks (printed to stderr). */
+static int read_only_checks(const char *ro_dir_db, const char *ro_deeper_db,
+                            const char *ro_file_db) {
+  struct {
+    const char *path, *want[3];
+  } cases[] = {
+      {ro_dir_db, {"not writable", "another --db", "cannot open"}},
+      {ro_deeper_db, {"cannot create directory", "another --db", "Permission denied"}},
+      {ro_file_db, {"not readable and writable", "another --db", "read-only"}},
+  };
+  int failed = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct kv_store *s = NULL;
+    char err[2048] = "";
+    if (kv_store_open(cases[i].path, &s, err, sizeof err) == 0) {
+      fprintf(stderr, "read-only: %s: opened, should have failed\n", cases[i].path);
+      kv_store_close(s);
+      failed++;
+      continue;
+    }
+    if (!strstr(err, cases[i].path)) {
+      fprintf(stderr, "read-only: message does not name the path: %s\n", err);
+      failed++;
+    }
+    for (int k = 0; k < 3; k++) {
+      if (!strstr(err, cases[i].want[k])) {
+        fprintf(stderr, "read-only: message lacks '%s': %s\n", cases[i].want[k], err);
+        failed++;
+      }
+    }
+  }
+  return failed;
+}
+
+static void test_read_only(void **state) {
+  (void)state;
+  char dir[1024], fdir[1024], p1[1024], p2[1024], p3[1024];
+  int root = geteuid() == 0;
+  path_in(dir, sizeof dir, "ro");
+  path_in(fdir, sizeof fdir, "rofile");
+  path_in(p1, sizeof p1, "ro/kevo.db");
+  path_in(p2, sizeof p2, "ro/deeper/kevo.db");
+  path_in(p3, sizeof p3, "rofile/kevo.db");
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(mkdir(fdir, 0700), 0);
+  kv_store_close(open_ok(p3));
+  /* As root, the child drops to nobody: then root-owned 0755 is read-only
+   * for it. Otherwise, take the write bits away. */
+  assert_int_equal(chmod(dir, root ? 0755 : 0500), 0);
+  assert_int_equal(chmod(fdir, root ? 0777 : 0700), 0);
+  assert_int_equal(chmod(p3, 0444), 0);
+  if (root)
+    assert_int_equal(chmod(g_root, 0711), 0);
+
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (root && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
+      fprintf(stderr, "read-only: cannot drop to nobody: %s\n", strerror(errno));
+      _exit(100);
+    }
+    _exit(read_only_checks(p1, p2, p3) ? 1 : 0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  chmod(g_root, 0700);
+  chmod(dir, 0700);
+  chmod(p3, 0600);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 100)
+    skip();
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+static int read_full(int fd, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, (char *)buf + got, n - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return got == 0 ? 0 : -1;
+    got += (size_t)r;
+  }
+  return 1;
+}
+
+static int write_full(int fd, const void *buf, size_t n) {
+  size_t put = 0;
+  while (put < n) {
+    ssize_t w = write(fd, (const char *)buf + put, n - put);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    put += (size_t)w;
+  }
+  return 0;
+}
+
+/* Child: commits evaluations forever, reporting (id, seq) after each commit. */
+static void crash_child(const char *path, int64_t task, int fd) {
+  struct kv_store *s = NULL;
+  char err[1024];
+  if (kv_store_open(path, &s, err, sizeof err) != 0) {
+    fprintf(stderr, "child: %s\n", err);
+    _exit(2);
+  }
+  for (int64_t seq = 0; seq < 10000000; seq++) {
+    char detail[64];
+    snprintf(detail, sizeof detail, "crash-%lld", (long long)seq);
+    struct kv_eval_record r = {.task_id = task,
+                               .source_hash = "crash-src",
+                               .surface = "cpu",
+                               .device = "cpu:test",
+                               .verdict = (seq % 2) ? "ok" : "wrong_output",
+                               .detail = detail,
+                               .median_us = (seq % 2) ? (double)seq : -1,
+                               .speedup = (seq % 2) ? 1.5 : -1,
+                               .result_json = "{\"verdict\":\"x\",\"pad\":\"................\"}"};
+    int64_t id = 0;
+    if (kv_store_add_eval(s, &r, &id, err, sizeof err) != 0) {
+      fprintf(stderr, "child: %s\n", err);
+      _exit(3);
+    }
+    int64_t msg[2] = {id, seq};
+    if (write_full(fd, msg, sizeof msg) != 0)
+      _exit(4);
+  }
+  _exit(5);
+}
+
+static void test_crash_safety(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "", v[64];
+  path_in(path, sizeof path, "crash/kevo.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = put_task_ok(s, "crash", "crash-hash");
+  assert_int_equal(kv_store_put_source(s, "crash-src", "x", 1, err, sizeof err), 0);
+  kv_store_close(s);
+
+  enum { ROUNDS = 6, CAP = 1 << 20 };
+  int64_t(*seen)[2] = malloc(sizeof *seen * CAP);
+  assert_non_null(seen);
+  int64_t total_reported = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      close(p[0]);
+      crash_child(path, task, p[1]);
+    }
+    close(p[1]);
+    /* Wait for a random number of commits, then a random extra delay. */
+    int target = 1 + rand() % 400;
+    size_t n = 0;
+    while ((int)n < target) {
+      int rc = read_full(p[0], seen[n], sizeof seen[n]);
+      assert_int_equal(rc, 1);
+      n++;
+    }
+    usleep((useconds_t)(rand() % 20000));
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* Everything the child wrote before dying is still in the pipe. */
+    while (n < CAP && read_full(p[0], seen[n], sizeof seen[n]) == 1)
+      n++;
+    close(p[0]);
+    total_reported += (int64_t)n;
+
+    s = open_ok(path);
+    for (size_t i = 0; i < n; i++) {
+      struct kv_eval_row row;
+      char want[64];
+      int rc = kv_store_get_eval(s, seen[i][0], &row, err, sizeof err);
+      if (rc != 0)
+        print_error("round %d: reported evaluation lost: %s\n", round, err);
+      assert_int_equal(rc, 0);
+      snprintf(want, sizeof want, "crash-%lld", (long long)seen[i][1]);
+      assert_string_equal(row.detail, want);
+      assert_true((seen[i][1] % 2) ? row.median_us == (double)seen[i][1] : row.median_us < 0);
+      kv_eval_row_release(&row);
+    }
+    assert_true(kv_store_count_evals(s) >= total_reported);
+    kv_store_close(s);
+    raw_query(path, "PRAGMA integrity_check", v, sizeof v);
+    assert_string_equal(v, "ok");
+    raw_query(path, "PRAGMA foreign_key_check", v, sizeof v);
+    assert_string_equal(v, "");
+  }
+  free(seen);
+}
+
+/* Child: opens (maybe a fresh database), stores the shared task and source,
+ * and commits `count` evaluations. Exit 0 only if every call succeeded. */
+static void writer_child(const char *path, int who, int count, int gate) {
+  char byte, err[1024];
+  /* Wait at the gate so all writers start together. */
+  if (read(gate, &byte, 1) < 0)
+    _exit(9);
+  struct kv_store *s = NULL;
+  if (kv_store_open(path, &s, err, sizeof err) != 0) {
+    fprintf(stderr, "writer %d: %s\n", who, err);
+    _exit(2);
+  }
+  int64_t task = 0;
+  if (kv_store_put_task(s, "conc", NULL, "conc-hash", "{}", &task, err, sizeof err) != 0 ||
+      kv_store_put_source(s, "conc-src", "y", 1, err, sizeof err) != 0) {
+    fprintf(stderr, "writer %d: %s\n", who, err);
+    _exit(3);
+  }
+  for (int i = 0; i < count; i++) {
+    char detail[64];
+    snprintf(detail, sizeof detail, "writer-%d-%d", who, i);
+    struct kv_eval_record r = {.task_id = task,
+                               .source_hash = "conc-src",
+                               .surface = "cpu",
+                               .verdict = "ok",
+                               .detail = detail,
+                               .median_us = i,
+                               .speedup = 1};
+    if (kv_store_add_eval(s, &r, NULL, err, sizeof err) != 0) {
+      fprintf(stderr, "writer %d: %s\n", who, err);
+      _exit(4);
+    }
+  }
+  kv_store_close(s);
+  _exit(0);
+}
+
+static void test_concurrent_writers(void **state) {
+  (void)state;
+  enum { WRITERS = 6, EACH = 200, ROUNDS = 5 };
+  for (int round = 0; round < ROUNDS; round++) {
+    char path[1024], rel[64], v[64];
+    snprintf(rel, sizeof rel, "conc%d/kevo.db", round);
+    path_in(path, sizeof path, rel); /* fresh: the writers race to create and migrate it */
+    int gate[2];
+    assert_int_equal(pipe(gate), 0);
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+      pids[w] = fork();
+      assert_true(pids[w] >= 0);
+      if (pids[w] == 0) {
+        close(gate[1]);
+        writer_child(path, w, EACH, gate[0]);
+      }
+    }
+    close(gate[0]);
+    close(gate[1]); /* opens the gate: every child's read returns 0 */
+    for (int w = 0; w < WRITERS; w++) {
+      int status = 0;
+      assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+      assert_true(WIFEXITED(status));
+      assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    struct kv_store *s = open_ok(path);
+    assert_int_equal(kv_store_count_evals(s), WRITERS * EACH);
+    kv_store_close(s);
+    raw_query(path, "SELECT count(*) FROM tasks", v, sizeof v);
+    assert_string_equal(v, "1");
+    raw_query(path, "SELECT count(DISTINCT detail) FROM evaluations", v, sizeof v);
+    char want[32];
+    snprintf(want, sizeof want, "%d", WRITERS * EACH);
+    assert_string_equal(v, want);
+    raw_query(path, "PRAGMA integrity_check", v, sizeof v);
+    assert_string_equal(v, "ok");
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_open_migrate_reopen),
+      cmocka_unit_test(test_put_task_idempotent),
+      cmocka_unit_test(test_put_source_idempotent),
+      cmocka_unit_test(test_eval_roundtrip),
+      cmocka_unit_test(test_odd_strings),
+      cmocka_unit_test(test_refuse_newer_schema),
+      cmocka_unit_test(test_default_path),
+      cmocka_unit_test(test_error_messages),
+      cmocka_unit_test(test_read_only),
+      cmocka_unit_test(test_crash_safety),
+      cmocka_unit_test(test_concurrent_writers),
+  };
+  return cmocka_run_group_tests_name("store", tests, group_setup, group_teardown);
+}

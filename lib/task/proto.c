@@ -1,0 +1,128 @@
+/* Generated text: the entry's prototype (force-included into candidates) and
+ * the call shim that turns an array of argument pointers into a typed call. */
+#include "task_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct wbuf {
+  char *out;
+  size_t cap;
+  size_t len;
+  int overflow;
+};
+
+static void put(struct wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct wbuf *w, const char *fmt, ...) {
+  va_list ap;
+  if (w->overflow)
+    return;
+  size_t room = w->len < w->cap ? w->cap - w->len : 0;
+  va_start(ap, fmt);
+  int n = vsnprintf(room ? w->out + w->len : NULL, room, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= room) {
+    w->overflow = 1;
+    if (w->cap)
+      w->out[w->len < w->cap ? w->len : w->cap - 1] = '\0';
+    return;
+  }
+  w->len += (size_t)n;
+}
+
+static int finish(struct wbuf *w) {
+  if (w->overflow || w->len > (size_t)INT32_MAX)
+    return -1;
+  return (int)w->len;
+}
+
+static void put_decl(struct wbuf *w, const struct kv_task *t, enum kv_lang lang) {
+  put(w, "%svoid %s(", lang == KV_LANG_CUDA ? "extern \"C\" " : "", t->entry);
+  for (int i = 0; i < t->nparams; i++) {
+    const struct kv_param *p = &t->params[i];
+    const char *ct = kv_dtype_ctype(p->dtype, lang);
+    const char *sep = i ? ", " : "";
+    switch (p->role) {
+    case KV_ROLE_IN:
+      put(w, "%sconst %s *%s", sep, ct, p->name);
+      break;
+    case KV_ROLE_OUT:
+    case KV_ROLE_INOUT:
+      put(w, "%s%s *%s", sep, ct, p->name);
+      break;
+    case KV_ROLE_SIZE:
+      put(w, "%sint %s", sep, p->name);
+      break;
+    case KV_ROLE_SCALAR:
+      put(w, "%s%s %s", sep, ct, p->name);
+      break;
+    }
+  }
+  if (lang == KV_LANG_CUDA)
+    put(w, "%scudaStream_t stream", t->nparams ? ", " : "");
+  else if (t->nparams == 0)
+    put(w, "void");
+  put(w, ");\n");
+}
+
+static void put_header(struct wbuf *w, const struct kv_task *t, enum kv_lang lang) {
+  put(w, "/* kevo: the entry of task '%s' (generated; do not edit) */\n", t->name ? t->name : "");
+  put(w, "#ifndef KEVO_ENTRY_PROTOTYPE\n#define KEVO_ENTRY_PROTOTYPE\n");
+  if (lang == KV_LANG_CUDA)
+    put(w, "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
+  put(w, "#include <stddef.h>\n#include <stdint.h>\n");
+  put_decl(w, t, lang);
+  put(w, "#endif\n");
+}
+
+int kv_task_prototype(const struct kv_task *t, enum kv_lang lang, char *out, size_t cap) {
+  struct wbuf w = {out, out ? cap : 0, 0, 0};
+  if (!t || !t->entry || !out || cap == 0)
+    return -1;
+  out[0] = '\0';
+  put_header(&w, t, lang);
+  return finish(&w);
+}
+
+int kv_task_shim(const struct kv_task *t, enum kv_lang lang, char *out, size_t cap) {
+  struct wbuf w = {out, out ? cap : 0, 0, 0};
+  if (!t || !t->entry || !out || cap == 0)
+    return -1;
+  out[0] = '\0';
+  int cuda = lang == KV_LANG_CUDA;
+  const char *ext = cuda ? "extern \"C\" " : "";
+  const char *sparam = cuda ? ", cudaStream_t stream" : "";
+  put_header(&w, t, lang);
+  put(&w, "\n/* kevo: call shim; args[i] points at argument i */\n");
+  put(&w, "%s__attribute__((visibility(\"default\"))) void kevo_shim_call(void *const *args%s);\n",
+      ext, sparam);
+  put(&w, "%svoid kevo_shim_call(void *const *args%s) {\n", ext, sparam);
+  if (t->nparams == 0)
+    put(&w, "  (void)args;\n");
+  put(&w, "  %s(", t->entry);
+  for (int i = 0; i < t->nparams; i++) {
+    const struct kv_param *p = &t->params[i];
+    const char *ct = kv_dtype_ctype(p->dtype, lang);
+    const char *sep = i ? ",\n    " : "\n    ";
+    switch (p->role) {
+    case KV_ROLE_IN:
+      put(&w, "%s(const %s *)args[%d]", sep, ct, i);
+      break;
+    case KV_ROLE_OUT:
+    case KV_ROLE_INOUT:
+      put(&w, "%s(%s *)args[%d]", sep, ct, i);
+      break;
+    case KV_ROLE_SIZE:
+      put(&w, "%s*(const int *)args[%d]", sep, i);
+      break;
+    case KV_ROLE_SCALAR:
+      put(&w, "%s*(const %s *)args[%d]", sep, ct, i);
+      break;
+    }
+  }
+  if (cuda)
+    put(&w, "%sstream", t->nparams ? ",\n    " : "");
+  put(&w, ");\n}\n");
+  return finish(&w);
+}

@@ -1,0 +1,351 @@
+#include "kevo/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int kv_error(char *err, size_t errlen, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+void kv_buf_init(struct kv_buf *b, size_t max) {
+  memset(b, 0, sizeof(*b));
+  b->max = max;
+}
+
+int kv_buf_append(struct kv_buf *b, const void *p, size_t n) {
+  if (b->len >= b->max) {
+    if (n)
+      b->truncated = 1;
+    return 0;
+  }
+  if (n > b->max - b->len) {
+    n = b->max - b->len;
+    b->truncated = 1;
+  }
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1)
+      cap *= 2;
+    if (cap > b->max + 1)
+      cap = b->max + 1;
+    char *d = realloc(b->data, cap);
+    if (!d)
+      return -1;
+    b->data = d;
+    b->cap = cap;
+  }
+  if (n)
+    memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = 0;
+  return 0;
+}
+
+int kv_buf_appendf(struct kv_buf *b, const char *fmt, ...) {
+  char small[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return -1;
+  if ((size_t)n < sizeof small)
+    return kv_buf_append(b, small, (size_t)n);
+  char *big = malloc((size_t)n + 1);
+  if (!big)
+    return -1;
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  int rc = kv_buf_append(b, big, (size_t)n);
+  free(big);
+  return rc;
+}
+
+void kv_buf_reset(struct kv_buf *b) {
+  b->len = 0;
+  b->truncated = 0;
+  if (b->data)
+    b->data[0] = 0;
+}
+
+void kv_buf_release(struct kv_buf *b) {
+  free(b->data);
+  size_t max = b->max;
+  memset(b, 0, sizeof(*b));
+  b->max = max;
+}
+
+char *kv_buf_detach(struct kv_buf *b) {
+  char *d = b->data ? b->data : strdup("");
+  size_t max = b->max;
+  memset(b, 0, sizeof(*b));
+  b->max = max;
+  return d;
+}
+
+int kv_read_file(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen) {
+  *out = NULL;
+  if (len)
+    *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return kv_error(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return kv_error(err, errlen, "%s: is a directory, expected a file", path);
+  }
+  struct kv_buf b;
+  kv_buf_init(&b, max);
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      int e = errno;
+      close(fd);
+      kv_buf_release(&b);
+      return kv_error(err, errlen, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (n == 0)
+      break;
+    if (kv_buf_append(&b, chunk, (size_t)n) < 0) {
+      close(fd);
+      kv_buf_release(&b);
+      return kv_error(err, errlen, "%s: out of memory", path);
+    }
+    if (b.truncated) {
+      close(fd);
+      kv_buf_release(&b);
+      return kv_error(err, errlen, "%s: larger than the limit of %zu bytes", path, max);
+    }
+  }
+  close(fd);
+  if (len)
+    *len = b.len;
+  *out = kv_buf_detach(&b);
+  return 0;
+}
+
+int kv_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+    return kv_error(err, errlen, "%s: path too long", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return kv_error(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+  const char *p = data;
+  size_t left = len;
+  while (left) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      return kv_error(err, errlen, "%s: cannot write: %s", tmp, strerror(e));
+    }
+    p += n;
+    left -= (size_t)n;
+  }
+  if (close(fd) < 0 || rename(tmp, path) < 0) {
+    int e = errno;
+    unlink(tmp);
+    return kv_error(err, errlen, "%s: cannot write: %s", path, strerror(e));
+  }
+  return 0;
+}
+
+int kv_mkdirs(const char *path, mode_t mode, char *err, size_t errlen) {
+  char buf[PATH_MAX];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+    return kv_error(err, errlen, "%s: path too long", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = 0;
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+      return kv_error(err, errlen, "%s: cannot create directory: %s", buf, strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(buf, mode) < 0 && errno != EEXIST)
+    return kv_error(err, errlen, "%s: cannot create directory: %s", buf, strerror(errno));
+  return 0;
+}
+
+static int rmtree_at(int dirfd, const char *name) {
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return unlinkat(dirfd, name, 0);
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    if (e->d_type == DT_DIR)
+      rmtree_at(fd, e->d_name);
+    else
+      unlinkat(fd, e->d_name, 0);
+  }
+  closedir(d);
+  return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+int kv_rmtree(const char *path) {
+  return rmtree_at(AT_FDCWD, path);
+}
+
+int kv_path_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+int kv_exe_dir(char *out, size_t cap) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0)
+    return -1;
+  buf[n] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash)
+    return -1;
+  *slash = 0;
+  if (snprintf(out, cap, "%s", buf) >= (int)cap)
+    return -1;
+  return 0;
+}
+
+int kv_cache_dir(char *out, size_t cap) {
+  const char *e = getenv("KEVO_CACHE_DIR");
+  int n;
+  if (e && *e)
+    n = snprintf(out, cap, "%s", e);
+  else if ((e = getenv("XDG_CACHE_HOME")) && *e)
+    n = snprintf(out, cap, "%s/kevo", e);
+  else if ((e = getenv("HOME")) && *e)
+    n = snprintf(out, cap, "%s/.cache/kevo", e);
+  else
+    n = snprintf(out, cap, "/tmp/kevo-cache-%d", (int)getuid());
+  return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+int kv_mkdtemp(const char *base, const char *prefix, char *out, size_t cap, char *err,
+               size_t errlen) {
+  if (kv_mkdirs(base, 0700, err, errlen) < 0)
+    return -1;
+  if (snprintf(out, cap, "%s/%s-XXXXXX", base, prefix) >= (int)cap)
+    return kv_error(err, errlen, "%s: path too long", base);
+  if (!mkdtemp(out))
+    return kv_error(err, errlen, "%s: cannot create a temporary directory: %s", base,
+                    strerror(errno));
+  return 0;
+}
+
+struct kv_sha256 {
+  EVP_MD_CTX *ctx;
+};
+
+struct kv_sha256 *kv_sha256_new(void) {
+  struct kv_sha256 *h = malloc(sizeof *h);
+  if (!h)
+    return NULL;
+  h->ctx = EVP_MD_CTX_new();
+  if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+    EVP_MD_CTX_free(h->ctx);
+    free(h);
+    return NULL;
+  }
+  return h;
+}
+
+void kv_sha256_update(struct kv_sha256 *h, const void *p, size_t n) {
+  if (h && n)
+    EVP_DigestUpdate(h->ctx, p, n);
+}
+
+void kv_sha256_final(struct kv_sha256 *h, char hex[65]) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  hex[0] = 0;
+  if (!h)
+    return;
+  if (EVP_DigestFinal_ex(h->ctx, md, &n) == 1) {
+    for (unsigned i = 0; i < n && i < 32; i++)
+      snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  }
+  EVP_MD_CTX_free(h->ctx);
+  free(h);
+}
+
+void kv_sha256_hex(const void *p, size_t n, char hex[65]) {
+  struct kv_sha256 *h = kv_sha256_new();
+  kv_sha256_update(h, p, n);
+  kv_sha256_final(h, hex);
+}
+
+uint64_t kv_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double kv_now_s(void) {
+  return (double)kv_now_ns() * 1e-9;
+}
+
+int64_t kv_unix_time(void) {
+  return (int64_t)time(NULL);
+}
+
+uint64_t kv_random_u64(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+    v = kv_now_ns() ^ ((uint64_t)getpid() << 32);
+  return v;
+}
+
+int kv_which(const char *name, char *out, size_t cap) {
+  if (strchr(name, '/')) {
+    if (access(name, X_OK) != 0)
+      return -1;
+    return snprintf(out, cap, "%s", name) >= (int)cap ? -1 : 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path)
+    path = "/usr/local/bin:/usr/bin:/bin";
+  const char *p = path;
+  while (*p) {
+    const char *c = strchr(p, ':');
+    size_t n = c ? (size_t)(c - p) : strlen(p);
+    if (n > 0 && snprintf(out, cap, "%.*s/%s", (int)n, p, name) < (int)cap &&
+        access(out, X_OK) == 0)
+      return 0;
+    p += n;
+    if (*p == ':')
+      p++;
+  }
+  return -1;
+}

@@ -1,0 +1,474 @@
+/* kevo-worker: loads candidate shared objects and runs them, sandboxed.
+ *
+ * Spoken to over fd 3 (requests) and fd 4 (replies) with kevo/wire.h frames.
+ * It trusts the parent and nothing it loads: whatever it reports, the parent
+ * checks. It sandboxes itself before reading its first request. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kevo/runtime.h"
+#include "kevo/sandbox.h"
+#include "kevo/task.h"
+#include "kevo/util.h"
+#include "kevo/wire.h"
+
+typedef void (*shim_fn)(void *const *args);
+
+static struct kv_task *task;
+static shim_fn slots[2];
+static void *handles[2];
+static uint64_t cur_token;
+static const char *scratch = ".";
+
+static int reply(uint32_t type, json_t *j, const void *blob, uint64_t n) {
+  char *s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  int rc = kv_wire_write(KV_WIRE_RESP_FD, type, cur_token, s, blob, n);
+  free(s);
+  return rc;
+}
+
+static int reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int reply_error(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return reply(KV_MSG_ERROR, json_pack("{s:s}", "error", msg), NULL, 0);
+}
+
+static const struct kv_sizeset *pick_set(json_t *req) {
+  const char *set = json_string_value(json_object_get(req, "set"));
+  int idx = (int)json_integer_value(json_object_get(req, "index"));
+  if (!set || !task)
+    return NULL;
+  if (!strcmp(set, "check") && idx >= 0 && idx < task->ncheck)
+    return &task->check[idx];
+  if (!strcmp(set, "bench") && idx >= 0 && idx < task->nbench)
+    return &task->bench[idx];
+  return NULL;
+}
+
+/* Buffers of one call site: one allocation per buffer param. */
+struct site {
+  void *bufs[KV_MAX_PARAMS];
+  uint64_t scal[KV_MAX_PARAMS];
+  void *args[KV_MAX_PARAMS];
+};
+
+static int site_alloc(struct site *st, const int64_t nelem[KV_MAX_PARAMS]) {
+  memset(st, 0, sizeof(*st));
+  for (int p = 0; p < task->nparams; p++) {
+    size_t b = kv_param_bytes(task, p, nelem);
+    if (task->params[p].role == KV_ROLE_SIZE || task->params[p].role == KV_ROLE_SCALAR)
+      continue;
+    /* Round up so that even empty buffers get a distinct, aligned address. */
+    size_t sz = (b + 63) / 64 * 64 + 64;
+    st->bufs[p] = aligned_alloc(64, sz);
+    if (!st->bufs[p])
+      return -1;
+  }
+  return 0;
+}
+
+static void site_free(struct site *st) {
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    free(st->bufs[p]);
+  memset(st, 0, sizeof(*st));
+}
+
+static void site_args(struct site *st) {
+  for (int p = 0; p < task->nparams; p++)
+    st->args[p] = st->bufs[p] ? st->bufs[p] : (void *)&st->scal[p];
+}
+
+static void poison_outputs(struct site *st, const int64_t nelem[KV_MAX_PARAMS], int which) {
+  for (int p = 0; p < task->nparams; p++)
+    if (task->params[p].role == KV_ROLE_OUT)
+      kv_poison_fill(task->params[p].dtype, st->bufs[p], (size_t)nelem[p], which);
+}
+
+static int handle_check(json_t *req) {
+  const struct kv_sizeset *s = pick_set(req);
+  int slot = (int)json_integer_value(json_object_get(req, "slot"));
+  json_t *calls = json_object_get(req, "calls");
+  int ret_inputs = json_is_true(json_object_get(req, "return_inputs"));
+  if (!s || slot < 0 || slot > 1 || !slots[slot] || !json_is_array(calls))
+    return reply_error("bad CHECK request");
+  char err[512];
+  int64_t nelem[KV_MAX_PARAMS];
+  if (kv_layout(task, s, nelem, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  size_t per_call = 0;
+  for (int p = 0; p < task->nparams; p++) {
+    if (kv_is_output(task->params[p].role) || (ret_inputs && task->params[p].role == KV_ROLE_IN))
+      per_call += kv_param_bytes(task, p, nelem);
+  }
+  size_t ncalls = json_array_size(calls);
+  size_t total = per_call * ncalls;
+  uint8_t *blob = total > 0 ? malloc(total) : NULL;
+  if (total > 0 && !blob)
+    return reply_error("out of memory for %zu bytes of results", per_call * ncalls);
+  struct site st;
+  if (site_alloc(&st, nelem) < 0) {
+    free(blob);
+    site_free(&st);
+    return reply_error("out of memory for the buffers");
+  }
+  json_t *ns = json_array();
+  size_t off = 0;
+  for (size_t c = 0; c < ncalls; c++) {
+    json_t *call = json_array_get(calls, c);
+    uint64_t seed = (uint64_t)json_integer_value(json_object_get(call, "seed"));
+    int poison = (int)json_integer_value(json_object_get(call, "poison"));
+    json_int_t perturb = json_integer_value(json_object_get(call, "perturb"));
+    /* The same addresses for every call of the job: new contents only. */
+    kv_fill_inputs(task, nelem, st.bufs, seed);
+    if (json_is_integer(json_object_get(call, "perturb")) && perturb >= 0)
+      kv_perturb(task, nelem, st.bufs, seed, (uint64_t)perturb, NULL);
+    kv_fill_scalars(task, s, seed, st.scal);
+    poison_outputs(&st, nelem, poison);
+    site_args(&st);
+    uint64_t t0 = kv_now_ns();
+    slots[slot](st.args);
+    uint64_t t1 = kv_now_ns();
+    fflush(stdout);
+    fflush(stderr);
+    json_array_append_new(ns, json_integer((json_int_t)(t1 - t0)));
+    /* Outputs first (param order), then the inputs as they are now. */
+    for (int pass = 0; pass < 2; pass++) {
+      for (int p = 0; p < task->nparams; p++) {
+        enum kv_role r = task->params[p].role;
+        if (pass == 0 ? kv_is_output(r) : (ret_inputs && r == KV_ROLE_IN)) {
+          size_t b = kv_param_bytes(task, p, nelem);
+          memcpy(blob + off, st.bufs[p], b);
+          off += b;
+        }
+      }
+    }
+  }
+  site_free(&st);
+  int rc = reply(KV_MSG_REPLY, json_pack("{s:o}", "call_ns", ns), blob, off);
+  free(blob);
+  return rc;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Timing: candidate (slot 0) and reference (slot 1) interleaved, caches
+ * flushed before every call, input sets rotated and perturbed per iteration,
+ * outputs poisoned before every call. The candidate's outputs of the last
+ * iteration go back for validation against the reference. */
+static int handle_time(json_t *req) {
+  const struct kv_sizeset *s = pick_set(req);
+  if (!s || !slots[0] || !slots[1])
+    return reply_error("bad TIME request (needs both slots loaded)");
+  uint64_t seed = (uint64_t)json_integer_value(json_object_get(req, "seed"));
+  int nsets = (int)json_integer_value(json_object_get(req, "nsets"));
+  int min_iters = (int)json_integer_value(json_object_get(req, "min_iters"));
+  int max_iters = (int)json_integer_value(json_object_get(req, "max_iters"));
+  double budget = json_real_value(json_object_get(req, "budget_s"));
+  size_t flush_bytes = (size_t)json_integer_value(json_object_get(req, "flush_bytes"));
+  if (nsets < 1 || nsets > 8 || min_iters < 1 || max_iters < min_iters || max_iters > 100000)
+    return reply_error("bad TIME parameters");
+  char err[512];
+  int64_t nelem[KV_MAX_PARAMS];
+  if (kv_layout(task, s, nelem, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  uint64_t t_begin = kv_now_ns();
+  struct site base[8], side[2][8];
+  memset(base, 0, sizeof base);
+  memset(side, 0, sizeof side);
+  uint8_t *flush = flush_bytes ? malloc(flush_bytes) : NULL;
+  int oom = flush_bytes && !flush;
+  for (int k = 0; k < nsets && !oom; k++) {
+    oom |= site_alloc(&base[k], nelem) < 0;
+    oom |= site_alloc(&side[0][k], nelem) < 0 || site_alloc(&side[1][k], nelem) < 0;
+    if (!oom)
+      kv_fill_inputs(task, nelem, base[k].bufs, seed + (uint64_t)k);
+  }
+  if (oom) {
+    for (int k = 0; k < nsets; k++) {
+      site_free(&base[k]);
+      site_free(&side[0][k]);
+      site_free(&side[1][k]);
+    }
+    free(flush);
+    return reply_error("out of memory for %d input sets", nsets);
+  }
+  /* Runs one call of `who` on set k; returns its duration in ns. */
+  uint8_t saved[KV_MAX_PARAMS * KV_PERTURB_POINTS * 8];
+#define RUN_CALL(who, k, out_ns)                                                                   \
+  do {                                                                                             \
+    struct site *x = &side[who][k];                                                                \
+    for (int p = 0; p < task->nparams; p++) {                                                      \
+      if (task->params[p].role == KV_ROLE_IN)                                                      \
+        x->args[p] = base[k].bufs[p];                                                              \
+      else if (task->params[p].role == KV_ROLE_INOUT) {                                            \
+        memcpy(x->bufs[p], base[k].bufs[p], kv_param_bytes(task, p, nelem));                       \
+        x->args[p] = x->bufs[p];                                                                   \
+      } else if (task->params[p].role == KV_ROLE_OUT) {                                            \
+        kv_poison_fill(task->params[p].dtype, x->bufs[p], (size_t)nelem[p], (int)(iter & 1));      \
+        x->args[p] = x->bufs[p];                                                                   \
+      } else                                                                                       \
+        x->args[p] = &x->scal[p];                                                                  \
+    }                                                                                              \
+    kv_fill_scalars(task, s, seed + (uint64_t)(k), x->scal);                                       \
+    if (flush)                                                                                     \
+      kv_flush_cpu(flush, flush_bytes, (unsigned)iter);                                            \
+    uint64_t a_ = kv_now_ns();                                                                     \
+    slots[who](x->args);                                                                           \
+    out_ns = kv_now_ns() - a_;                                                                     \
+  } while (0)
+
+  /* Warm-up: two calls each, which also estimate the cost of one iteration. */
+  uint64_t est = 0;
+  for (uint64_t iter = 0; iter < 2; iter++) {
+    uint64_t a, b;
+    RUN_CALL(0, iter % (uint64_t)nsets, a);
+    RUN_CALL(1, iter % (uint64_t)nsets, b);
+    est = a + b;
+  }
+  fflush(stdout);
+  int n = max_iters;
+  if (est > 0) {
+    double want = budget * 2e9 / (double)est;
+    if (want < n)
+      n = want < min_iters ? min_iters : (int)want;
+  }
+  uint64_t *cand_ns = calloc((size_t)n, sizeof(uint64_t));
+  uint64_t *ref_ns = calloc((size_t)n, sizeof(uint64_t));
+  size_t out_bytes = 0;
+  for (int p = 0; p < task->nparams; p++)
+    if (kv_is_output(task->params[p].role))
+      out_bytes += kv_param_bytes(task, p, nelem);
+  uint8_t *blob = out_bytes ? malloc(out_bytes) : NULL;
+  int last_set = 0;
+  if (!cand_ns || !ref_ns || (out_bytes && !blob)) {
+    free(cand_ns);
+    free(ref_ns);
+    free(blob);
+    blob = NULL;
+    n = 0;
+  }
+  for (int i = 0; i < n; i++) {
+    uint64_t iter = (uint64_t)i;
+    int k = i % nsets;
+    kv_perturb(task, nelem, base[k].bufs, seed + (uint64_t)k, iter, saved);
+    for (int turn = 0; turn < 2; turn++) {
+      int who = (i + turn) & 1; /* alternate who goes first */
+      uint64_t d;
+      RUN_CALL(who, k, d);
+      if (who == 0) {
+        cand_ns[i] = d;
+        if (i == n - 1) {
+          size_t off = 0;
+          for (int p = 0; p < task->nparams; p++) {
+            if (kv_is_output(task->params[p].role)) {
+              size_t b = kv_param_bytes(task, p, nelem);
+              memcpy(blob + off, side[0][k].bufs[p], b);
+              off += b;
+            }
+          }
+          last_set = k;
+        }
+      } else {
+        ref_ns[i] = d;
+      }
+    }
+    if (i != n - 1)
+      kv_unperturb(task, nelem, base[k].bufs, seed + (uint64_t)k, iter, saved);
+  }
+#undef RUN_CALL
+  fflush(stdout);
+  fflush(stderr);
+  uint64_t t_end = kv_now_ns();
+  json_t *jc = json_array(), *jr = json_array();
+  for (int i = 0; i < n; i++) {
+    json_array_append_new(jc, json_integer((json_int_t)cand_ns[i]));
+    json_array_append_new(jr, json_integer((json_int_t)ref_ns[i]));
+  }
+  (void)cmp_u64;
+  for (int k = 0; k < nsets; k++) {
+    site_free(&base[k]);
+    site_free(&side[0][k]);
+    site_free(&side[1][k]);
+  }
+  free(flush);
+  free(cand_ns);
+  free(ref_ns);
+  if (n == 0)
+    return reply_error("out of memory for the timing loop");
+  int rc = reply(KV_MSG_REPLY,
+                 json_pack("{s:o,s:o,s:i,s:i,s:I,s:I}", "cand_ns", jc, "ref_ns", jr, "last_iter",
+                           n - 1, "last_set", last_set, "t_begin", (json_int_t)t_begin, "t_end",
+                           (json_int_t)t_end),
+                 blob, out_bytes);
+  free(blob);
+  return rc;
+}
+
+static int handle_load(json_t *req) {
+  int slot = (int)json_integer_value(json_object_get(req, "slot"));
+  const char *path = json_string_value(json_object_get(req, "path"));
+  if (slot < 0 || slot > 1 || !path)
+    return reply_error("bad LOAD request");
+  if (handles[slot])
+    return reply_error("slot %d already loaded", slot);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    return reply_error("%s", e ? e : "dlopen failed");
+  }
+  void *f = dlsym(h, "kevo_shim_call");
+  if (!f)
+    return reply_error("%s: kevo_shim_call not found", path);
+  handles[slot] = h;
+  memcpy(&slots[slot], &f, sizeof f);
+  return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+}
+
+static int handle_init(json_t *req) {
+  const char *spec = json_string_value(json_object_get(req, "task"));
+  char err[1024];
+  if (!spec)
+    return reply_error("bad INIT request");
+  kv_task_free(task);
+  task = NULL;
+  if (kv_task_parse(spec, strlen(spec), "task.json", &task, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+}
+
+/* Tries each escape the sandbox should stop; "blocked" means it failed. */
+static int handle_probe(void) {
+  json_t *r = json_object();
+  long pid = syscall(SYS_fork);
+  if (pid == 0)
+    _exit(0);
+  if (pid > 0)
+    waitpid((pid_t)pid, NULL, 0);
+  json_object_set_new(r, "fork", json_string(pid < 0 ? "blocked" : "allowed"));
+  long fd = syscall(SYS_socket, 2 /* AF_INET */, 1 /* SOCK_STREAM */, 0);
+  if (fd >= 0)
+    close((int)fd);
+  json_object_set_new(r, "socket", json_string(fd < 0 ? "blocked" : "allowed"));
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/kevo-probe-%d", (int)getpid());
+  int wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (wfd >= 0) {
+    close(wfd);
+    unlink(path);
+  }
+  json_object_set_new(r, "write_outside_scratch", json_string(wfd < 0 ? "blocked" : "allowed"));
+  snprintf(path, sizeof path, "%s/probe", scratch);
+  wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (wfd >= 0) {
+    close(wfd);
+    unlink(path);
+  }
+  json_object_set_new(r, "write_scratch", json_string(wfd < 0 ? "blocked" : "allowed"));
+  snprintf(path, sizeof path, "/proc/%d/environ", (int)getppid());
+  int rfd = open(path, O_RDONLY);
+  if (rfd >= 0)
+    close(rfd);
+  json_object_set_new(r, "read_parent_environ", json_string(rfd < 0 ? "blocked" : "allowed"));
+  long k = syscall(SYS_kill, (long)getppid(), 0L);
+  json_object_set_new(r, "signal_parent", json_string(k < 0 ? "blocked" : "allowed"));
+  char *argv[] = {"/bin/true", NULL};
+  char *envp[] = {NULL};
+  long e = syscall(SYS_execve, "/bin/true", argv, envp); /* returns only on failure */
+  (void)e;
+  json_object_set_new(r, "execve", json_string("blocked"));
+  extern char **environ;
+  int nenv = 0;
+  for (char **v = environ; v && *v; v++)
+    nenv++;
+  json_object_set_new(r, "env_vars", json_integer(nenv));
+  return reply(KV_MSG_REPLY, r, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+  int sandbox = 1;
+  struct kv_sandbox_opts so;
+  const char *reads[KV_SANDBOX_MAX_PATHS];
+  int nreads = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--scratch") && i + 1 < argc)
+      scratch = argv[++i];
+    else if (!strcmp(argv[i], "--read") && i + 1 < argc && nreads < KV_SANDBOX_MAX_PATHS)
+      reads[nreads++] = argv[++i];
+    else if (!strcmp(argv[i], "--no-sandbox"))
+      sandbox = 0;
+    else {
+      fprintf(stderr, "kevo-worker: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  if (fcntl(KV_WIRE_REQ_FD, F_GETFD) < 0 || fcntl(KV_WIRE_RESP_FD, F_GETFD) < 0) {
+    fprintf(stderr, "kevo-worker: is started by kevo (it talks over descriptors 3 and 4); "
+                    "run 'kevo eval' instead\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  struct kv_sandbox_status st;
+  memset(&st, 0, sizeof st);
+  if (sandbox) {
+    kv_sandbox_defaults(&so, scratch);
+    for (int i = 0; i < nreads; i++)
+      so.read_paths[so.nread_paths++] = reads[i];
+    kv_sandbox_enter(&so, &st);
+  }
+  json_t *hello = json_pack(
+      "{s:i,s:s,s:s,s:s,s:s,s:s,s:i,s:s}", "pid", (int)getpid(), "no_new_privs",
+      kv_layer_state_name(st.no_new_privs), "netns", kv_layer_state_name(st.netns), "landlock",
+      kv_layer_state_name(st.landlock), "seccomp", kv_layer_state_name(st.seccomp), "rlimits",
+      kv_layer_state_name(st.rlimits), "landlock_abi", st.landlock_abi, "note", st.note);
+  if (reply(KV_MSG_HELLO, hello, NULL, 0) < 0)
+    _exit(3);
+  for (;;) {
+    struct kv_frame_header h;
+    char *js;
+    uint8_t *blob;
+    if (kv_wire_read(KV_WIRE_REQ_FD, 0, &h, &js, &blob) < 0)
+      _exit(0); /* the parent went away */
+    cur_token = h.token;
+    json_t *req = json_loads(js, 0, NULL);
+    free(js);
+    free(blob);
+    int rc;
+    if (!req)
+      rc = reply_error("request is not JSON");
+    else if (h.type == KV_MSG_INIT)
+      rc = handle_init(req);
+    else if (h.type == KV_MSG_LOAD)
+      rc = handle_load(req);
+    else if (h.type == KV_MSG_CHECK)
+      rc = handle_check(req);
+    else if (h.type == KV_MSG_TIME)
+      rc = handle_time(req);
+    else if (h.type == KV_MSG_PROBE)
+      rc = handle_probe();
+    else if (h.type == KV_MSG_QUIT)
+      _exit(0);
+    else
+      rc = reply_error("unknown request type %u", h.type);
+    json_decref(req);
+    if (rc < 0)
+      _exit(3);
+  }
+}
