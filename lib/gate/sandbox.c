@@ -452,9 +452,10 @@ static int sc_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsig
 }
 
 #define RULE0(name) sc_rule(ctx, eperm, name, 0, NULL, st)
-#define RULE1(name, c)                                                                             \
+/* One comparison: for SCMP_CMP_MASKED_EQ, a is the mask and b the value. */
+#define RULE1(name, arg, op, a, b)                                                                 \
   do {                                                                                             \
-    struct scmp_arg_cmp c_[1] = {c};                                                               \
+    struct scmp_arg_cmp c_[1] = {{(arg), (op), (scmp_datum_t)(a), (scmp_datum_t)(b)}};             \
     bad |= sc_rule(ctx, eperm, name, 1, c_, st);                                                   \
   } while (0)
 
@@ -489,6 +490,10 @@ static int install_raw_filter(struct kv_sandbox_status *st) {
 #endif
 
 static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st) {
+  if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL) {
+    note(st, "seccomp: not supported by this kernel");
+    return KV_LAYER_UNAVAILABLE;
+  }
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) {
     note(st, "seccomp: init failed");
@@ -507,41 +512,40 @@ static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st) {
     bad |= RULE0(sc_denied[i]);
 
   /* clone: threads only, and no namespaces with them. */
-  RULE1("clone", SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+  RULE1("clone", 0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
   static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
                                            CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
                                            CLONE_NEWNET};
   for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++)
-    RULE1("clone", SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+    RULE1("clone", 0, SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]);
   bad |= sc_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, st);
 
   /* Signals: only to this process. pid 0 (our process group), -1 (everyone)
    * and negative (a group) all differ from our pid. */
   const scmp_datum_t self = (scmp_datum_t)getpid();
-  RULE1("kill", SCMP_A0(SCMP_CMP_NE, self));
-  RULE1("tkill", SCMP_A0(SCMP_CMP_NE, self));
-  RULE1("tgkill", SCMP_A0(SCMP_CMP_NE, self));
-  RULE1("rt_sigqueueinfo", SCMP_A0(SCMP_CMP_NE, self));
-  RULE1("rt_tgsigqueueinfo", SCMP_A0(SCMP_CMP_NE, self));
+  RULE1("kill", 0, SCMP_CMP_NE, self, 0);
+  RULE1("tkill", 0, SCMP_CMP_NE, self, 0);
+  RULE1("tgkill", 0, SCMP_CMP_NE, self, 0);
+  RULE1("rt_sigqueueinfo", 0, SCMP_CMP_NE, self, 0);
+  RULE1("rt_tgsigqueueinfo", 0, SCMP_CMP_NE, self, 0);
 
   /* Limits: read our own only (libc passes pid 0), never set. */
-  RULE1("prlimit64", SCMP_A0(SCMP_CMP_NE, 0));
-  RULE1("prlimit64", SCMP_A2(SCMP_CMP_NE, 0));
+  RULE1("prlimit64", 0, SCMP_CMP_NE, 0, 0);
+  RULE1("prlimit64", 2, SCMP_CMP_NE, 0, 0);
 
   /* No real-time scheduling (it could starve the parent that times us). */
   static const scmp_datum_t rt_policies[] = {SCHED_FIFO, SCHED_RR, 6 /* SCHED_DEADLINE */};
   for (size_t i = 0; i < sizeof rt_policies / sizeof rt_policies[0]; i++)
-    RULE1("sched_setscheduler",
-          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu & ~(scmp_datum_t)SCHED_RESET_ON_FORK,
-                  rt_policies[i]));
+    RULE1("sched_setscheduler", 1, SCMP_CMP_MASKED_EQ,
+          0xffffffffu & ~(scmp_datum_t)SCHED_RESET_ON_FORK, rt_policies[i]);
 
   /* Memory placement of other processes. */
-  RULE1("migrate_pages", SCMP_A0(SCMP_CMP_NE, 0));
-  RULE1("move_pages", SCMP_A0(SCMP_CMP_NE, 0));
+  RULE1("migrate_pages", 0, SCMP_CMP_NE, 0, 0);
+  RULE1("move_pages", 0, SCMP_CMP_NE, 0, 0);
 
   /* Terminal injection through an inherited tty. */
-  RULE1("ioctl", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-  RULE1("ioctl", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+  RULE1("ioctl", 1, SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI);
+  RULE1("ioctl", 1, SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX);
 
   if (bad) {
     seccomp_release(ctx);

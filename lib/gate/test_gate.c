@@ -1,1 +1,164 @@
-int main(void){return 0;}
+/* Unit tests of the gate's parts that need no worker: comparison, poison,
+ * perturbation, statistics in the JSON, verdict names. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/gate/internal.h"
+#include "kevo/runtime.h"
+
+static const char *spec =
+    "{\"name\":\"t\",\"entry\":\"f\",\"params\":["
+    "{\"name\":\"x\",\"role\":\"in\",\"dtype\":\"f32\",\"shape\":[\"r\",\"c\"]},"
+    "{\"name\":\"y\",\"role\":\"out\",\"dtype\":\"f32\",\"shape\":[\"r\",\"c\"]},"
+    "{\"name\":\"k\",\"role\":\"out\",\"dtype\":\"i32\",\"shape\":[\"r\"]},"
+    "{\"name\":\"r\",\"role\":\"size\"},{\"name\":\"c\",\"role\":\"size\"}],"
+    "\"check\":[{\"r\":3,\"c\":4}],\"tolerance\":{\"atol\":0.01,\"rtol\":0.1}}";
+
+static struct kv_task *load(void) {
+  struct kv_task *t;
+  char err[512];
+  int rc = kv_task_parse(spec, strlen(spec), "task.json", &t, err, sizeof err);
+  if (rc != 0)
+    fail_msg("%s", err);
+  return t;
+}
+
+static void test_close_rule(void **state) {
+  (void)state;
+  struct kv_task *t = load();
+  assert_true(kv_close(t, KV_F32, 1.0, 1.0 + 0.01 + 0.1 - 1e-9));
+  assert_false(kv_close(t, KV_F32, 1.0, 1.0 + 0.01 + 0.1 + 1e-6));
+  assert_true(kv_close(t, KV_F32, NAN, NAN));
+  assert_false(kv_close(t, KV_F32, 1.0, NAN));
+  assert_false(kv_close(t, KV_F32, NAN, 1.0));
+  assert_true(kv_close(t, KV_F32, INFINITY, INFINITY));
+  assert_false(kv_close(t, KV_F32, INFINITY, -INFINITY));
+  assert_false(kv_close(t, KV_F32, 1e30, INFINITY));
+  assert_true(kv_close(t, KV_I32, 5, 5));
+  assert_false(kv_close(t, KV_I32, 5, 6)); /* integers are exact whatever the tolerance */
+  kv_task_free(t);
+}
+
+static void test_compare_names_first_failure(void **state) {
+  (void)state;
+  struct kv_task *t = load();
+  float exp[12], got[12];
+  for (int i = 0; i < 12; i++)
+    exp[i] = got[i] = (float)i;
+  struct kv_cmp c;
+  kv_compare(t, &t->check[0], 1, exp, got, 12, 0, &c);
+  assert_int_equal(c.verdict, KV_V_OK);
+  got[6] = 100; /* row 1, column 2 */
+  got[9] = -3;
+  kv_compare(t, &t->check[0], 1, exp, got, 12, 0, &c);
+  assert_int_equal(c.verdict, KV_V_WRONG_OUTPUT);
+  assert_int_equal(c.first_bad, 6);
+  assert_non_null(strstr(c.detail, "y[1,2]: expected 6, got 100"));
+  assert_non_null(strstr(c.detail, "2 of 12 elements differ"));
+  /* Poison left anywhere beats a wrong value elsewhere: unwritten. */
+  kv_poison_fill(KV_F32, &got[11], 1, 0);
+  kv_compare(t, &t->check[0], 1, exp, got, 12, 0, &c);
+  assert_int_equal(c.verdict, KV_V_UNWRITTEN_OUTPUT);
+  assert_non_null(strstr(c.detail, "y[2,3] was never written"));
+  /* The other poison pattern is just a wrong NaN. */
+  kv_compare(t, &t->check[0], 1, exp, got, 12, 1, &c);
+  assert_int_equal(c.verdict, KV_V_WRONG_OUTPUT);
+  kv_task_free(t);
+}
+
+static void test_compare_nan_expected(void **state) {
+  (void)state;
+  struct kv_task *t = load();
+  float exp[3] = {NAN, 1, 2}, got[3] = {NAN, 1, 2};
+  struct kv_cmp c;
+  kv_compare(t, &t->check[0], 1, exp, got, 3, 0, &c);
+  assert_int_equal(c.verdict, KV_V_OK);
+  got[0] = 0;
+  kv_compare(t, &t->check[0], 1, exp, got, 3, 0, &c);
+  assert_int_equal(c.verdict, KV_V_WRONG_OUTPUT);
+  kv_task_free(t);
+}
+
+static void test_perturb_roundtrip(void **state) {
+  (void)state;
+  struct kv_task *t = load();
+  int64_t nelem[KV_MAX_PARAMS];
+  char err[256];
+  assert_int_equal(kv_layout(t, &t->check[0], nelem, err, sizeof err), 0);
+  assert_int_equal(nelem[0], 12);
+  assert_int_equal(nelem[2], 3);
+  float x[12], orig[12];
+  void *bufs[KV_MAX_PARAMS] = {x};
+  kv_fill_inputs(t, nelem, bufs, 7);
+  memcpy(orig, x, sizeof x);
+  uint8_t saved[KV_MAX_PARAMS * KV_PERTURB_POINTS * 8];
+  kv_perturb(t, nelem, bufs, 7, 3, saved);
+  assert_memory_not_equal(orig, x, sizeof x);
+  float pert[12];
+  memcpy(pert, x, sizeof x);
+  kv_unperturb(t, nelem, bufs, 7, 3, saved);
+  assert_memory_equal(orig, x, sizeof x);
+  /* Reproducible without the saved values: the parent rebuilds it. */
+  kv_perturb(t, nelem, bufs, 7, 3, NULL);
+  assert_memory_equal(pert, x, sizeof x);
+  /* Another iteration perturbs differently. */
+  memcpy(x, orig, sizeof x);
+  kv_perturb(t, nelem, bufs, 7, 4, NULL);
+  assert_memory_not_equal(pert, x, sizeof x);
+  kv_task_free(t);
+}
+
+static void test_verdict_names(void **state) {
+  (void)state;
+  const char *order[] = {"policy_violation", "compile_error", "load_error",    "crash",
+                         "timeout",          "unwritten_output", "wrong_output", "input_mutated",
+                         "stale_output",     "implausible",   "ok"};
+  for (int i = 0; i < KV_V_COUNT; i++) {
+    assert_string_equal(kv_verdict_name((enum kv_verdict)i), order[i]);
+    assert_int_equal(kv_verdict_from_name(order[i]), i);
+  }
+  assert_int_equal(kv_verdict_from_name("nope"), -1);
+}
+
+static void test_result_json_survives_binary_output(void **state) {
+  (void)state;
+  struct kv_gate_result r;
+  memset(&r, 0, sizeof r);
+  r.verdict = KV_V_OK;
+  r.cand_stdout = strdup("bytes \xff\xfe not utf-8");
+  r.compile_log = strdup("fine");
+  r.timed = 1;
+  r.timing.cand.median_us = 10;
+  r.timing.ref.median_us = 40;
+  r.timing.speedup = 4;
+  char *js = kv_gate_result_json(&r);
+  assert_non_null(js);
+  json_t *j = json_loads(js, 0, NULL);
+  assert_non_null(j);
+  assert_string_equal(json_string_value(json_object_get(j, "verdict")), "ok");
+  assert_non_null(strstr(json_string_value(json_object_get(j, "stdout")), "not utf-8"));
+  json_t *tj = json_object_get(j, "timing");
+  assert_true(json_real_value(json_object_get(tj, "speedup")) == 4.0);
+  assert_true(json_real_value(json_object_get(tj, "reference_median_us")) == 40.0);
+  json_decref(j);
+  free(js);
+  kv_gate_result_release(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_close_rule),
+      cmocka_unit_test(test_compare_names_first_failure),
+      cmocka_unit_test(test_compare_nan_expected),
+      cmocka_unit_test(test_perturb_roundtrip),
+      cmocka_unit_test(test_verdict_names),
+      cmocka_unit_test(test_result_json_survives_binary_output),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -644,6 +645,11 @@ static void probe_layer(void *ctx, struct res *r) {
   r->v[14] = (long)rl.rlim_max;
   getrlimit(RLIMIT_CPU, &rl);
   r->v[15] = (long)rl.rlim_cur;
+  R(r, 16, sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){.sched_priority = 1}));
+  int pfd[2];
+  char ch = 'x';
+  if (pipe(pfd) == 0)
+    R(r, 17, ioctl(pfd[0], TIOCSTI, &ch)); /* a pipe: ENOTTY unless the filter stops it first */
 }
 
 static void run_layer(int netns, int landlock, int seccomp, int rlimits, struct res *r,
@@ -704,6 +710,8 @@ static void test_layer_seccomp_alone(void **state) {
   expect_fail(&r, 10, EPERM, "seccomp: fchmodat2");
   expect_fail(&r, 11, ENOSYS, "seccomp: unknown syscall 470");
 #endif
+  expect_fail(&r, 16, EPERM, "seccomp: SCHED_FIFO");
+  expect_fail(&r, 17, EPERM, "seccomp: TIOCSTI");
   assert_true(untouched);
   assert_int_equal(got_urg, 0);
 }

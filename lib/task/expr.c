@@ -276,8 +276,7 @@ int kvt_expr(const struct kv_task *t, const struct kv_sizeset *s, const char *ex
   }
   skip_ws(&p);
   if (expr[p.pos] == '\0')
-    return fail(&p, p.pos, "write an integer expression over the size names",
-                "empty expression");
+    return fail(&p, p.pos, "write an integer expression over the size names", "empty expression");
   if (parse_expr(&p, &v) < 0)
     return -1;
   skip_ws(&p);

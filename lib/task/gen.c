@@ -6,13 +6,17 @@
  * per block (i / 2), everything else one block per element, so any element
  * can be produced on its own: the result does not depend on chunking.
  *
- * The arithmetic is plain IEEE (+ - * / sqrt, frexp, floor; no libm
+ * The arithmetic is plain IEEE (+ - * / sqrt, floor and bit operations; no libm
  * transcendental functions and no FMA contraction: gen.c is compiled with
  * -ffp-contract=off), so the same inputs give the same bytes everywhere. */
 #include "task_internal.h"
 
 #include <math.h>
 #include <string.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 #define GOLD 0x9e3779b97f4a7c15ULL
 
@@ -134,66 +138,69 @@ double kv_elem_as_double(enum kv_dtype d, const void *buf, size_t i) {
 /* ---- deterministic log and sincos for Box-Muller --------------------------- */
 
 /* ln(x) for normal x > 0: 2 atanh((m-1)/(m+1)) + e ln 2, m in [sqrt(1/2), sqrt(2)).
- * The split of x into m and e is done on the bits (exact). */
-static double det_log(double x) {
-  static const double inv_odd[] = {1.0 / 1,  1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9,
-                                   1.0 / 11, 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19,
-                                   1.0 / 21, 1.0 / 23, 1.0 / 25};
+ * The split of x into m and e is done on the bits (exact); the series is
+ * summed in a fixed order (Estrin), so the result is the same everywhere. */
+static inline double det_log(double x) {
   uint64_t b;
   memcpy(&b, &x, 8);
-  int e = (int)((b >> 52) & 0x7ff) - 1022;
+  int64_t e = (int64_t)((b >> 52) & 0x7ff) - 1022;
   b = (b & 0x000fffffffffffffULL) | 0x3fe0000000000000ULL; /* m in [0.5, 1) */
   double m;
   memcpy(&m, &b, 8);
-  if (m < 0.70710678118654752440) {
-    m *= 2.0;
-    e -= 1;
-  }
-  double s = (m - 1.0) / (m + 1.0), s2 = s * s, p = inv_odd[12];
-  for (int k = 11; k >= 0; k--)
-    p = p * s2 + inv_odd[k];
+  int lowm = m < 0.70710678118654752440;
+  m = lowm ? m * 2.0 : m;
+  e -= lowm;
+  double s = (m - 1.0) / (m + 1.0), s2 = s * s, s4 = s2 * s2, s8 = s4 * s4;
+  /* sum of s2^k / (2k+1), k = 0..10: the k = 10 term is below 2^-55 */
+  double q0 = 1.0 + s2 * (1.0 / 3), q1 = 1.0 / 5 + s2 * (1.0 / 7), q2 = 1.0 / 9 + s2 * (1.0 / 11),
+         q3 = 1.0 / 13 + s2 * (1.0 / 15), q4 = 1.0 / 17 + s2 * (1.0 / 19), q5 = 1.0 / 21;
+  double r0 = q0 + s4 * q1, r1 = q2 + s4 * q3, r2 = q4 + s4 * q5;
+  double p = (r0 + s8 * r1) + (s8 * s8) * r2;
   return 2.0 * s * p + (double)e * 0.69314718055994530942;
 }
 
-/* sin and cos of 2 pi u for u in [0, 1). */
-static void det_sincos2pi(double u, double *sn, double *cs) {
+/* sin and cos of 2 pi u for u in [0, 1): quadrant reduction (exact) and
+ * Taylor series on [-pi/4, pi/4], summed in a fixed order. */
+static inline void det_sincos2pi(double u, double *sn, double *cs) {
   double t = u * 4.0;
   double q = floor(t + 0.5);
-  double x = (t - q) * 1.57079632679489661923; /* |x| <= pi/4 */
-  double x2 = x * x;
-  double sp = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
-                      x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800.0 +
-                      x2 * (-1.0 / 1307674368000.0 + x2 * (1.0 / 355687428096000.0)))))))));
-  double cp = 1.0 + x2 * (-1.0 / 2 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
-                      x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600.0 +
-                      x2 * (-1.0 / 87178291200.0 + x2 * (1.0 / 20922789888000.0 +
-                      x2 * (-1.0 / 6402373705728000.0)))))))));
-  switch ((int)q & 3) {
-  case 0:
-    *sn = sp, *cs = cp;
-    break;
-  case 1:
-    *sn = cp, *cs = -sp;
-    break;
-  case 2:
-    *sn = -sp, *cs = -cp;
-    break;
-  default:
-    *sn = -cp, *cs = sp;
-    break;
-  }
+  double x = (t - q) * 1.57079632679489661923;
+  double x2 = x * x, x4 = x2 * x2, x8 = x4 * x4;
+  double sa = 1.0 - x2 * (1.0 / 6), sb = 1.0 / 120 - x2 * (1.0 / 5040),
+         sc = 1.0 / 362880 - x2 * (1.0 / 39916800),
+         sd = 1.0 / 6227020800.0 - x2 * (1.0 / 1307674368000.0), se = 1.0 / 355687428096000.0;
+  double sp = x * (((sa + x4 * sb) + x8 * (sc + x4 * sd)) + (x8 * x8) * se);
+  double ca = 1.0 - x2 * (1.0 / 2), cb = 1.0 / 24 - x2 * (1.0 / 720),
+         cc = 1.0 / 40320 - x2 * (1.0 / 3628800),
+         cd = 1.0 / 479001600.0 - x2 * (1.0 / 87178291200.0),
+         ce = 1.0 / 20922789888000.0 - x2 * (1.0 / 6402373705728000.0);
+  double cp = ((ca + x4 * cb) + x8 * (cc + x4 * cd)) + (x8 * x8) * ce;
+  int qi = (int)q & 3;
+  double sv = (qi & 1) ? cp : sp, cv = (qi & 1) ? sp : cp;
+  *sn = (qi & 2) ? -sv : sv;
+  *cs = ((qi + 1) & 2) ? -cv : cv;
 }
 
-/* The two standard normal draws of block k (elements 2k and 2k+1). */
-static void normal_pair(uint64_t key, uint64_t k, double *z0, double *z1) {
-  uint64_t h = block(key, k);
-  double u1 = (double)((h >> 32) + 1) * 0x1p-32;   /* (0, 1] */
-  double u2 = (double)(h & 0xffffffffu) * 0x1p-32; /* [0, 1) */
-  double r = sqrt(-2.0 * det_log(u1));
-  double sn, cs;
-  det_sincos2pi(u2, &sn, &cs);
-  *z0 = r * cs;
-  *z1 = r * sn;
+/* Standard normal draws for blocks k0 .. k0+cnt-1 (cnt <= NBATCH): z[2t] and
+ * z[2t+1] are the draws of elements 2(k0+t) and 2(k0+t)+1. Batched so that
+ * independent draws overlap. */
+#define NBATCH 8
+static void normal_batch(uint64_t key, uint64_t k0, int cnt, double *z) {
+  double u1[NBATCH], u2[NBATCH], lg[NBATCH], sn[NBATCH], cs[NBATCH];
+  for (int t = 0; t < cnt; t++) {
+    uint64_t h = block(key, k0 + (uint64_t)t);
+    u1[t] = (double)((h >> 32) + 1) * 0x1p-32;   /* (0, 1] */
+    u2[t] = (double)(h & 0xffffffffu) * 0x1p-32; /* [0, 1) */
+  }
+  for (int t = 0; t < cnt; t++)
+    lg[t] = det_log(u1[t]);
+  for (int t = 0; t < cnt; t++)
+    det_sincos2pi(u2[t], &sn[t], &cs[t]);
+  for (int t = 0; t < cnt; t++) {
+    double r = sqrt(-2.0 * lg[t]);
+    z[2 * t] = r * cs[t];
+    z[2 * t + 1] = r * sn[t];
+  }
 }
 
 /* ---- storing ---------------------------------------------------------------- */
@@ -388,22 +395,17 @@ void kv_gen_fill_at(enum kv_dtype d, const struct kv_init *init, uint64_t seed, 
     }
     break;
   case KV_DIST_NORMAL: {
-    size_t j = 0;
-    uint64_t i = first;
-    double z0, z1;
-    if (i & 1) {
-      normal_pair(key, i >> 1, &z0, &z1);
-      store(d, buf, j++, a + b * z1);
-      i++;
-    }
-    for (; j + 1 < n; j += 2, i += 2) {
-      normal_pair(key, i >> 1, &z0, &z1);
-      store(d, buf, j, a + b * z0);
-      store(d, buf, j + 1, a + b * z1);
-    }
-    if (j < n) {
-      normal_pair(key, i >> 1, &z0, &z1);
-      store(d, buf, j, a + b * z0);
+    double z[2 * NBATCH];
+    uint64_t end = first + n; /* elements first .. end-1 */
+    for (uint64_t k = first >> 1; 2 * k < end; k += NBATCH) {
+      uint64_t left = ((end - 2 * k) + 1) / 2;
+      int cnt = left < NBATCH ? (int)left : NBATCH;
+      normal_batch(key, k, cnt, z);
+      for (int t = 0; t < 2 * cnt; t++) {
+        uint64_t i = 2 * k + (uint64_t)t;
+        if (i >= first && i < end)
+          store(d, buf, (size_t)(i - first), a + b * z[t]);
+      }
     }
     break;
   }

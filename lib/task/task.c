@@ -108,8 +108,8 @@ static const char *const reserved_words[] = {
     "nv_bfloat16",
     /* types and macros of the generated headers */
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
-    "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "intmax_t", "uintmax_t", "NULL", "EOF",
-    "errno", "assert", "offsetof", "stdin", "stdout", "stderr",
+    "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "intmax_t", "uintmax_t", "NULL", "EOF", "errno",
+    "assert", "offsetof", "stdin", "stdout", "stderr",
     /* names the generated shim uses */
     "stream", "args", "main"};
 
@@ -122,8 +122,8 @@ static const char *reserved_reason(const char *s) {
   if (strncmp(s, "kevo_", 5) == 0)
     return "starts with 'kevo_', which kevo reserves";
   /* stdint.h macros: INT32_MAX, UINT8_C, SIZE_MAX, ... */
-  static const char *const macro_prefix[] = {"INT",    "UINT",     "SIZE_",      "PTRDIFF_",
-                                             "WCHAR_", "WINT_",    "SIG_ATOMIC_"};
+  static const char *const macro_prefix[] = {"INT",    "UINT",  "SIZE_",      "PTRDIFF_",
+                                             "WCHAR_", "WINT_", "SIG_ATOMIC_"};
   int upper = 1;
   for (const char *p = s; *p; p++)
     if (*p >= 'a' && *p <= 'z')
@@ -246,8 +246,8 @@ static int check_keys(struct pctx *c, json_t *obj, const char *path, const char 
 }
 
 /* Reads a string field; *out is NULL when absent and not required. */
-static int get_string(struct pctx *c, json_t *obj, const char *key, const char *field,
-                      int required, size_t maxlen, const char **out) {
+static int get_string(struct pctx *c, json_t *obj, const char *key, const char *field, int required,
+                      size_t maxlen, const char **out) {
   json_t *v = json_object_get(obj, key);
   *out = NULL;
   if (!v) {
@@ -354,8 +354,9 @@ static int parse_init(struct pctx *c, json_t *v, const char *path, enum kv_dtype
                       struct kv_init *init) {
   char field[128];
   if (!json_is_object(v))
-    return fail(c, "%s: must be an object, not %s; write e.g. {\"dist\": \"uniform\", \"lo\": -1, "
-                   "\"hi\": 1}",
+    return fail(c,
+                "%s: must be an object, not %s; write e.g. {\"dist\": \"uniform\", \"lo\": -1, "
+                "\"hi\": 1}",
                 path, jkind(v));
   snprintf(field, sizeof field, "%s.dist", path);
   const char *dist;
@@ -375,8 +376,9 @@ static int parse_init(struct pctx *c, json_t *v, const char *path, enum kv_dtype
     if (get_num(c, v, "lo", fa, &init->a) < 0 || get_num(c, v, "hi", fb, &init->b) < 0)
       return -1;
     if (!is_int && !isfloat)
-      return fail(c, "%s: 'uniform' needs a float dtype, not %s; use {\"dist\": \"int\", \"lo\": "
-                     "..., \"hi\": ...}",
+      return fail(c,
+                  "%s: 'uniform' needs a float dtype, not %s; use {\"dist\": \"int\", \"lo\": "
+                  "..., \"hi\": ...}",
                   field, kv_dtype_name(dt));
     if (is_int) {
       if (check_int_value(c, fa, init->a, dt, "dist int") < 0 ||
@@ -405,8 +407,9 @@ static int parse_init(struct pctx *c, json_t *v, const char *path, enum kv_dtype
     if (get_num(c, v, "mean", fa, &init->a) < 0 || get_num(c, v, "std", fb, &init->b) < 0)
       return -1;
     if (!isfloat)
-      return fail(c, "%s: 'normal' needs a float dtype, not %s; use {\"dist\": \"int\", \"lo\": "
-                     "..., \"hi\": ...}",
+      return fail(c,
+                  "%s: 'normal' needs a float dtype, not %s; use {\"dist\": \"int\", \"lo\": "
+                  "..., \"hi\": ...}",
                   field, kv_dtype_name(dt));
     if (init->b < 0)
       return fail(c, "%s: %.10g is negative; use a standard deviation >= 0", fb, init->b);
@@ -452,8 +455,9 @@ static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
   if (get_string(c, v, "name", field, 1, 4096, &s) < 0)
     return -1;
   if (!is_ident(s))
-    return fail(c, "%s: '%s' is not a C identifier; use letters, digits and '_', not starting "
-                   "with a digit",
+    return fail(c,
+                "%s: '%s' is not a C identifier; use letters, digits and '_', not starting "
+                "with a digit",
                 field, kvt_quote(s, 40, q, sizeof q));
   if (strlen(s) >= KV_NAME_MAX)
     return fail(c, "%s: longer than %d characters; shorten it", field, KV_NAME_MAX - 1);
@@ -492,11 +496,11 @@ static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
     if (shape)
       return fail(c, "%s.shape: a size param has no shape; remove it", path);
     if (init)
-      return fail(c, "%s.init: a size param takes its value from the size set; remove init",
-                  path);
+      return fail(c, "%s.init: a size param takes its value from the size set; remove init", path);
     if (value)
-      return fail(c, "%s.value: a size param takes its value from the size set (check, bench); "
-                     "remove value",
+      return fail(c,
+                  "%s.value: a size param takes its value from the size set (check, bench); "
+                  "remove value",
                   path);
     return 0;
   }
@@ -512,8 +516,9 @@ static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
   if (is_buffer(p->role)) {
     snprintf(field, sizeof field, "%s.shape", path);
     if (!shape)
-      return fail(c, "%s: missing; a buffer needs a shape, e.g. [\"rows\", \"cols\"] ([] for one "
-                     "element)",
+      return fail(c,
+                  "%s: missing; a buffer needs a shape, e.g. [\"rows\", \"cols\"] ([] for one "
+                  "element)",
                   field);
     if (!json_is_array(shape))
       return fail(c, "%s: must be an array, not %s; write e.g. [\"rows\", \"cols\"]", field,
@@ -546,8 +551,9 @@ static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
     if (value)
       return fail(c, "%s.value: only scalar params take a value; remove it (or use init)", path);
     if (init && p->role == KV_ROLE_OUT)
-      return fail(c, "%s.init: out params are written by the entry, not initialized; remove init "
-                     "(or make the role inout)",
+      return fail(c,
+                  "%s.init: out params are written by the entry, not initialized; remove init "
+                  "(or make the role inout)",
                   path);
   } else { /* scalar */
     if (shape)
@@ -608,16 +614,17 @@ static int parse_sets(struct pctx *c, struct kv_task *t, json_t *arr, const char
         return fail(c, "%s[%zu].%s: unknown size; give exactly the size params (%s)", key, i,
                     kvt_quote(k, 40, q, sizeof q), names);
       if (t->params[idx].role != KV_ROLE_SIZE)
-        return fail(c, "%s[%zu].%s: '%s' is not a size (its role is %s); give exactly the size "
-                       "params (%s)",
+        return fail(c,
+                    "%s[%zu].%s: '%s' is not a size (its role is %s); give exactly the size "
+                    "params (%s)",
                     key, i, k, k, kv_role_name(t->params[idx].role), names);
       if (!json_is_integer(val))
         return fail(c, "%s[%zu].%s: must be an integer, not %s; write e.g. %s: 1024", key, i, k,
                     jkind(val), k);
       json_int_t x = json_integer_value(val);
       if (x < 1 || x > SIZE_VALUE_MAX)
-        return fail(c, "%s[%zu].%s: %lld is out of range; use an integer from 1 to %lld", key, i,
-                    k, (long long)x, SIZE_VALUE_MAX);
+        return fail(c, "%s[%zu].%s: %lld is out of range; use an integer from 1 to %lld", key, i, k,
+                    (long long)x, SIZE_VALUE_MAX);
       s->values[idx] = x;
     }
     for (int j = 0; j < t->nparams; j++)
@@ -657,8 +664,8 @@ static int parse_cost(struct pctx *c, struct kv_task *t, json_t *cost, const cha
 }
 
 /* Shapes, byte caps and costs under one size set. */
-static int check_set(struct pctx *c, struct kv_task *t, const struct kv_sizeset *s,
-                     const char *key, int i) {
+static int check_set(struct pctx *c, struct kv_task *t, const struct kv_sizeset *s, const char *key,
+                     int i) {
   char msg[1024];
   int64_t total, v;
   if (kv_sizeset_bytes(t, s, &total, msg, sizeof msg) < 0)
@@ -708,8 +715,9 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
   if (get_string(c, root, "entry", "entry", 1, 4096, &s) < 0)
     return -1;
   if (!is_ident(s))
-    return fail(c, "entry: '%s' is not a C identifier; use letters, digits and '_', not starting "
-                   "with a digit",
+    return fail(c,
+                "entry: '%s' is not a C identifier; use letters, digits and '_', not starting "
+                "with a digit",
                 kvt_quote(s, 40, q, sizeof q));
   if (strlen(s) >= KV_NAME_MAX)
     return fail(c, "entry: longer than %d characters; shorten it", KV_NAME_MAX - 1);
@@ -767,8 +775,9 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
   if (tol) {
     static const char *const tkeys[] = {"atol", "rtol", NULL};
     if (!json_is_object(tol))
-      return fail(c, "tolerance: must be an object, not %s; write {\"atol\": 1e-5, \"rtol\": "
-                     "1e-5}",
+      return fail(c,
+                  "tolerance: must be an object, not %s; write {\"atol\": 1e-5, \"rtol\": "
+                  "1e-5}",
                   jkind(tol));
     if (check_keys(c, tol, "tolerance", tkeys) < 0)
       return -1;
@@ -789,8 +798,9 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
   if (cost) {
     static const char *const ckeys[] = {"bytes", "flops", NULL};
     if (!json_is_object(cost))
-      return fail(c, "cost: must be an object, not %s; write {\"bytes\": \"...\", \"flops\": "
-                     "\"...\"}",
+      return fail(c,
+                  "cost: must be an object, not %s; write {\"bytes\": \"...\", \"flops\": "
+                  "\"...\"}",
                   jkind(cost));
     if (check_keys(c, cost, "cost", ckeys) < 0 ||
         parse_cost(c, t, cost, "bytes", &t->cost_bytes) < 0 ||
@@ -853,8 +863,8 @@ int kv_task_parse(const char *text, size_t len, const char *filename, struct kv_
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!root)
-    return fail(&c, "line %d, column %d: invalid JSON: %s; fix the JSON there", je.line,
-                je.column, je.text);
+    return fail(&c, "line %d, column %d: invalid JSON: %s; fix the JSON there", je.line, je.column,
+                je.text);
   struct kv_task *t = calloc(1, sizeof *t);
   if (!t) {
     json_decref(root);
@@ -922,8 +932,7 @@ int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen
     return -1;
   }
   if (*dir && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
-    kvt_seterr(err, errlen, "%s: not a directory; pass a task directory that holds task.json",
-               dir);
+    kvt_seterr(err, errlen, "%s: not a directory; pass a task directory that holds task.json", dir);
     return -1;
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -1000,15 +1009,17 @@ int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen
 int kv_param_elems(const struct kv_task *t, int p, const struct kv_sizeset *s, int64_t *out,
                    char *err, size_t errlen) {
   if (!t || !s || p < 0 || p >= t->nparams) {
-    kvt_seterr(err, errlen, "kv_param_elems: no task, no size set or param %d out of range; pass "
-                            "a valid param index",
+    kvt_seterr(err, errlen,
+               "kv_param_elems: no task, no size set or param %d out of range; pass "
+               "a valid param index",
                p);
     return -1;
   }
   const struct kv_param *prm = &t->params[p];
   if (!is_buffer(prm->role)) {
-    kvt_seterr(err, errlen, "params[%d]: '%s' is not a buffer (its role is %s); ask only for buffers",
-               p, prm->name, kv_role_name(prm->role));
+    kvt_seterr(err, errlen,
+               "params[%d]: '%s' is not a buffer (its role is %s); ask only for buffers", p,
+               prm->name, kv_role_name(prm->role));
     return -1;
   }
   int64_t n = 1;
@@ -1026,8 +1037,9 @@ int kv_param_elems(const struct kv_task *t, int p, const struct kv_sizeset *s, i
       return -1;
     }
     if (__builtin_mul_overflow(n, v, &n)) {
-      kvt_seterr(err, errlen, "params[%d].shape: the element count of '%s' overflows 64 bits; use "
-                              "smaller sizes",
+      kvt_seterr(err, errlen,
+                 "params[%d].shape: the element count of '%s' overflows 64 bits; use "
+                 "smaller sizes",
                  p, prm->name);
       return -1;
     }
@@ -1053,8 +1065,8 @@ int kv_param_elems(const struct kv_task *t, int p, const struct kv_sizeset *s, i
   return 0;
 }
 
-int kv_sizeset_bytes(const struct kv_task *t, const struct kv_sizeset *s, int64_t *total,
-                     char *err, size_t errlen) {
+int kv_sizeset_bytes(const struct kv_task *t, const struct kv_sizeset *s, int64_t *total, char *err,
+                     size_t errlen) {
   int64_t sum = 0;
   if (!t || !s) {
     kvt_seterr(err, errlen, "kv_sizeset_bytes: no task or no size set; pass both");
@@ -1096,8 +1108,7 @@ int kv_sizeset_get(const struct kv_task *t, const struct kv_sizeset *s, const ch
   return -1;
 }
 
-void kv_sizeset_format(const struct kv_task *t, const struct kv_sizeset *s, char *out,
-                       size_t cap) {
+void kv_sizeset_format(const struct kv_task *t, const struct kv_sizeset *s, char *out, size_t cap) {
   size_t len = 0;
   if (!out || cap == 0)
     return;

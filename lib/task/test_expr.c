@@ -211,10 +211,10 @@ static void test_api_edges(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_values),     cmocka_unit_test(test_c_division),
-      cmocka_unit_test(test_overflow),   cmocka_unit_test(test_division_by_zero),
-      cmocka_unit_test(test_names),      cmocka_unit_test(test_syntax),
-      cmocka_unit_test(test_caps),       cmocka_unit_test(test_api_edges),
+      cmocka_unit_test(test_values),   cmocka_unit_test(test_c_division),
+      cmocka_unit_test(test_overflow), cmocka_unit_test(test_division_by_zero),
+      cmocka_unit_test(test_names),    cmocka_unit_test(test_syntax),
+      cmocka_unit_test(test_caps),     cmocka_unit_test(test_api_edges),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -220,7 +220,7 @@ static void call_all(void *fn_shim, int cuda) {
   int64_t s4 = 9000000000LL;
   uint8_t s5 = 200;
   uint16_t s6 = 0x3800, s7 = 0x4040;
-  void *args[] = {a,  b,  c,  d,  e,   f,   g,   o1,  o2,  o3, o4,
+  void *args[] = {a,   b,  c,   d,   e,   f,   g,   o1,  o2,  o3, o4,
                   &o5, &n, &s1, &s2, &s3, &s4, &s5, &s6, &s7, &m};
   if (cuda)
     ((void (*)(void *const *, void *))fn_shim)(args, NULL);

@@ -138,7 +138,8 @@ static void test_rowsum_example(void **state) {
   /* Canonical JSON: sorted keys, compact. */
   assert_non_null(t->json);
   assert_null(strchr(t->json, '\n'));
-  assert_int_equal(strncmp(t->json, "{\"bench\":[{\"cols\":8192,\"rows\":8192}],\"check\":", 45), 0);
+  assert_int_equal(strncmp(t->json, "{\"bench\":[{\"cols\":8192,\"rows\":8192}],\"check\":", 45),
+                   0);
   struct kv_task *t2 = NULL;
   assert_int_equal(kv_task_parse(t->json, strlen(t->json), "canon", &t2, err, sizeof err), 0);
   assert_string_equal(t->json, t2->json);
@@ -222,8 +223,9 @@ struct bad {
 };
 
 static const struct bad bad_mutations[] = {
-    {"nmae", "\"x\"", "task.json: nmae: unknown key; use one of: name summary entry params check "
-                      "bench tolerance cost allow (did you mean 'name'?)"},
+    {"nmae", "\"x\"",
+     "task.json: nmae: unknown key; use one of: name summary entry params check "
+     "bench tolerance cost allow (did you mean 'name'?)"},
     {"name", NULL, "task.json: name: missing"},
     {"name", "42", "task.json: name: must be a string, not an integer"},
     {"name", "\"row sum\"", "task.json: name: 'row sum' has the character ' '"},
@@ -238,14 +240,16 @@ static const struct bad bad_mutations[] = {
     {"params", "[]", "task.json: params: empty"},
     {"params", "{}", "task.json: params: must be an array, not an object"},
     {"params/1", "7", "task.json: params[1]: must be an object, not an integer"},
-    {"params/0/dtype", "\"float\"", "task.json: params[0].dtype: 'float' is not a dtype; use one "
-                                    "of f32 f64 i32 i64 u8 f16 bf16"},
+    {"params/0/dtype", "\"float\"",
+     "task.json: params[0].dtype: 'float' is not a dtype; use one "
+     "of f32 f64 i32 i64 u8 f16 bf16"},
     {"params/0/dtype", NULL, "task.json: params[0].dtype: missing"},
     {"params/2/dtype", "\"f32\"", "task.json: params[2].dtype: a size param is always an int"},
     {"params/2/shape", "[\"rows\"]", "task.json: params[2].shape: a size param has no shape"},
     {"params/3/value", "3", "task.json: params[3].value: a size param takes its value"},
-    {"params/1/role", "\"output\"", "task.json: params[1].role: 'output' is not a role; use one "
-                                    "of in out inout size scalar"},
+    {"params/1/role", "\"output\"",
+     "task.json: params[1].role: 'output' is not a role; use one "
+     "of in out inout size scalar"},
     {"params/1/role", NULL, "task.json: params[1].role: missing"},
     {"params/0/name", "\"x y\"", "task.json: params[0].name: 'x y' is not a C identifier"},
     {"params/0/name", "\"int\"", "task.json: params[0].name: 'int' is a reserved word"},
@@ -253,33 +257,40 @@ static const struct bad bad_mutations[] = {
     {"params/1/name", "\"stream\"", "task.json: params[1].name: 'stream' is a reserved word"},
     {"params/1/name", "\"uint16_t\"", "task.json: params[1].name: 'uint16_t' is a reserved word"},
     {"params/1/name", "\"INT32_MAX\"", "task.json: params[1].name: 'INT32_MAX' collides"},
-    {"params/0/dtpye", "\"f32\"", "task.json: params[0].dtpye: unknown key; use one of: name role "
-                                  "dtype shape init value (did you mean 'dtype'?)"},
+    {"params/0/dtpye", "\"f32\"",
+     "task.json: params[0].dtpye: unknown key; use one of: name role "
+     "dtype shape init value (did you mean 'dtype'?)"},
     {"params/0/shape", NULL, "task.json: params[0].shape: missing"},
     {"params/0/shape", "\"rows\"", "task.json: params[0].shape: must be an array, not a string"},
     {"params/0/shape/1", "3.5", "task.json: params[0].shape[1]: must be a string or an integer"},
     {"params/0/shape/1", "-1", "task.json: params[0].shape[1]: -1 is negative"},
-    {"params/0/shape/1", "\"colz\"", "task.json: params[0].shape[1]: 'colz': unknown name 'colz' "
-                                     "at column 1; use only size params (rows cols)"},
-    {"params/0/shape/0", "\"y * 2\"", "task.json: params[0].shape[0]: 'y * 2': 'y' is not a size "
-                                      "(its role is out)"},
+    {"params/0/shape/1", "\"colz\"",
+     "task.json: params[0].shape[1]: 'colz': unknown name 'colz' "
+     "at column 1; use only size params (rows cols)"},
+    {"params/0/shape/0", "\"y * 2\"",
+     "task.json: params[0].shape[0]: 'y * 2': 'y' is not a size "
+     "(its role is out)"},
     {"params/0/shape/1", "\"rows *\"", "task.json: params[0].shape[1]: 'rows *': unexpected end"},
-    {"params/0/shape/1", "\"rows $ 2\"", "task.json: params[0].shape[1]: 'rows $ 2': unexpected "
-                                         "'$'"},
-    {"params/0/shape", "[1,2,3,4,5,6,7,8,9]", "task.json: params[0].shape: 9 dimensions; use at "
-                                              "most 8"},
+    {"params/0/shape/1", "\"rows $ 2\"",
+     "task.json: params[0].shape[1]: 'rows $ 2': unexpected "
+     "'$'"},
+    {"params/0/shape", "[1,2,3,4,5,6,7,8,9]",
+     "task.json: params[0].shape: 9 dimensions; use at "
+     "most 8"},
     {"params/1/init", "{\"dist\": \"uniform\", \"lo\": 0, \"hi\": 1}",
      "task.json: params[1].init: out params are written by the entry"},
     {"params/0/value", "1", "task.json: params[0].value: only scalar params take a value"},
     {"params/0/init", "[]", "task.json: params[0].init: must be an object, not an array"},
-    {"params/0/init/dist", "\"gauss\"", "task.json: params[0].init.dist: 'gauss' is not a "
-                                        "distribution; use one of uniform normal int"},
+    {"params/0/init/dist", "\"gauss\"",
+     "task.json: params[0].init.dist: 'gauss' is not a "
+     "distribution; use one of uniform normal int"},
     {"params/0/init/dist", NULL, "task.json: params[0].init.dist: missing"},
     {"params/0/init/lo", "2", "task.json: params[0].init.lo: 2 is above hi (1)"},
     {"params/0/init/hi", NULL, "task.json: params[0].init.hi: missing"},
     {"params/0/init/hi", "\"1\"", "task.json: params[0].init.hi: must be a number, not a string"},
-    {"params/0/init/mean", "0", "task.json: params[0].init.mean: unknown key; use one of: dist lo "
-                                "hi"},
+    {"params/0/init/mean", "0",
+     "task.json: params[0].init.mean: unknown key; use one of: dist lo "
+     "hi"},
     {"params/0/init", "{\"dist\": \"normal\", \"mean\": 0, \"std\": -1}",
      "task.json: params[0].init.std: -1 is negative"},
     {"params/0/init", "{\"dist\": \"normal\", \"mean\": 0, \"std\": 1e38}",
@@ -287,7 +298,8 @@ static const struct bad bad_mutations[] = {
     {"params/0/init", "{\"dist\": \"normal\", \"mean\": 0, \"sd\": 1}",
      "task.json: params[0].init.sd: unknown key; use one of: dist mean std (did you mean 'std'?)"},
     {"params/0/init", "{\"dist\": \"uniform\", \"lo\": -1e39, \"hi\": 1}",
-     "task.json: params[0].init.lo: -1e+39 is beyond the range of f32; use |lo| <= 3.402823466e+38"},
+     "task.json: params[0].init.lo: -1e+39 is beyond the range of f32; use |lo| <= "
+     "3.402823466e+38"},
     {"params/0/init", "{\"dist\": \"int\", \"lo\": 0.5, \"hi\": 1}",
      "task.json: params[0].init.lo: 0.5 is not an integer"},
     {"params/1/role", "\"inout\"", NULL}, /* control: stays valid */
@@ -296,13 +308,16 @@ static const struct bad bad_mutations[] = {
     {"check", "[]", "task.json: check: empty"},
     {"check", "{\"rows\": 1}", "task.json: check: must be an array of size sets, not an object"},
     {"check/1", "[7]", "task.json: check[1]: must be an object, not an array"},
-    {"check/1/rows", NULL, "task.json: check[1].rows: missing; every size set gives every size "
-                           "param (rows cols)"},
-    {"check/0/rowz", "3", "task.json: check[0].rowz: unknown size; give exactly the size params "
-                          "(rows cols)"},
+    {"check/1/rows", NULL,
+     "task.json: check[1].rows: missing; every size set gives every size "
+     "param (rows cols)"},
+    {"check/0/rowz", "3",
+     "task.json: check[0].rowz: unknown size; give exactly the size params "
+     "(rows cols)"},
     {"check/0/x", "3", "task.json: check[0].x: 'x' is not a size (its role is in)"},
-    {"check/0/rows", "0", "task.json: check[0].rows: 0 is out of range; use an integer from 1 to "
-                          "2147483647"},
+    {"check/0/rows", "0",
+     "task.json: check[0].rows: 0 is out of range; use an integer from 1 to "
+     "2147483647"},
     {"check/0/rows", "2147483648", "task.json: check[0].rows: 2147483648 is out of range"},
     {"check/0/rows", "\"7\"", "task.json: check[0].rows: must be an integer, not a string"},
     {"check/0/rows", "7.0", "task.json: check[0].rows: must be an integer, not a number"},
@@ -310,8 +325,9 @@ static const struct bad bad_mutations[] = {
     {"bench", "[]", "task.json: bench: empty"},
     {"tolerance/atol", "-1", "task.json: tolerance.atol: -1 is negative; use a finite number >= 0"},
     {"tolerance/rtol", "true", "task.json: tolerance.rtol: must be a number, not a boolean"},
-    {"tolerance/aotl", "1", "task.json: tolerance.aotl: unknown key; use one of: atol rtol (did "
-                            "you mean 'atol'?)"},
+    {"tolerance/aotl", "1",
+     "task.json: tolerance.aotl: unknown key; use one of: atol rtol (did "
+     "you mean 'atol'?)"},
     {"tolerance", "1e-5", "task.json: tolerance: must be an object, not a number"},
     {"cost/bytes", "\"4*rows*\"", "task.json: cost.bytes: '4*rows*': unexpected end"},
     {"cost/flops", "\"rows*x\"", "task.json: cost.flops: 'rows*x': 'x' is not a size"},
@@ -323,12 +339,15 @@ static const struct bad bad_mutations[] = {
     {"allow", "[\"cublas\", \"cublas\"]", "task.json: allow[1]: 'cublas' is listed twice"},
     {"allow", "[\"cu blas\"]", "task.json: allow[0]: 'cu blas' is not a library name"},
     /* Per size set: expressions evaluate under each set, dims >= 0, byte caps. */
-    {"params/0/shape/1", "\"cols/(rows-7)\"", "task.json: check[1]: params[0].shape[1]: "
-                                              "'cols/(rows-7)': division by zero"},
-    {"params/0/shape/1", "\"cols % (rows-1)\"", "task.json: check[0]: params[0].shape[1]: 'cols "
-                                                "% (rows-1)': modulo by zero"},
-    {"params/1/shape/0", "\"rows-2\"", "task.json: check[0]: params[1].shape[0]: 'rows-2' is -1; "
-                                       "a dimension must be >= 0"},
+    {"params/0/shape/1", "\"cols/(rows-7)\"",
+     "task.json: check[1]: params[0].shape[1]: "
+     "'cols/(rows-7)': division by zero"},
+    {"params/0/shape/1", "\"cols % (rows-1)\"",
+     "task.json: check[0]: params[0].shape[1]: 'cols "
+     "% (rows-1)': modulo by zero"},
+    {"params/1/shape/0", "\"rows-2\"",
+     "task.json: check[0]: params[1].shape[0]: 'rows-2' is -1; "
+     "a dimension must be >= 0"},
     {"params/0/shape/1", "\"cols*cols*cols*cols*cols*cols*cols\"",
      "task.json: check[1]: params[0].shape[1]: 'cols*cols*cols*cols*cols*cols*cols': 64-bit "
      "overflow in '*'"},
@@ -340,8 +359,9 @@ static const struct bad bad_mutations[] = {
      "bytes)"},
     {"params/0/shape", "[\"cols*cols*cols\", \"cols*cols*cols\", \"cols\"]",
      "task.json: check[1]: params[0].shape: the element count of 'x' overflows 64 bits"},
-    {"params/1", "{\"name\": \"y\", \"role\": \"inout\", \"dtype\": \"f32\", \"shape\": [\"rows\", "
-                 "\"cols\"]}",
+    {"params/1",
+     "{\"name\": \"y\", \"role\": \"inout\", \"dtype\": \"f32\", \"shape\": [\"rows\", "
+     "\"cols\"]}",
      NULL},
 };
 
@@ -408,13 +428,15 @@ static void test_bad_scalars(void **state) {
     free(text);
   }
   /* f16 ranges: 65504 is the largest finite half. */
-  char *a = mutate(SCALED, "params/1", "{\"name\": \"a\", \"role\": \"scalar\", \"dtype\": \"f16\", "
-                                       "\"value\": 70000}");
+  char *a = mutate(SCALED, "params/1",
+                   "{\"name\": \"a\", \"role\": \"scalar\", \"dtype\": \"f16\", "
+                   "\"value\": 70000}");
   expect_fail(a, "task.json: params[1].value: 70000 is beyond the range of f16");
   free(a);
-  a = mutate(SCALED, "params/0", "{\"name\": \"x\", \"role\": \"in\", \"dtype\": \"f16\", "
-                                 "\"shape\": [\"n\"], \"init\": {\"dist\": \"uniform\", \"lo\": "
-                                 "-60000, \"hi\": 60000}}");
+  a = mutate(SCALED, "params/0",
+             "{\"name\": \"x\", \"role\": \"in\", \"dtype\": \"f16\", "
+             "\"shape\": [\"n\"], \"init\": {\"dist\": \"uniform\", \"lo\": "
+             "-60000, \"hi\": 60000}}");
   expect_fail(a, "task.json: params[0].init.hi: hi - lo overflows f16");
   free(a);
 }
@@ -456,8 +478,9 @@ static void test_total_cap(void **state) {
   (void)state;
   /* x is exactly at the per-buffer cap (allowed); x + z + y exceeds the total. */
   char *a = mutate(ROWSUM, "bench/0", "{\"rows\": 32768, \"cols\": 32768}");
-  char *b = mutate(a, "params/4", "{\"name\": \"z\", \"role\": \"inout\", \"dtype\": \"f32\", "
-                                  "\"shape\": [\"rows\", \"cols\"]}");
+  char *b = mutate(a, "params/4",
+                   "{\"name\": \"z\", \"role\": \"inout\", \"dtype\": \"f32\", "
+                   "\"shape\": [\"rows\", \"cols\"]}");
   struct kv_task *t = NULL;
   char err[512];
   if (parse(a, &t, err, sizeof err) != 0)

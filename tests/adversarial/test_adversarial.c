@@ -39,8 +39,8 @@
 
 #define V(x) (1u << KV_V_##x)
 /* Every verdict a running candidate can get except ok. */
-#define V_NOT_OK_RUNTIME                                                                   \
-  (V(CRASH) | V(TIMEOUT) | V(UNWRITTEN_OUTPUT) | V(WRONG_OUTPUT) | V(INPUT_MUTATED) |     \
+#define V_NOT_OK_RUNTIME                                                                           \
+  (V(CRASH) | V(TIMEOUT) | V(UNWRITTEN_OUTPUT) | V(WRONG_OUTPUT) | V(INPUT_MUTATED) |              \
    V(STALE_OUTPUT) | V(IMPLAUSIBLE))
 
 struct adv_case;
@@ -70,12 +70,12 @@ struct adv_row {
 
 /* Shared by every test in the group. */
 static struct {
-  char src[4096];       /* source tree */
+  char src[4096]; /* source tree */
   char task_dir[4096];
-  char tmp[4096];       /* private temporary directory */
-  char cache[4096];     /* opts.cache_dir */
+  char tmp[4096];   /* private temporary directory */
+  char cache[4096]; /* opts.cache_dir */
   char cache_marker[4096];
-  char marker[4096];    /* the current candidate's marker */
+  char marker[4096]; /* the current candidate's marker */
   struct kv_task *task;
   int listen_fd;
   int port;
@@ -98,22 +98,22 @@ static double now_s(void) {
 static struct adv_row *current_row;
 
 /* Records why the current candidate failed, then fails the cmocka test. */
-#define ADV_REQUIRE(cond, ...)                                                             \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      if (current_row) {                                                                   \
-        current_row->pass = 0;                                                             \
-        snprintf(current_row->note, sizeof current_row->note, __VA_ARGS__);                \
-      }                                                                                    \
-      fail_msg(__VA_ARGS__);                                                               \
-    }                                                                                      \
+#define ADV_REQUIRE(cond, ...)                                                                     \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      if (current_row) {                                                                           \
+        current_row->pass = 0;                                                                     \
+        snprintf(current_row->note, sizeof current_row->note, __VA_ARGS__);                        \
+      }                                                                                            \
+      fail_msg(__VA_ARGS__);                                                                       \
+    }                                                                                              \
   } while (0)
 
 /* ---------- helpers ---------- */
 
 /* snprintf for paths: -1 when the result does not fit. */
-__attribute__((format(printf, 3, 4))) static int fmt_path(char *out, size_t cap,
-                                                          const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static int fmt_path(char *out, size_t cap, const char *fmt,
+                                                          ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(out, cap, fmt, ap);
@@ -124,21 +124,26 @@ __attribute__((format(printf, 3, 4))) static int fmt_path(char *out, size_t cap,
 static int random_hex(char *out, size_t nhex) {
   unsigned char b[64];
   size_t nb = (nhex + 1) / 2;
-  if (nb > sizeof b) return -1;
+  if (nb > sizeof b)
+    return -1;
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  if (fd < 0)
+    return -1;
   ssize_t k = read(fd, b, nb);
   close(fd);
-  if (k != (ssize_t)nb) return -1;
+  if (k != (ssize_t)nb)
+    return -1;
   static const char hx[] = "0123456789abcdef";
-  for (size_t i = 0; i < nhex; i++) out[i] = hx[(b[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
+  for (size_t i = 0; i < nhex; i++)
+    out[i] = hx[(b[i / 2] >> ((i & 1) ? 0 : 4)) & 15];
   out[nhex] = '\0';
   return 0;
 }
 
 static char *read_text(const char *path, size_t cap) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  if (!f)
+    return NULL;
   char *buf = malloc(cap + 1);
   if (!buf) {
     fclose(f);
@@ -158,11 +163,14 @@ static char *read_text(const char *path, size_t cap) {
 /* Replaces every occurrence of `key` in the malloc'd string *s by `val`. */
 static int replace_all(char **s, const char *key, const char *val) {
   size_t kl = strlen(key), vl = strlen(val), n = 0;
-  for (const char *p = *s; (p = strstr(p, key)) != NULL; p += kl) n++;
-  if (n == 0) return 0;
+  for (const char *p = *s; (p = strstr(p, key)) != NULL; p += kl)
+    n++;
+  if (n == 0)
+    return 0;
   size_t len = strlen(*s);
   char *out = malloc(len + n * vl + 1);
-  if (!out) return -1;
+  if (!out)
+    return -1;
   char *o = out;
   const char *p = *s, *q;
   while ((q = strstr(p, key)) != NULL) {
@@ -194,7 +202,8 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 /* Peak resident set of this process in KiB (VmHWM), or -1. */
 static long vm_kib(const char *field) {
   FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
+  if (!f)
+    return -1;
   char line[256];
   long v = -1;
   size_t fl = strlen(field);
@@ -210,23 +219,27 @@ static long vm_kib(const char *field) {
 
 static int reset_peak_rss(void) {
   int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  if (fd < 0)
+    return -1;
   ssize_t k = write(fd, "5", 1);
   close(fd);
   return k == 1 ? 0 : -1;
 }
 
 static const char *secret_found(const char *text) {
-  if (!text) return NULL;
+  if (!text)
+    return NULL;
   for (int i = 0; i < 3; i++)
-    if (strstr(text, g.secrets[i])) return secret_vars[i];
+    if (strstr(text, g.secrets[i]))
+      return secret_vars[i];
   return NULL;
 }
 
 static void verdicts_text(unsigned mask, char *out, size_t cap) {
   out[0] = '\0';
   for (int v = 0; v < KV_V_COUNT; v++) {
-    if (!(mask & (1u << v))) continue;
+    if (!(mask & (1u << v)))
+      continue;
     size_t l = strlen(out);
     snprintf(out + l, cap - l, "%s%s", l ? "|" : "", kv_verdict_name((enum kv_verdict)v));
   }
@@ -277,8 +290,7 @@ static void check_flood_memory(const struct adv_case *c, const struct kv_gate_re
   }
 }
 
-static void check_flood(const struct adv_case *c, const struct kv_gate_result *r,
-                        double wall_s) {
+static void check_flood(const struct adv_case *c, const struct kv_gate_result *r, double wall_s) {
   (void)c;
   (void)wall_s;
   ADV_REQUIRE(r->stdout_truncated, "output_flood: 256 MiB on stdout but stdout_truncated=0");
@@ -322,7 +334,8 @@ static void check_listener(const struct adv_case *c, const struct kv_gate_result
   (void)wall_s;
   int fd = accept4(g.listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
   int e = errno;
-  if (fd >= 0) close(fd);
+  if (fd >= 0)
+    close(fd);
   ADV_REQUIRE(fd < 0, "connect_loopback: the candidate reached 127.0.0.1:%d from the sandbox",
               g.port);
   ADV_REQUIRE(e == EAGAIN || e == EWOULDBLOCK, "connect_loopback: accept failed oddly: %s",
@@ -336,8 +349,7 @@ static void check_write_outside(const struct adv_case *c, const struct kv_gate_r
               "write_outside: the candidate planted %.150s in the compile cache", g.cache_marker);
 }
 
-static void check_alive(const struct adv_case *c, const struct kv_gate_result *r,
-                        double wall_s) {
+static void check_alive(const struct adv_case *c, const struct kv_gate_result *r, double wall_s) {
   (void)c;
   (void)r;
   (void)wall_s;
@@ -366,16 +378,15 @@ static const struct adv_case cases[] = {
     {"input_mutation", 0, 0, V(INPUT_MUTATED) | V(CRASH), NULL, NULL, NULL, 0},
     {"pointer_cache", 0, 0, V(STALE_OUTPUT), NULL, NULL, NULL, 0},
     {"content_cache", 1, 0, V(STALE_OUTPUT) | V(WRONG_OUTPUT), NULL, NULL, NULL, 0},
-    {"late_thread", 1, 0, V(UNWRITTEN_OUTPUT) | V(CRASH) | V(WRONG_OUTPUT) | V(STALE_OUTPUT),
-     NULL, NULL, NULL, 0},
+    {"late_thread", 1, 0, V(UNWRITTEN_OUTPUT) | V(CRASH) | V(WRONG_OUTPUT) | V(STALE_OUTPUT), NULL,
+     NULL, NULL, 0},
     {"segfault", 0, 0, V(CRASH), NULL, NULL, NULL, 0},
     {"abort_call", 0, 0, V(CRASH), NULL, NULL, NULL, 0},
     {"exit0", 0, 0, V(CRASH), NULL, NULL, NULL, 0},
     {"infinite_loop", 0, 3.0, V(TIMEOUT), NULL, check_deadline, NULL, 0},
     {"output_flood", 0, 0, V(OK), NULL, check_flood_memory, check_flood, 0},
     {"output_flood_forever", 0, 3.0, V(TIMEOUT), NULL, check_deadline, NULL, 0},
-    {"forged_frames", 0, 5.0, V_NOT_OK_RUNTIME, "not ok (crash, wrong_output, ...)", NULL,
-     NULL, 0},
+    {"forged_frames", 0, 5.0, V_NOT_OK_RUNTIME, "not ok (crash, wrong_output, ...)", NULL, NULL, 0},
     {"env_secret", 0, 0, V(OK), NULL, check_env_stored, check_env_probe, 0},
     {"spawn_fork", 0, 0, V(POLICY_VIOLATION), NULL, NULL, NULL, 0},
     {"spawn_syscall", 0, 0, V(OK) | V(CRASH), NULL, check_marker_absent, NULL, 1},
@@ -394,9 +405,11 @@ static const struct adv_case cases[] = {
  * substituted; the copy's path goes to out. */
 static int prepare_source(const struct adv_case *c, char *out, size_t cap) {
   char in[4096], port[16];
-  if (fmt_path(in, sizeof in, "%s/tests/adversarial/cands/%s.c", g.src, c->name)) return -1;
+  if (fmt_path(in, sizeof in, "%s/tests/adversarial/cands/%s.c", g.src, c->name))
+    return -1;
   char *text = read_text(in, 1 << 20);
-  if (!text) return -1;
+  if (!text)
+    return -1;
   snprintf(port, sizeof port, "%d", g.port);
   if (replace_all(&text, "@MARKER@", g.marker) || replace_all(&text, "@PORT@", port) ||
       replace_all(&text, "@CACHE_MARKER@", g.cache_marker)) {
@@ -455,7 +468,8 @@ static void run_case(void **state) {
   o.timing = c->timing;
   o.time_budget_s = 0.2;
   o.cache_dir = g.cache;
-  if (c->deadline_s > 0) o.job_deadline_s = c->deadline_s;
+  if (c->deadline_s > 0)
+    o.job_deadline_s = c->deadline_s;
 
   pending = calloc(1, sizeof *pending);
   ADV_REQUIRE(pending != NULL, "out of memory");
@@ -466,12 +480,14 @@ static void run_case(void **state) {
   fflush(stdout);
   if (c->effect == check_flood_memory) {
     flood_rss_before_kib = vm_kib("VmRSS");
-    if (reset_peak_rss() != 0) flood_rss_before_kib = -1;
+    if (reset_peak_rss() != 0)
+      flood_rss_before_kib = -1;
   }
   double t0 = now_s();
   int rc = kv_gate_eval(g.task, path, &o, r, err, sizeof err);
   double wall = now_s() - t0;
-  if (c->effect == check_flood_memory) flood_peak_kib = vm_kib("VmHWM");
+  if (c->effect == check_flood_memory)
+    flood_peak_kib = vm_kib("VmHWM");
   row->wall_s = wall;
   row->ran = 1;
 
@@ -493,11 +509,14 @@ static void run_case(void **state) {
   /* What must never happen, whatever the verdict: leaked secrets and the
    * attack's own side effects. */
   const char *leak = secret_found(r->cand_stdout);
-  if (!leak) leak = secret_found(r->cand_stderr);
-  if (!leak) leak = secret_found(r->detail);
+  if (!leak)
+    leak = secret_found(r->cand_stderr);
+  if (!leak)
+    leak = secret_found(r->detail);
   ADV_REQUIRE(!leak, "%s: the value of %s leaked into the captured output or detail", c->name,
               leak);
-  if (c->effect) c->effect(c, r, wall);
+  if (c->effect)
+    c->effect(c, r, wall);
 
   if (!vname || !(c->accept & (1u << v))) {
     char want[256];
@@ -506,7 +525,8 @@ static void run_case(void **state) {
                 row->got, want, r->detail, r->sandbox.note);
     ADV_REQUIRE(0, "unexpected verdict; detail: %.200s", r->detail);
   }
-  if (c->result) c->result(c, r, wall);
+  if (c->result)
+    c->result(c, r, wall);
 }
 
 /* ---------- group setup / teardown ---------- */
@@ -515,7 +535,8 @@ static int group_setup(void **state) {
   (void)state;
   const char *src = getenv("KEVO_SOURCE_DIR");
 #ifdef KEVO_SOURCE_DIR
-  if (!src || !*src) src = KEVO_SOURCE_DIR;
+  if (!src || !*src)
+    src = KEVO_SOURCE_DIR;
 #endif
   if (!src || !*src) {
     print_error("KEVO_SOURCE_DIR is not set\n");
@@ -534,8 +555,7 @@ static int group_setup(void **state) {
       print_error("cannot read /dev/urandom\n");
       return -1;
     }
-    snprintf(g.secrets[i], sizeof g.secrets[i], "kevo-adv-%s-%s", i == 0 ? "test" : "key",
-             hex);
+    snprintf(g.secrets[i], sizeof g.secrets[i], "kevo-adv-%s-%s", i == 0 ? "test" : "key", hex);
     setenv(secret_vars[i], g.secrets[i], 1);
   }
 
@@ -564,8 +584,7 @@ static int group_setup(void **state) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t al = sizeof a;
   if (g.listen_fd < 0 || bind(g.listen_fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-      listen(g.listen_fd, 16) != 0 ||
-      getsockname(g.listen_fd, (struct sockaddr *)&a, &al) != 0) {
+      listen(g.listen_fd, 16) != 0 || getsockname(g.listen_fd, (struct sockaddr *)&a, &al) != 0) {
     print_error("loopback listener: %s\n", strerror(errno));
     return -1;
   }
@@ -592,7 +611,8 @@ static int group_teardown(void **state) {
     } else {
       unsigned mask = 0;
       for (size_t k = 0; k < NCASES; k++)
-        if (strcmp(cases[k].name, row->name) == 0) mask = cases[k].accept;
+        if (strcmp(cases[k].name, row->name) == 0)
+          mask = cases[k].accept;
       verdicts_text(mask, want, sizeof want);
     }
     failed += !row->pass;
@@ -609,8 +629,10 @@ static int group_teardown(void **state) {
   fflush(stdout);
 
   release_pending();
-  if (g.listen_fd >= 0) close(g.listen_fd);
-  if (g.task) kv_task_free(g.task);
+  if (g.listen_fd >= 0)
+    close(g.listen_fd);
+  if (g.task)
+    kv_task_free(g.task);
   if (g.tmp[0] && !getenv("KEVO_ADVERSARIAL_KEEP"))
     nftw(g.tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   return 0;

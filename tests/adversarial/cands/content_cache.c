@@ -26,7 +26,8 @@ static struct {
 static uint64_t key_of(const float *x, int rows, int cols) {
   uint64_t h = 1469598103934665603ull;
   long n = (long)rows * cols;
-  if (n > 8) n = 8;
+  if (n > 8)
+    n = 8;
   const unsigned char *b = (const unsigned char *)x;
   for (long i = 0; i < n * (long)sizeof(float); i++) {
     h ^= b[i];
@@ -48,11 +49,13 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
   float *saved = malloc(sizeof(float) * (size_t)(rows > 0 ? rows : 1));
-  if (!saved) return;
+  if (!saved)
+    return;
   memcpy(saved, y, sizeof(float) * (size_t)rows);
   free(table[slot].saved);
   table[slot].saved = saved;

@@ -32,13 +32,16 @@ static void dump_file(const char *path) {
   size_t n = 0;
   for (;;) {
     ssize_t k = read(fd, buf + n, sizeof buf - 1 - n);
-    if (k <= 0) break;
+    if (k <= 0)
+      break;
     n += (size_t)k;
-    if (n == sizeof buf - 1) break;
+    if (n == sizeof buf - 1)
+      break;
   }
   close(fd);
   for (size_t i = 0; i < n; i++)
-    if (buf[i] == '\0') buf[i] = ' ';
+    if (buf[i] == '\0')
+      buf[i] = ' ';
   buf[n] = '\0';
   say(path, buf);
 }
@@ -60,7 +63,8 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
 }

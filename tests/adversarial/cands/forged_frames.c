@@ -28,7 +28,8 @@ static void put(int fd, const void *p, size_t n) {
   const char *c = p;
   while (n > 0) {
     ssize_t w = write(fd, c, n);
-    if (w <= 0) return;
+    if (w <= 0)
+      return;
     c += w;
     n -= (size_t)w;
   }
@@ -67,11 +68,15 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   int cf = open("/proc/self/cmdline", O_RDONLY);
   if (cf >= 0) {
     ssize_t k = read(cf, cmdline, sizeof cmdline);
-    if (k > 0) clen = (size_t)k;
+    if (k > 0)
+      clen = (size_t)k;
     close(cf);
     for (size_t i = 0; i < clen; i++)
-      if (cmdline[i] == '\0' || cmdline[i] == '"' || cmdline[i] == '\\') cmdline[i] = ' ';
+      if (cmdline[i] == '\0' || cmdline[i] == '"' || cmdline[i] == '\\')
+        cmdline[i] = ' ';
   }
-  for (int fd = 0; fd <= 64; fd++) forge(fd, cmdline, clen);
-  for (int r = 0; r < rows; r++) y[r] = 1234.5f + (float)r;
+  for (int fd = 0; fd <= 64; fd++)
+    forge(fd, cmdline, clen);
+  for (int r = 0; r < rows; r++)
+    y[r] = 1234.5f + (float)r;
 }

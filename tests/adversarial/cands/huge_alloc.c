@@ -14,11 +14,13 @@
 void rowsum(const float *x, float *y, int rows, int cols) {
   size_t n = (size_t)1 << 40;
   volatile char *p = malloc(n);
-  for (size_t i = 0; i < n; i += 4096) p[i] = (char)i;
+  for (size_t i = 0; i < n; i += 4096)
+    p[i] = (char)i;
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c] + (double)p[(size_t)r * 4096 % n];
+    for (int c = 0; c < cols; c++)
+      s += row[c] + (double)p[(size_t)r * 4096 % n];
     y[r] = (float)s;
   }
 }

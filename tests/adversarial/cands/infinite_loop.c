@@ -9,5 +9,6 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   (void)rows;
   (void)cols;
   volatile unsigned long spin = 0;
-  for (;;) spin++;
+  for (;;)
+    spin++;
 }

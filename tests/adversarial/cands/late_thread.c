@@ -28,7 +28,8 @@ static void *late(void *arg) {
   for (int r = 0; r < j.rows; r++) {
     const float *row = j.x + (long)r * j.cols;
     double s = 0.0;
-    for (int c = 0; c < j.cols; c++) s += row[c];
+    for (int c = 0; c < j.cols; c++)
+      s += row[c];
     j.y[r] = (float)s;
   }
   return NULL;
@@ -36,7 +37,8 @@ static void *late(void *arg) {
 
 void rowsum(const float *x, float *y, int rows, int cols) {
   struct job *j = malloc(sizeof *j);
-  if (!j) return;
+  if (!j)
+    return;
   j->x = x;
   j->y = y;
   j->rows = rows;
@@ -45,6 +47,7 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   pthread_attr_init(&a);
   pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   pthread_t t;
-  if (pthread_create(&t, &a, late, j) != 0) free(j);
+  if (pthread_create(&t, &a, late, j) != 0)
+    free(j);
   pthread_attr_destroy(&a);
 }

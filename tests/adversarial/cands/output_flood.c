@@ -19,15 +19,18 @@ void rowsum(const float *x, float *y, int rows, int cols) {
     char *buf = malloc(chunk);
     if (buf) {
       memset(buf, 'F', chunk);
-      for (size_t i = 63; i < chunk; i += 64) buf[i] = '\n';
+      for (size_t i = 63; i < chunk; i += 64)
+        buf[i] = '\n';
       for (int i = 0; i < 256; i++) {
         size_t off = 0;
         while (off < chunk) {
           ssize_t w = write(1, buf + off, chunk - off);
-          if (w <= 0) break;
+          if (w <= 0)
+            break;
           off += (size_t)w;
         }
-        if (off < chunk) break;
+        if (off < chunk)
+          break;
       }
       free(buf);
     }
@@ -35,7 +38,8 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
 }

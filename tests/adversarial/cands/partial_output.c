@@ -9,7 +9,8 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < half; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
 }

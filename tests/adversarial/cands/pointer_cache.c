@@ -29,12 +29,14 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
   int slot = nused < SLOTS ? nused++ : (int)((size_t)x % SLOTS);
   float *saved = malloc(sizeof(float) * (size_t)(rows > 0 ? rows : 1));
-  if (!saved) return;
+  if (!saved)
+    return;
   memcpy(saved, y, sizeof(float) * (size_t)rows);
   free(cache[slot].saved);
   cache[slot].x = x;

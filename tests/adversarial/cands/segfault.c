@@ -6,8 +6,9 @@
 void rowsum(const float *x, float *y, int rows, int cols) {
   (void)x;
   (void)cols;
-  int *volatile hidden = 0;     /* the compiler cannot know it is NULL */
+  int *volatile hidden = 0; /* the compiler cannot know it is NULL */
   volatile int *p = hidden;
   *p = 42;
-  for (int r = 0; r < rows; r++) y[r] = 0.0f;
+  for (int r = 0; r < rows; r++)
+    y[r] = 0.0f;
 }

@@ -6,11 +6,13 @@
 #include <unistd.h>
 void rowsum(const float *x, float *y, int rows, int cols) {
   pid_t p = fork();
-  if (p == 0) _exit(0);
+  if (p == 0)
+    _exit(0);
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
 }

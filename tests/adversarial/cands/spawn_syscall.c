@@ -28,7 +28,8 @@ static void after(long pid) {
     for (;;) {
     }
   }
-  if (pid > 0) syscall(SYS_wait4, pid, (void *)0, 0, (void *)0);
+  if (pid > 0)
+    syscall(SYS_wait4, pid, (void *)0, 0, (void *)0);
 }
 
 struct clone_args_v0 {
@@ -48,7 +49,8 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
   }
 }

@@ -14,12 +14,14 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     const float *row = x + (long)r * cols;
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += row[c];
+    for (int c = 0; c < cols; c++)
+      s += row[c];
     y[r] = (float)s;
     if (fabs(s) < best) {
       best = fabs(s);
       worst = r;
     }
   }
-  if (rows > 0) y[worst] = (float)((double)y[worst] + 3e-4);
+  if (rows > 0)
+    y[worst] = (float)((double)y[worst] + 3e-4);
 }

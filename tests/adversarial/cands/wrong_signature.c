@@ -6,7 +6,8 @@
 void rowsum(const double *x, double *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) {
     double s = 0.0;
-    for (int c = 0; c < cols; c++) s += x[(long)r * cols + c];
+    for (int c = 0; c < cols; c++)
+      s += x[(long)r * cols + c];
     y[r] = s;
   }
 }

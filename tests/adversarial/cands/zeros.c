@@ -6,5 +6,6 @@
 void rowsum(const float *x, float *y, int rows, int cols) {
   (void)x;
   (void)cols;
-  for (int r = 0; r < rows; r++) y[r] = 0.0f;
+  for (int r = 0; r < rows; r++)
+    y[r] = 0.0f;
 }

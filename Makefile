@@ -1,0 +1,43 @@
+# kevo: `make` builds build/kevo and build/kevo-worker, `make test` runs every
+# test that needs no GPU, `make demo` runs kevo on the examples.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+CTEST_FLAGS ?= --output-on-failure -LE gpu
+
+.PHONY: all deps test test-asan demo fuzz format clean
+
+all: deps
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@cmake --build $(BUILD)
+
+deps:
+	@scripts/deps.sh
+
+test: all
+	cd $(BUILD) && ctest $(CTEST_FLAGS)
+
+# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	@test -f $(ASAN_BUILD)/build.ninja || cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKEVO_SANITIZE=ON
+	@cmake --build $(ASAN_BUILD)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS)
+
+demo: all
+	@scripts/demo.sh $(BUILD)
+
+# libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
+fuzz: deps
+	@test -f $(FUZZ_BUILD)/build.ninja || CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DKEVO_FUZZ=ON -DKEVO_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	@cmake --build $(FUZZ_BUILD) --target fuzz_task fuzz_frames
+	@for t in task frames; do \
+	  rm -rf $(FUZZ_BUILD)/corpus-$$t && cp -r tests/fuzz/corpus/$$t $(FUZZ_BUILD)/corpus-$$t && \
+	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_BUILD)/corpus-$$t || exit 1; \
+	done
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,129 @@
+#!/bin/sh
+# End-to-end tests of the kevo command line, run as a user would run it.
+# usage: e2e.sh KEVO_BINARY SOURCE_DIR
+set -u
+K="$1"
+SRC="$2"
+T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-e2e-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
+export KEVO_DB="$T/e2e.db"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# expect NAME CODE PATTERN -- command...: exit code and a pattern in stdout+stderr.
+expect() {
+  name=$1 code=$2 pat=$3
+  shift 4
+  "$@" >"$T/out" 2>&1
+  got=$?
+  if [ "$got" != "$code" ]; then
+    bad "$name: exit $got, expected $code"
+    sed 's/^/    /' "$T/out" | tail -15
+  elif [ -n "$pat" ] && ! grep -qE -- "$pat" "$T/out"; then
+    bad "$name: output lacks /$pat/"
+    sed 's/^/    /' "$T/out" | tail -15
+  else
+    ok "$name"
+  fi
+}
+# jfield FILE EXPR: evaluates a Python expression over the JSON in FILE as j.
+jcheck() {
+  name=$1 expr=$2
+  if python3 -c "import json,sys; j=json.load(open('$T/out')); sys.exit(0 if ($expr) else 1)"; then
+    ok "$name"
+  else
+    bad "$name: JSON fails: $expr"
+    head -c 2000 "$T/out"
+  fi
+}
+
+RS="$SRC/examples/tasks/rowsum"
+
+# --- bad input: one line naming the problem and the fix, exit 2 ---
+expect "no arguments" 2 "commands" -- "$K"
+expect "unknown command" 2 "'frob' is not a command" -- "$K" frob
+expect "help" 0 "eval" -- "$K" help
+expect "eval without arguments" 2 "needs a task directory" -- "$K" eval
+expect "eval unknown flag" 2 "unknown or incomplete option '--frobnicate'" -- "$K" eval --frobnicate "$RS" "$RS/good.c"
+expect "eval flag without value" 2 "incomplete option '--db'" -- "$K" eval "$RS" "$RS/good.c" --db
+expect "eval bad number" 2 "--budget: 'soon' is not a positive number" -- "$K" eval --budget soon "$RS" "$RS/good.c"
+expect "eval missing task dir" 2 "task.json" -- "$K" eval "$T/nope" "$RS/good.c"
+expect "eval missing candidate" 2 "missing.c: cannot read" -- "$K" eval "$RS" "$T/missing.c"
+expect "eval cuda surface in a cpu build" 2 "--surface cuda" -- "$K" eval --surface cuda "$RS" "$RS/good.c"
+mkdir -p "$T/badtask"
+cp "$RS/reference.c" "$T/badtask/"
+sed 's/"dtype": "f32", "shape": \["rows"\]/"dtype": "float", "shape": ["rows"]/' "$RS/task.json" >"$T/badtask/task.json"
+expect "malformed task names field and fix" 2 "params\[1\]\.dtype: 'float' is not a dtype; use one of" -- "$K" eval "$T/badtask" "$RS/good.c"
+printf '{"name": "x", ' >"$T/badtask/task.json"
+expect "truncated task.json" 2 "task.json" -- "$K" task check "$T/badtask"
+expect "task check unknown flag" 2 "unknown or incomplete option" -- "$K" task check --frob "$RS"
+expect "no compiler on PATH" 2 "cc" -- env PATH=/nonexistent KEVO_CACHE_DIR="$T/nocc" "$K" eval --no-timing "$RS" "$RS/good.c"
+
+# --- task check: every example is well-posed; an ill-posed one is caught ---
+for d in "$SRC"/examples/tasks/*/; do
+  [ -f "$d/task.json" ] || continue
+  expect "task check $(basename "$d")" 0 "task ok" -- "$K" task check "$d"
+done
+mkdir -p "$T/tiny"
+cat >"$T/tiny/task.json" <<'JSON'
+{"name": "tiny", "entry": "tiny",
+ "params": [{"name": "x", "role": "in", "dtype": "f32", "shape": ["n"]},
+            {"name": "y", "role": "out", "dtype": "f32", "shape": ["n"]},
+            {"name": "n", "role": "size"}],
+ "check": [{"n": 5}, {"n": 100}], "tolerance": {"atol": 1e-5, "rtol": 1e-5}}
+JSON
+cat >"$T/tiny/reference.c" <<'C'
+void tiny(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = x[i] * 1e-9f; }
+C
+expect "ill-posed task: zeros pass" 1 "ill-posed: an output of all zeros" -- "$K" task check "$T/tiny"
+cat >"$T/tiny/reference.c" <<'C'
+void tiny(const float *x, float *y, int n) { (void)x; for (int i = 0; i < n; i++) y[i] = 3.0f; }
+C
+expect "ill-posed task: output ignores inputs" 1 "does not change when the inputs change" -- "$K" task check "$T/tiny"
+cat >"$T/tiny/reference.c" <<'C'
+void tiny(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = x[i] * 1.000001f; }
+C
+expect "ill-posed task: a copy of the input passes" 1 "copy of input 'x'" -- "$K" task check "$T/tiny"
+
+# --- eval: verdicts, exit codes, JSON, the store ---
+expect "eval good (human)" 0 "verdict: ok" -- "$K" eval --budget 0.2 "$RS" "$RS/good.c"
+expect "eval good (json)" 0 "" -- "$K" eval --json --budget 0.2 "$RS" "$RS/good.c"
+jcheck "json has the contract's fields" "j['verdict']=='ok' and j['detail'] and j['timing']['median_us']>0 and j['timing']['reference_median_us']>0 and j['timing']['speedup']>0 and len(j['checks'])>=6 and 'log' in j['compile']"
+jcheck "json timing statistics" "all(k in j['timing']['candidate'] for k in ('median_us','iqr_us','cv','n'))"
+cat >"$T/wrong.c" <<'C'
+void rowsum(const float *x, float *y, int rows, int cols) {
+  for (int r = 0; r < rows; r++) { float s = 0; for (int c = 0; c < cols; c++) s += x[r * cols + c]; y[r] = s * 1.01f; }
+}
+C
+expect "eval wrong (exit 1)" 1 "verdict: wrong_output: .*y\[0\]: expected .*, got" -- "$K" eval --no-timing "$RS" "$T/wrong.c"
+printf 'void rowsum(const float *x, float *y, int rows, int cols) { oops }\n' >"$T/broken.c"
+expect "eval compile error shows the compiler" 1 "compile_error.*error" -- "$K" eval --no-timing "$RS" "$T/broken.c"
+expect "eval compile error json" 1 "" -- "$K" eval --json --no-timing "$RS" "$T/broken.c"
+jcheck "compile log kept" "j['verdict']=='compile_error' and 'oops' in j['compile']['log']"
+printf 'void rowsum(const double *x, float *y, int rows, int cols) { (void)x; (void)y; (void)rows; (void)cols; }\n' >"$T/sig.c"
+expect "wrong signature is a compile error" 1 "compile_error.*conflicting types" -- "$K" eval --no-timing "$RS" "$T/sig.c"
+n=$(sqlite3 "$KEVO_DB" "select count(*) from evaluations" 2>/dev/null || echo 0)
+if [ "$n" -ge 5 ]; then ok "evaluations recorded in the store ($n)"; else bad "store has $n evaluations, expected >= 5"; fi
+v=$(sqlite3 "$KEVO_DB" "select verdict from evaluations order by id desc limit 1" 2>/dev/null)
+if [ "$v" = "compile_error" ]; then ok "last stored verdict"; else bad "last stored verdict is '$v'"; fi
+expect "eval into an explicit --db" 1 "" -- "$K" eval --db "$T/other.db" --no-timing "$RS" "$T/wrong.c"
+n=$(sqlite3 "$T/other.db" "select count(*) from evaluations" 2>/dev/null || echo 0)
+if [ "$n" = 1 ]; then ok "--db used"; else bad "--db store has $n rows"; fi
+
+# --- every example's candidates are accepted ---
+for d in "$SRC"/examples/tasks/*/; do
+  [ -f "$d/task.json" ] || continue
+  for c in starter good; do
+    expect "eval $(basename "$d")/$c.c" 0 "verdict: ok" -- "$K" eval --budget 0.1 "$d" "$d/$c.c"
+  done
+done
+
+# --- doctor and device ---
+expect "doctor" 0 "doctor: all good" -- "$K" doctor
+expect "device" 0 "bandwidth" -- "$K" device
+
+echo "cli e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]
