@@ -9,7 +9,7 @@ CTEST_FLAGS ?= --output-on-failure -LE gpu
 .PHONY: all deps test test-asan demo fuzz format clean
 
 all: deps
-	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
 	@cmake --build $(BUILD)
 
 deps:
@@ -20,7 +20,7 @@ test: all
 
 # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test-asan: deps
-	@test -f $(ASAN_BUILD)/build.ninja || cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKEVO_SANITIZE=ON
+	@test -f $(ASAN_BUILD)/build.ninja || cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKEVO_SANITIZE=ON $(CMAKE_FLAGS)
 	@cmake --build $(ASAN_BUILD)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS)
 

@@ -57,7 +57,7 @@ static inline float u2f(uint32_t u) {
   return f;
 }
 
-float kv_f16_to_f32(uint16_t h) {
+static inline float f16_dec(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   if (exp == 0) {
@@ -69,7 +69,7 @@ float kv_f16_to_f32(uint16_t h) {
   return u2f(sign | ((exp + 112) << 23) | (man << 13));
 }
 
-uint16_t kv_f32_to_f16(float f) {
+static inline uint16_t f16_enc(float f) {
   uint32_t x = f2u(f);
   uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
   uint32_t ax = x & 0x7fffffffu;
@@ -95,16 +95,32 @@ uint16_t kv_f32_to_f16(float f) {
   return (uint16_t)(sign | h);
 }
 
-float kv_bf16_to_f32(uint16_t h) {
+static inline float bf16_dec(uint16_t h) {
   return u2f((uint32_t)h << 16);
 }
 
-uint16_t kv_f32_to_bf16(float f) {
+static inline uint16_t bf16_enc(float f) {
   uint32_t x = f2u(f);
   if ((x & 0x7fffffffu) > 0x7f800000u)
     return (uint16_t)((x >> 16) | 0x0040);
   x += 0x7fffu + ((x >> 16) & 1);
   return (uint16_t)(x >> 16);
+}
+
+float kv_f16_to_f32(uint16_t h) {
+  return f16_dec(h);
+}
+
+uint16_t kv_f32_to_f16(float f) {
+  return f16_enc(f);
+}
+
+float kv_bf16_to_f32(uint16_t h) {
+  return bf16_dec(h);
+}
+
+uint16_t kv_f32_to_bf16(float f) {
+  return bf16_enc(f);
 }
 
 /* The 16-bit value just below h (f16 and bf16 are both sign-magnitude). */
@@ -249,10 +265,10 @@ static void store(enum kv_dtype d, void *buf, size_t j, double x) {
     ((double *)buf)[j] = x;
     break;
   case KV_F16:
-    ((uint16_t *)buf)[j] = kv_f32_to_f16((float)x);
+    ((uint16_t *)buf)[j] = f16_enc((float)x);
     break;
   case KV_BF16:
-    ((uint16_t *)buf)[j] = kv_f32_to_bf16((float)x);
+    ((uint16_t *)buf)[j] = bf16_enc((float)x);
     break;
   case KV_I32:
     ((int32_t *)buf)[j] = (int32_t)to_int(d, x);
@@ -330,23 +346,37 @@ static void f32_uniform(float *o, size_t n, uint64_t first, uint64_t key, double
     o[j] = f32_from_bits(&r, bits24(key, i));
 }
 
+/* f16 / bf16: the f32 draws converted, then held in [lo, hi) of the 16-bit
+ * format (rounding may reach hi or fall below lo). */
 static void f16_uniform(enum kv_dtype d, uint16_t *o, size_t n, uint64_t first, uint64_t key,
                         double lo, double hi) {
-  struct frange r = f32_range(lo, hi);
-  uint16_t (*conv)(float) = d == KV_F16 ? kv_f32_to_f16 : kv_f32_to_bf16;
-  float (*back)(uint16_t) = d == KV_F16 ? kv_f16_to_f32 : kv_bf16_to_f32;
-  uint16_t lo16 = conv((float)lo), hi16 = conv((float)hi);
-  float lov = back(lo16), hiv = back(hi16);
-  int empty = !(lov < hiv);
-  uint16_t top16 = empty ? lo16 : below16(hi16);
-  for (size_t j = 0; j < n; j++) {
-    if (empty) {
+  int bf = d == KV_BF16;
+  uint16_t lo16 = bf ? bf16_enc((float)lo) : f16_enc((float)lo);
+  uint16_t hi16 = bf ? bf16_enc((float)hi) : f16_enc((float)hi);
+  float lov = bf ? bf16_dec(lo16) : f16_dec(lo16), hiv = bf ? bf16_dec(hi16) : f16_dec(hi16);
+  if (!(lov < hiv)) {
+    for (size_t j = 0; j < n; j++)
       o[j] = lo16;
-      continue;
+    return;
+  }
+  uint16_t top16 = below16(hi16);
+  float tmp[256];
+  for (size_t j0 = 0; j0 < n; j0 += 256) {
+    size_t m = n - j0 < 256 ? n - j0 : 256;
+    f32_uniform(tmp, m, first + j0, key, lo, hi);
+    if (bf) {
+      for (size_t j = 0; j < m; j++) {
+        uint16_t h = bf16_enc(tmp[j]);
+        float v = bf16_dec(h);
+        o[j0 + j] = v >= hiv ? top16 : v < lov ? lo16 : h;
+      }
+    } else {
+      for (size_t j = 0; j < m; j++) {
+        uint16_t h = f16_enc(tmp[j]);
+        float v = f16_dec(h);
+        o[j0 + j] = v >= hiv ? top16 : v < lov ? lo16 : h;
+      }
     }
-    uint16_t h = conv(f32_from_bits(&r, bits24(key, first + j)));
-    float v = back(h);
-    o[j] = v >= hiv ? top16 : v < lov ? lo16 : h;
   }
 }
 
