@@ -180,9 +180,9 @@ static void my_range(size_t n, size_t *lo, size_t *len) {
 /* One timed parallel run. `wall_rate` is the team's rate by the wall clock;
  * `cpu_rate` sums each thread's rate over its own CPU time, which a busy
  * machine cannot depress (it can only inflate it, when threads that should
- * share a resource ran one after another); `on_cpu` is the smallest fraction
- * of its wall time a thread spent running: near 1 when the team really ran
- * together. */
+ * share a resource ran one after another); `on_cpu` is the least CPU time a
+ * thread got, as a fraction of the team's wall time: near 1 when the team
+ * really ran together. */
 struct run {
   double wall_rate, cpu_rate, on_cpu;
 };
@@ -248,28 +248,29 @@ static double bw_kernel(enum bw_kind kind, v2d *a, v2d *b, v2d *c, size_t lo, si
 }
 
 static struct run bw_run(enum bw_kind kind, v2d *a, v2d *b, v2d *c, size_t nb) {
-  double cpu_rate = 0, on_cpu = 1, sink = 0;
+  double cpu_rate = 0, cpu_min = 1e30, sink = 0;
   double t0 = now_s();
-#pragma omp parallel reduction(+ : cpu_rate, sink) reduction(min : on_cpu)
+#pragma omp parallel reduction(+ : cpu_rate, sink) reduction(min : cpu_min)
   {
     size_t lo, n;
     my_range(nb, &lo, &n);
-    double w0 = now_s(), c0 = thread_cpu_s();
+    double c0 = thread_cpu_s();
     sink += bw_kernel(kind, a, b, c, lo, n);
-    double c1 = thread_cpu_s(), w1 = now_s();
-    if (c1 > c0 && w1 > w0) {
+    double c1 = thread_cpu_s();
+    cpu_min = c1 - c0;
+    if (c1 > c0)
       cpu_rate += (double)n * bw_bytes(kind) / (c1 - c0);
-      on_cpu = (c1 - c0) / (w1 - w0);
-    }
   }
   double t = now_s() - t0;
   bw_sink = sink;
-  return (struct run){(double)nb * bw_bytes(kind) / t, cpu_rate, on_cpu};
+  /* Against the team's wall time: threads that ran one after another each
+   * spent only part of it on a CPU. */
+  return (struct run){(double)nb * bw_bytes(kind) / t, cpu_rate, cpu_min / t};
 }
 
 #define BW_GOOD_REPS 5
 #define BW_MAX_REPS 25
-#define BW_MAX_S 2.5
+#define BW_MAX_S 1.0
 #define ON_CPU_OK 0.9
 
 static int measure_bandwidth(size_t llc, double *out_gbs, char *err, size_t errlen) {
@@ -377,26 +378,25 @@ static volatile float fma_sink;
  * across cores, so the CPU-time rate is the one to trust: it holds on a busy
  * machine, where the wall clock would count other processes' time slices. */
 static struct run fma_run(fma_fn fn, int lanes, long iters) {
-  double cpu_rate = 0, on_cpu = 1;
+  double cpu_rate = 0, cpu_min = 1e30;
   float sum = 0;
   int nthreads = 1;
   double t0 = now_s();
-#pragma omp parallel reduction(+ : cpu_rate, sum) reduction(min : on_cpu)
+#pragma omp parallel reduction(+ : cpu_rate, sum) reduction(min : cpu_min)
   {
 #pragma omp single nowait
     nthreads = omp_get_num_threads();
-    double w0 = now_s(), c0 = thread_cpu_s();
+    double c0 = thread_cpu_s();
     sum += fn(iters, 1.0f + 0.001f * (float)omp_get_thread_num(), 0.9999f, 0.0001f);
-    double c1 = thread_cpu_s(), w1 = now_s();
-    if (c1 > c0 && w1 > w0) {
+    double c1 = thread_cpu_s();
+    cpu_min = c1 - c0;
+    if (c1 > c0)
       cpu_rate += 2.0 * FMA_CHAINS * lanes * (double)iters / (c1 - c0);
-      on_cpu = (c1 - c0) / (w1 - w0);
-    }
   }
   double t = now_s() - t0;
   fma_sink = sum;
   double flops = 2.0 * FMA_CHAINS * lanes * (double)iters * nthreads;
-  return (struct run){flops / t, cpu_rate, on_cpu};
+  return (struct run){flops / t, cpu_rate, cpu_min / t};
 }
 
 #define FMA_RUN_S 0.05
@@ -422,20 +422,24 @@ static double fma_best(fma_fn fn, int lanes) {
 }
 
 static double measure_fma(void) {
-  double best = fma_best(fma_portable, 4);
+  double best = 0;
+  int wide = 0;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    double r = fma_best(fma_avx2, 8);
-    if (r > best)
-      best = r;
+    best = fma_best(fma_avx2, 8);
+    wide = 1;
   }
   if (__builtin_cpu_supports("avx512f")) {
     double r = fma_best(fma_avx512, 16);
     if (r > best)
       best = r;
+    wide = 1;
   }
 #endif
+  /* Four lanes without FMA cannot beat the wider kernels. */
+  if (!wide)
+    best = fma_best(fma_portable, 4);
   return best / 1e9;
 }
 

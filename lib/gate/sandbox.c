@@ -6,8 +6,8 @@
  * fails with EPERM, so a candidate that tries sees a visible failure rather
  * than a kill. clone3 fails with ENOSYS so that libc falls back to clone,
  * whose flags the filter can inspect. A second, raw filter answers ENOSYS to
- * syscall numbers newer than this file knows, so a kernel upgrade cannot
- * silently widen the deny list. */
+ * syscall numbers newer than this file knows: what later kernels add stays
+ * refused until someone decides whether the deny list must cover it. */
 #include "kevo/sandbox.h"
 
 #include <dirent.h>
@@ -158,10 +158,11 @@ static int set_limit(int res, rlim_t want, const char *name, struct kv_sandbox_s
     return -1;
   }
   /* Never raise: an inherited limit that is already lower stays. */
-  rlim_t v = want;
-  if (cur.rlim_max != RLIM_INFINITY && v > cur.rlim_max)
-    v = cur.rlim_max;
-  struct rlimit nl = {v, v};
+  rlim_t hard = want;
+  if (cur.rlim_max != RLIM_INFINITY && hard > cur.rlim_max)
+    hard = cur.rlim_max;
+  rlim_t soft = cur.rlim_cur != RLIM_INFINITY && cur.rlim_cur < hard ? cur.rlim_cur : hard;
+  struct rlimit nl = {soft, hard};
   if (setrlimit(res, &nl) != 0) {
     note(st, "rlimit %s: %s", name, strerror(errno));
     return -1;
@@ -184,12 +185,14 @@ static enum kv_layer_state apply_rlimits(const struct kv_sandbox_opts *o,
   if (o->file_limit_bytes > 0)
     bad |= set_limit(RLIMIT_FSIZE, (rlim_t)o->file_limit_bytes, "fsize", st);
   if (o->cpu_seconds > 0) {
-    /* Soft limit raises SIGXCPU, the hard one (a little later) SIGKILL. */
+    /* The soft limit raises SIGXCPU, the hard one (a little later) SIGKILL. */
     struct rlimit cur;
     if (getrlimit(RLIMIT_CPU, &cur) == 0) {
       rlim_t soft = o->cpu_seconds, hard = (rlim_t)o->cpu_seconds + 5;
       if (cur.rlim_max != RLIM_INFINITY && hard > cur.rlim_max)
         hard = cur.rlim_max;
+      if (cur.rlim_cur != RLIM_INFINITY && soft > cur.rlim_cur)
+        soft = cur.rlim_cur;
       if (soft > hard)
         soft = hard;
       struct rlimit nl = {soft, hard};
@@ -423,9 +426,9 @@ static const char *const sc_denied[] = {
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid",
     "setgroups", "capset", "setrlimit", "sched_setattr"};
 
-/* x86-64 numbers of syscalls newer than libseccomp 2.5 knows, denied by the
- * raw filter with EPERM; any number at or above KV_SC_FIRST_UNKNOWN gets
- * ENOSYS. */
+/* x86-64 numbers of syscalls an older libseccomp may not know by name,
+ * denied by the raw filter with EPERM; it answers any number at or above
+ * KV_SC_FIRST_UNKNOWN (past Linux 6.18) with ENOSYS. */
 #if defined(__x86_64__)
 #define KV_SC_FIRST_UNKNOWN 470
 static const unsigned raw_denied[] = {

@@ -151,6 +151,44 @@ static void test_result_json_survives_binary_output(void **state) {
   kv_gate_result_release(&r);
 }
 
+/* Faster than physics: the same good candidate is `implausible` against
+ * ceilings it beats by far, and `ok` against real ones. */
+static void test_implausible_against_ceilings(void **state) {
+  (void)state;
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char dir[4096], cand[4200], err[1024];
+  snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", src);
+  snprintf(cand, sizeof cand, "%s/tests/adversarial/cands/good.c", src);
+  struct kv_task *t;
+  assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.time_budget_s = 0.1;
+  struct kv_calib tiny = {.device = "test", .bandwidth_gbs = 1e-3, .fma_gflops = 1e6};
+  o.calib = &tiny;
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_int_equal(kv_gate_eval(t, cand, &o, r, err, sizeof err), 0);
+  assert_string_equal(kv_verdict_name(r->verdict), "implausible");
+  assert_non_null(strstr(r->detail, "GB/s"));
+  kv_gate_result_release(r);
+  struct kv_calib fast = {.device = "test", .bandwidth_gbs = 1e6, .fma_gflops = 1e-3};
+  o.calib = &fast;
+  assert_int_equal(kv_gate_eval(t, cand, &o, r, err, sizeof err), 0);
+  assert_string_equal(kv_verdict_name(r->verdict), "implausible");
+  assert_non_null(strstr(r->detail, "GFLOP/s"));
+  kv_gate_result_release(r);
+  struct kv_calib real = {.device = "test", .bandwidth_gbs = 1e6, .fma_gflops = 1e6};
+  o.calib = &real;
+  assert_int_equal(kv_gate_eval(t, cand, &o, r, err, sizeof err), 0);
+  assert_string_equal(kv_verdict_name(r->verdict), "ok");
+  assert_true(r->timed && r->timing.roofline > 0 && r->timing.roofline < 1);
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_close_rule),
@@ -159,6 +197,7 @@ int main(void) {
       cmocka_unit_test(test_perturb_roundtrip),
       cmocka_unit_test(test_verdict_names),
       cmocka_unit_test(test_result_json_survives_binary_output),
+      cmocka_unit_test(test_implausible_against_ceilings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
