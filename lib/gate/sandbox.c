@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
@@ -26,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -260,6 +262,35 @@ static enum kv_layer_state apply_netns(struct kv_sandbox_status *st) {
   return KV_LAYER_ACTIVE;
 }
 
+/* ---- no_new_privs and capabilities ---- */
+
+/* No privilege gain from here on, and none kept: a worker that runs as root
+ * (or holds every capability in the user namespace it made for netns) drops
+ * all its capabilities, so it cannot raise limits, take real-time priority,
+ * shield itself from the OOM killer or override file permissions. uid 0
+ * still owns root's files: Landlock and seccomp cover those. */
+static enum kv_layer_state apply_no_new_privs(struct kv_sandbox_status *st) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    int err = errno;
+    note(st, "no_new_privs: %s", strerror(err));
+    return err == EINVAL ? KV_LAYER_UNAVAILABLE : KV_LAYER_FAILED;
+  }
+  /* The bounding set only matters for execve, which seccomp denies; dropping
+   * it needs CAP_SETPCAP, so EPERM is expected from unprivileged workers. */
+  for (int cap = 0; cap <= 63; cap++)
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+      break;
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capset, &hdr, data) != 0) {
+    note(st, "no_new_privs: dropping capabilities: %s", strerror(errno));
+    return KV_LAYER_FAILED;
+  }
+  return KV_LAYER_ACTIVE;
+}
+
 /* ---- landlock ---- */
 
 static long ll_create_ruleset(const void *attr, size_t size, uint32_t flags) {
@@ -370,6 +401,12 @@ static enum kv_layer_state apply_landlock(const struct kv_sandbox_opts *o,
   char self[64];
   snprintf(self, sizeof self, "/proc/%ld", (long)getpid());
   ll_allow(rfd, h, self, LL_READ, 1, st);
+  /* Threads' names: pthread_setname_np on another thread writes
+   * /proc/self/task/<tid>/comm, and libcuda's cuInit fails without it. With
+   * capabilities dropped, what else is writable there only affects us. */
+  char task[80];
+  snprintf(task, sizeof task, "%s/task", self);
+  ll_allow(rfd, h, task, LL_READ | LL_WRITE, 1, st); /* fopen "w" truncates */
 
   for (int i = 0; i < o->nread_paths && i < KV_SANDBOX_MAX_PATHS; i++)
     if (o->read_paths[i])
@@ -404,8 +441,8 @@ static const char *const sc_denied[] = {
     /* other processes' memory, descriptors and identity */
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "process_madvise",
     "process_mrelease", "pidfd_open", "pidfd_send_signal", "pidfd_getfd",
-    /* network */
-    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    /* network (socket, bind, listen, accept: see below) */
+    "socketpair", "connect",
     /* sessions, namespaces, mounts */
     "setsid", "setpgid", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
     "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
@@ -492,7 +529,7 @@ static int install_raw_filter(struct kv_sandbox_status *st) {
 }
 #endif
 
-static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st) {
+static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int private_net) {
   if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL) {
     note(st, "seccomp: not supported by this kernel");
     return KV_LAYER_UNAVAILABLE;
@@ -513,6 +550,25 @@ static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st) {
 
   for (size_t i = 0; i < sizeof sc_denied / sizeof sc_denied[0]; i++)
     bad |= RULE0(sc_denied[i]);
+
+  /* Sockets: only AF_UNIX stream and seqpacket ones, which libcuda's cuInit
+   * insists on creating; with connect, bind, listen and accept denied they
+   * cannot reach anything (they send nothing unconnected). Datagram sockets
+   * could send to a named socket unconnected, so they stay denied. */
+  RULE1("socket", 0, SCMP_CMP_NE, AF_UNIX, 0);
+  RULE1("socket", 1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM);
+  RULE1("socket", 1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW); /* AF_UNIX makes it a datagram one */
+  /* bind, listen, accept: cuInit also serves its UVM descriptor on an
+   * abstract AF_UNIX name. Abstract names belong to the network namespace,
+   * so in a private one nobody else can see or reach them; pathname binds
+   * need Landlock's MAKE_SOCK, granted nowhere. Without a private namespace
+   * an abstract bind could squat a name host processes connect to: denied. */
+  if (!private_net) {
+    bad |= RULE0("bind");
+    bad |= RULE0("listen");
+    bad |= RULE0("accept");
+    bad |= RULE0("accept4");
+  }
 
   /* clone: threads only, and no namespaces with them. */
   RULE1("clone", 0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
@@ -579,17 +635,11 @@ void kv_sandbox_enter(const struct kv_sandbox_opts *o, struct kv_sandbox_status 
     st->rlimits = apply_rlimits(o, st);
   if (o->netns)
     st->netns = apply_netns(st);
-  if (o->landlock || o->seccomp) {
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0) {
-      st->no_new_privs = KV_LAYER_ACTIVE;
-    } else {
-      note(st, "no_new_privs: %s", strerror(errno));
-      st->no_new_privs = errno == EINVAL ? KV_LAYER_UNAVAILABLE : KV_LAYER_FAILED;
-    }
-  }
+  if (o->landlock || o->seccomp)
+    st->no_new_privs = apply_no_new_privs(st);
   if (o->landlock)
     st->landlock = apply_landlock(o, st);
   if (o->seccomp)
-    st->seccomp = apply_seccomp(st);
+    st->seccomp = apply_seccomp(st, st->netns == KV_LAYER_ACTIVE);
   errno = saved_errno;
 }
