@@ -32,9 +32,9 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
   if (rc == 0 && kv_read_file(cand, 1 << 20, &text, &len, err, sizeof err) == 0) {
     char h[65];
     kv_sha256_hex(text, len, h);
-    rc = strcmp(h, r->source_hash) ? kv_error(err, sizeof err, "%s changed during the evaluation",
-                                              cand)
-                                    : kv_store_put_source(s, h, text, len, err, sizeof err);
+    rc = strcmp(h, r->source_hash)
+             ? kv_error(err, sizeof err, "%s changed during the evaluation", cand)
+             : kv_store_put_source(s, h, text, len, err, sizeof err);
   } else {
     rc = -1;
   }

@@ -8,8 +8,9 @@
 #include "kevo/util.h"
 
 static const struct kv_command commands[] = {
-    {"eval", cmd_eval, "kevo eval [--surface cpu] [--json] [--db PATH] [--seed N] [--no-timing] "
-                       "[--budget SECONDS] [--deadline SECONDS] TASK_DIR CANDIDATE",
+    {"eval", cmd_eval,
+     "kevo eval [--surface cpu] [--json] [--db PATH] [--seed N] [--no-timing] "
+     "[--budget SECONDS] [--deadline SECONDS] TASK_DIR CANDIDATE",
      "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
     {"task", cmd_task, "kevo task check [--surface cpu] [--json] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes"},
@@ -45,8 +46,9 @@ int cli_number(const char *flag, const char *text, double *out) {
 }
 
 static void help(FILE *f) {
-  fprintf(f, "kevo %s: turn slow-but-correct operators into fast, verified kernels\n\n"
-             "commands:\n",
+  fprintf(f,
+          "kevo %s: turn slow-but-correct operators into fast, verified kernels\n\n"
+          "commands:\n",
           KEVO_VERSION);
   for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
     fprintf(f, "  %-8s %s\n           %s\n", commands[i].name, commands[i].summary,

@@ -32,11 +32,11 @@ const char *kv_verdict_name(enum kv_verdict v);
 int kv_verdict_from_name(const char *name);
 
 #define KV_GATE_MAX_CHECKS 256
-#define KV_OUTPUT_CAP (64 * 1024)   /* candidate stdout/stderr kept, each */
-#define KV_LOG_CAP (64 * 1024)      /* compiler log kept */
+#define KV_OUTPUT_CAP (64 * 1024) /* candidate stdout/stderr kept, each */
+#define KV_LOG_CAP (64 * 1024)    /* compiler log kept */
 
 struct kv_check {
-  char sizes[256];     /* "rows=7 cols=1001" */
+  char sizes[256]; /* "rows=7 cols=1001" */
   uint64_t seed;
   enum kv_verdict verdict;
   char detail[512];
@@ -51,26 +51,26 @@ struct kv_stats {
 struct kv_timing {
   char sizes[256];
   struct kv_stats cand, ref;
-  double speedup;          /* ref median / cand median */
-  double bytes, flops;     /* from the task's cost expressions (0 when absent) */
-  double gbs, gflops;      /* achieved by the candidate */
-  double roofline;         /* max(bytes/bw, flops/peak) / median; 0 when unknown */
-  double wall_s;           /* the parent's clock around the timing job */
-  double covered_s;        /* the part of wall_s the worker's reported phases cover */
+  double speedup;      /* ref median / cand median */
+  double bytes, flops; /* from the task's cost expressions (0 when absent) */
+  double gbs, gflops;  /* achieved by the candidate */
+  double roofline;     /* max(bytes/bw, flops/peak) / median; 0 when unknown */
+  double wall_s;       /* the parent's clock around the timing job */
+  double covered_s;    /* the part of wall_s the worker's reported phases cover */
 };
 
 struct kv_gate_opts {
-  const char *surface;       /* "cpu" (default) */
-  uint64_t seed;             /* base seed; fresh per evaluation unless set */
-  int nseeds;                /* seeds per check size (>= 2) */
-  int timing;                /* 0: correctness only */
-  double job_deadline_s;     /* per worker job */
+  const char *surface;   /* "cpu" (default) */
+  uint64_t seed;         /* base seed; fresh per evaluation unless set */
+  int nseeds;            /* seeds per check size (>= 2) */
+  int timing;            /* 0: correctness only */
+  double job_deadline_s; /* per worker job */
   double compile_deadline_s;
-  double time_budget_s;      /* target seconds of timed calls per side */
-  const char *cache_dir;     /* compiled objects; default $XDG_CACHE_HOME/kevo */
-  const char *worker_path;   /* default: $KEVO_WORKER, else kevo-worker beside the executable */
+  double time_budget_s;         /* target seconds of timed calls per side */
+  const char *cache_dir;        /* compiled objects; default $XDG_CACHE_HOME/kevo */
+  const char *worker_path;      /* default: $KEVO_WORKER, else kevo-worker beside the executable */
   const struct kv_calib *calib; /* ceilings for `implausible`; NULL: no check */
-  int sandbox;               /* 1 (default): all layers; 0 only for kevo's own diagnostics */
+  int sandbox;                  /* 1 (default): all layers; 0 only for kevo's own diagnostics */
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 
@@ -95,24 +95,22 @@ struct kv_gate_result {
 /* Judges one candidate. Returns 0 when a verdict was reached (whatever it is)
  * and a negative value when kevo itself could not judge (bad task, missing
  * candidate, no compiler, broken worker), with the reason in err. */
-int kv_gate_eval(const struct kv_task *t, const char *candidate_path,
-                 const struct kv_gate_opts *o, struct kv_gate_result *r, char *err,
-                 size_t errlen);
+int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
+                 struct kv_gate_result *r, char *err, size_t errlen);
 void kv_gate_result_release(struct kv_gate_result *r);
 /* The result as a JSON object text (malloc'd): verdict, detail, timing (when
  * timed: median_us, reference_median_us, speedup and the statistics), checks,
  * compile log, captured output, sandbox layers. */
 char *kv_gate_result_json(const struct kv_gate_result *r);
 
-
 #define KV_TASK_MAX_FINDINGS 32
 struct kv_task_report {
-  int ok;                     /* the reference runs everywhere and the task is well-posed */
+  int ok; /* the reference runs everywhere and the task is well-posed */
   int nfindings;
   char findings[KV_TASK_MAX_FINDINGS][512];
-  int ncalls;                 /* reference calls made */
+  int ncalls; /* reference calls made */
   double compile_s;
-  double bench_ref_ms;        /* one reference call on bench[0]; < 0 if not measured */
+  double bench_ref_ms; /* one reference call on bench[0]; < 0 if not measured */
   char *compile_log;
 };
 /* `kevo task check`: compiles the reference, runs it on every check size with

@@ -42,9 +42,9 @@ struct kv_eval_record {
   const char *device;         /* e.g. "cpu:AMD EPYC 7763" */
   const char *verdict;        /* "ok", "wrong_output", ... */
   const char *detail;
-  double median_us;           /* < 0 when not timed */
-  double speedup;             /* < 0 when not timed */
-  const char *result_json;    /* the whole verdict as JSON */
+  double median_us;        /* < 0 when not timed */
+  double speedup;          /* < 0 when not timed */
+  const char *result_json; /* the whole verdict as JSON */
 };
 
 /* Records one evaluation; *id gets its row id (may be NULL). */

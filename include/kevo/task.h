@@ -38,11 +38,11 @@ struct kv_init {
 struct kv_param {
   char name[KV_NAME_MAX];
   enum kv_role role;
-  enum kv_dtype dtype;         /* unused for size params (always int) */
-  int ndim;                    /* buffers only; 0 dims means one element */
-  char *shape[KV_MAX_DIMS];    /* integer expressions over size names */
-  struct kv_init init;         /* in, inout, scalar */
-  int has_value;               /* scalar with a fixed "value" */
+  enum kv_dtype dtype;      /* unused for size params (always int) */
+  int ndim;                 /* buffers only; 0 dims means one element */
+  char *shape[KV_MAX_DIMS]; /* integer expressions over size names */
+  struct kv_init init;      /* in, inout, scalar */
+  int has_value;            /* scalar with a fixed "value" */
   double value;
 };
 
@@ -53,10 +53,10 @@ struct kv_sizeset {
 };
 
 struct kv_task {
-  char *dir;       /* directory the task was loaded from ("" when parsed from memory) */
+  char *dir; /* directory the task was loaded from ("" when parsed from memory) */
   char *name;
   char *summary;
-  char *entry;     /* a C identifier */
+  char *entry; /* a C identifier */
   int nparams;
   struct kv_param params[KV_MAX_PARAMS];
   int ncheck;
@@ -68,7 +68,7 @@ struct kv_task {
   char *cost_flops; /* expression, or NULL when absent */
   int nallow;       /* optional "allow": vendor libraries a candidate may use */
   char *allow[KV_MAX_ALLOW];
-  char *json;       /* the canonical JSON text of the spec (json_dumps, sorted keys) */
+  char *json; /* the canonical JSON text of the spec (json_dumps, sorted keys) */
 };
 
 /* Loads DIR/task.json and checks that DIR/reference.c exists. Messages are
@@ -90,8 +90,8 @@ int kv_expr_eval(const struct kv_task *t, const struct kv_sizeset *s, const char
 int kv_param_elems(const struct kv_task *t, int p, const struct kv_sizeset *s, int64_t *out,
                    char *err, size_t errlen);
 /* Checks every buffer of size set s and their sum against the caps. */
-int kv_sizeset_bytes(const struct kv_task *t, const struct kv_sizeset *s, int64_t *total,
-                     char *err, size_t errlen);
+int kv_sizeset_bytes(const struct kv_task *t, const struct kv_sizeset *s, int64_t *total, char *err,
+                     size_t errlen);
 /* Value of a size by name; -1 if no such size. */
 int kv_sizeset_get(const struct kv_task *t, const struct kv_sizeset *s, const char *name,
                    int64_t *out);

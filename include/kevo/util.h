@@ -70,9 +70,9 @@ uint64_t kv_random_u64(void);
  * async-signal-safe functions and return 0 to proceed. Returns 0 when the
  * command ran (whatever its status), -1 when it could not be started. */
 struct kv_proc_result {
-  int exited;    /* 1 if it exited normally: see status */
-  int status;    /* exit status */
-  int signaled;  /* 1 if killed by a signal: see sig */
+  int exited;   /* 1 if it exited normally: see status */
+  int status;   /* exit status */
+  int signaled; /* 1 if killed by a signal: see sig */
   int sig;
   int timed_out; /* 1 if killed at the deadline */
   double wall_s;

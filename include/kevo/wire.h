@@ -49,7 +49,7 @@ struct kv_frame_parser {
   uint8_t hdr[KV_WIRE_HEADER];
   size_t hdr_have;
   struct kv_frame_header h;
-  char *json;  /* json_len + 1 bytes, NUL-terminated */
+  char *json; /* json_len + 1 bytes, NUL-terminated */
   uint8_t *blob;
   uint64_t body_have;
   int done, bad;
@@ -64,7 +64,6 @@ void kv_frame_parser_release(struct kv_frame_parser *p);
  * requests). write: 0 or -1. read: 0, -1 on EOF/error/malformed frame. */
 int kv_wire_write(int fd, uint32_t type, uint64_t token, const char *json, const void *blob,
                   uint64_t blob_len);
-int kv_wire_read(int fd, uint64_t blob_max, struct kv_frame_header *h, char **json,
-                 uint8_t **blob);
+int kv_wire_read(int fd, uint64_t blob_max, struct kv_frame_header *h, char **json, uint8_t **blob);
 
 #endif

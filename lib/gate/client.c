@@ -235,8 +235,8 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   w->alive = 1;
   struct kv_frame_parser fp;
   kv_frame_parser_init(&fp, 0);
-  enum kv_call_status s =
-      pump(w, NULL, 0, kv_now_s() + (spec->start_deadline_s > 0 ? spec->start_deadline_s : 10), &fp);
+  enum kv_call_status s = pump(
+      w, NULL, 0, kv_now_s() + (spec->start_deadline_s > 0 ? spec->start_deadline_s : 10), &fp);
   if (s != KV_CALL_OK || fp.h.type != KV_MSG_HELLO) {
     kv_frame_parser_release(&fp);
     reap(w, 1);

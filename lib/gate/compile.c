@@ -12,8 +12,8 @@
 
 #define KV_SOURCE_MAX (1 << 20)
 
-static const char *cc_flags[] = {"-std=gnu11", "-O3",     "-march=native", "-fopenmp",
-                                 "-fPIC",      "-shared"};
+static const char *cc_flags[] = {"-std=gnu11", "-O3",   "-march=native",
+                                 "-fopenmp",   "-fPIC", "-shared"};
 
 const char *kv_cc_version(void) {
   static char ver[256];
@@ -112,7 +112,8 @@ int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, 
   char objdir[3100], logp[PATH_MAX], failp[PATH_MAX];
   if (strlen(cache_dir) > 3000) {
     free(text);
-    return kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR", cache_dir);
+    return kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR",
+                    cache_dir);
   }
   snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
   if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
@@ -206,17 +207,51 @@ void kv_build_release(struct kv_build *b) {
 }
 
 static const char *forbidden[] = {
-    "fork",      "vfork",     "clone",       "clone3",      "execve",    "execv",
-    "execvp",    "execvpe",   "execl",       "execlp",      "execle",    "fexecve",
-    "system",    "popen",     "posix_spawn", "posix_spawnp", "daemon",   "socket",
-    "socketpair", "connect",  "bind",        "listen",      "accept",    "accept4",
-    "getaddrinfo", "gethostbyname", "dlopen", "dlmopen",   "ptrace",    "kill",
-    "killpg",    "tgkill",    "setsid",      "unshare",     "setns",     "mount",
-    "chroot",    "pidfd_open", "process_vm_readv", "process_vm_writev", "prctl",
+    "fork",
+    "vfork",
+    "clone",
+    "clone3",
+    "execve",
+    "execv",
+    "execvp",
+    "execvpe",
+    "execl",
+    "execlp",
+    "execle",
+    "fexecve",
+    "system",
+    "popen",
+    "posix_spawn",
+    "posix_spawnp",
+    "daemon",
+    "socket",
+    "socketpair",
+    "connect",
+    "bind",
+    "listen",
+    "accept",
+    "accept4",
+    "getaddrinfo",
+    "gethostbyname",
+    "dlopen",
+    "dlmopen",
+    "ptrace",
+    "kill",
+    "killpg",
+    "tgkill",
+    "setsid",
+    "unshare",
+    "setns",
+    "mount",
+    "chroot",
+    "pidfd_open",
+    "process_vm_readv",
+    "process_vm_writev",
+    "prctl",
 };
 
-int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap,
-                    char *err, size_t errlen) {
+int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
+                    size_t errlen) {
   (void)t;
   out[0] = 0;
   struct kv_buf o;

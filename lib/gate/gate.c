@@ -12,9 +12,17 @@
 
 #define IMPLAUSIBLE_FACTOR 2.0
 
-static const char *verdict_names[KV_V_COUNT] = {
-    "policy_violation", "compile_error", "load_error",  "crash",      "timeout", "unwritten_output",
-    "wrong_output",     "input_mutated", "stale_output", "implausible", "ok"};
+static const char *verdict_names[KV_V_COUNT] = {"policy_violation",
+                                                "compile_error",
+                                                "load_error",
+                                                "crash",
+                                                "timeout",
+                                                "unwritten_output",
+                                                "wrong_output",
+                                                "input_mutated",
+                                                "stale_output",
+                                                "implausible",
+                                                "ok"};
 
 const char *kv_verdict_name(enum kv_verdict v) {
   return (unsigned)v < KV_V_COUNT ? verdict_names[v] : "unknown";
@@ -132,8 +140,8 @@ static size_t call_bytes(const struct kv_task *t, const int64_t nelem[KV_MAX_PAR
 static enum kv_call_status run_check(struct kv_worker *w, int slot, const char *set, int index,
                                      const uint64_t *seeds, const int *poisons,
                                      const int64_t *perturb, int ncalls, int ret_inputs,
-                                     size_t want, double deadline, uint8_t **blob,
-                                     json_t **reply, char *detail, size_t detlen) {
+                                     size_t want, double deadline, uint8_t **blob, json_t **reply,
+                                     char *detail, size_t detlen) {
   json_t *calls = json_array();
   for (int c = 0; c < ncalls; c++)
     json_array_append_new(calls, json_pack("{s:I,s:i,s:I}", "seed", (json_int_t)seeds[c], "poison",
@@ -408,9 +416,8 @@ static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_
   return 0;
 }
 
-int kv_gate_eval(const struct kv_task *t, const char *candidate_path,
-                 const struct kv_gate_opts *o, struct kv_gate_result *r, char *err,
-                 size_t errlen) {
+int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
+                 struct kv_gate_result *r, char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));
   struct kv_gate_opts defaults;
   if (!o) {
@@ -459,8 +466,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path,
     const char *ls = e;
     while (ls && ls > log && ls[-1] != '\n')
       ls--;
-    set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200,
-                ls ? ls : log);
+    set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200, ls ? ls : log);
     rc = 0;
     goto out;
   }
@@ -559,9 +565,14 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path,
           /* The first call was right: is the second a replay of it? */
           int replay = memcmp(got, got + cb, ob) == 0 && memcmp(exp, exp + ob, ob) != 0;
           ck->verdict = replay ? KV_V_STALE_OUTPUT : c2.verdict;
-          snprintf(ck->detail, sizeof ck->detail, "at %s, second call at the same addresses with "
-                   "new contents: %s%s", sizes, replay ? "returned the first call's results "
-                   "(cached by address?); " : "", c2.detail);
+          snprintf(ck->detail, sizeof ck->detail,
+                   "at %s, second call at the same addresses with "
+                   "new contents: %s%s",
+                   sizes,
+                   replay ? "returned the first call's results "
+                            "(cached by address?); "
+                          : "",
+                   c2.detail);
         } else {
           ck->verdict = KV_V_OK;
           snprintf(ck->detail, sizeof ck->detail, "max |diff| %.3g", ck->max_abs_err);
@@ -644,30 +655,29 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
   json_object_set_new(j, "surface", json_string(r->surface));
   json_object_set_new(j, "device", json_string(r->device));
   json_object_set_new(j, "source_sha256", json_string(r->source_hash));
-  json_object_set_new(j, "compile", json_pack("{s:f,s:b,s:o}", "seconds", r->compile_s, "cached",
-                                              r->compile_cached, "log",
-                                              safe_string(r->compile_log)));
+  json_object_set_new(j, "compile",
+                      json_pack("{s:f,s:b,s:o}", "seconds", r->compile_s, "cached",
+                                r->compile_cached, "log", safe_string(r->compile_log)));
   json_t *checks = json_array();
   for (int i = 0; i < r->nchecks; i++) {
     const struct kv_check *c = &r->checks[i];
-    json_array_append_new(checks, json_pack("{s:s,s:I,s:s,s:s,s:f,s:f}", "sizes", c->sizes,
-                                            "seed", (json_int_t)c->seed, "verdict",
-                                            kv_verdict_name(c->verdict), "detail", c->detail,
-                                            "max_abs_err", c->max_abs_err, "max_rel_err",
-                                            c->max_rel_err));
+    json_array_append_new(
+        checks, json_pack("{s:s,s:I,s:s,s:s,s:f,s:f}", "sizes", c->sizes, "seed",
+                          (json_int_t)c->seed, "verdict", kv_verdict_name(c->verdict), "detail",
+                          c->detail, "max_abs_err", c->max_abs_err, "max_rel_err", c->max_rel_err));
   }
   json_object_set_new(j, "checks", checks);
-  json_object_set_new(j, "seconds", json_pack("{s:f,s:f,s:f}", "compile", r->compile_s, "check",
-                                              r->check_s, "timing", r->time_s));
+  json_object_set_new(j, "seconds",
+                      json_pack("{s:f,s:f,s:f}", "compile", r->compile_s, "check", r->check_s,
+                                "timing", r->time_s));
   if (r->timed) {
     const struct kv_timing *t = &r->timing;
-    json_t *tj = json_pack("{s:s,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes",
-                           t->sizes, "median_us", t->cand.median_us, "reference_median_us",
-                           t->ref.median_us, "speedup", t->speedup, "candidate",
-                           stats_json(&t->cand), "reference", stats_json(&t->ref), "bytes",
-                           t->bytes, "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops,
-                           "roofline_fraction", t->roofline, "wall_s", t->wall_s, "covered_s",
-                           t->covered_s);
+    json_t *tj = json_pack(
+        "{s:s,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes", t->sizes, "median_us",
+        t->cand.median_us, "reference_median_us", t->ref.median_us, "speedup", t->speedup,
+        "candidate", stats_json(&t->cand), "reference", stats_json(&t->ref), "bytes", t->bytes,
+        "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops, "roofline_fraction", t->roofline,
+        "wall_s", t->wall_s, "covered_s", t->covered_s);
     json_object_set_new(j, "timing", tj);
   }
   json_object_set_new(j, "stdout", safe_string(r->cand_stdout));

@@ -10,11 +10,11 @@
 
 /* ---- worker client (client.c) ---- */
 enum kv_call_status {
-  KV_CALL_OK = 0,     /* a REPLY frame with the right token */
-  KV_CALL_ERROR,      /* an ERROR frame: reply json has "error" */
-  KV_CALL_DIED,       /* the worker died or closed its channel mid-job */
-  KV_CALL_TIMEOUT,    /* past the deadline: killed */
-  KV_CALL_PROTOCOL,   /* malformed frame, wrong token, wrong sizes: killed */
+  KV_CALL_OK = 0,   /* a REPLY frame with the right token */
+  KV_CALL_ERROR,    /* an ERROR frame: reply json has "error" */
+  KV_CALL_DIED,     /* the worker died or closed its channel mid-job */
+  KV_CALL_TIMEOUT,  /* past the deadline: killed */
+  KV_CALL_PROTOCOL, /* malformed frame, wrong token, wrong sizes: killed */
 };
 
 struct kv_worker {
@@ -23,8 +23,8 @@ struct kv_worker {
   char scratch[4096];
   struct kv_buf out, err; /* the candidate's stdout / stderr, capped */
   int alive;
-  json_t *hello;          /* the worker's HELLO (sandbox status) */
-  char death[256];        /* how it died, once it did */
+  json_t *hello;   /* the worker's HELLO (sandbox status) */
+  char death[256]; /* how it died, once it did */
 };
 
 struct kv_worker_spec {
@@ -52,10 +52,10 @@ void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
 struct kv_build {
   char so_path[4096];
   char key[65];
-  int ok;        /* 1 built; 0 compile error (log says why) */
+  int ok; /* 1 built; 0 compile error (log says why) */
   int cached;
   double seconds;
-  char *log;     /* capped, NUL-terminated */
+  char *log; /* capped, NUL-terminated */
 };
 /* Compiles source file `src` (a candidate or a reference) for the task with
  * the surface's compiler; the generated prototype is force-included and the
@@ -65,8 +65,8 @@ int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, 
 void kv_build_release(struct kv_build *b);
 /* Undefined dynamic symbols of a built object that the policy forbids;
  * returns the count and a "fork, system" list in `out`. -1 if nm fails. */
-int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap,
-                    char *err, size_t errlen);
+int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
+                    size_t errlen);
 /* "gcc (Debian 12.2.0-14) 12.2.0" */
 const char *kv_cc_version(void);
 

@@ -241,8 +241,9 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   }
   if (r->ok && rc == 0) {
     if (trivial_passes(t, sm, have, 0, 0))
-      finding(r, "ill-posed: an output of all zeros passes every check; make the outputs larger "
-                 "than the tolerance (atol %g) or tighten it",
+      finding(r,
+              "ill-posed: an output of all zeros passes every check; make the outputs larger "
+              "than the tolerance (atol %g) or tighten it",
               t->atol);
     else if (trivial_passes(t, sm, have, 1, 0))
       finding(r, "ill-posed: a constant output (the mean of the true one) passes every check; "
@@ -251,8 +252,9 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
       if (t->params[p].role != KV_ROLE_IN || !sm[0].in[p])
         continue;
       if (trivial_passes(t, sm, have, 2, p))
-        finding(r, "ill-posed: a copy of input '%s' passes every check; the operator must change "
-                   "its input more than the tolerance allows",
+        finding(r,
+                "ill-posed: a copy of input '%s' passes every check; the operator must change "
+                "its input more than the tolerance allows",
                 t->params[p].name);
     }
     /* Outputs must depend on the inputs: some seed pair must differ. */

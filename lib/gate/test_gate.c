@@ -1,11 +1,11 @@
 /* Unit tests of the gate's parts that need no worker: comparison, poison,
  * perturbation, statistics in the JSON, verdict names. */
+#include <cmocka.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,9 +116,17 @@ static void test_perturb_roundtrip(void **state) {
 
 static void test_verdict_names(void **state) {
   (void)state;
-  const char *order[] = {"policy_violation", "compile_error", "load_error",    "crash",
-                         "timeout",          "unwritten_output", "wrong_output", "input_mutated",
-                         "stale_output",     "implausible",   "ok"};
+  const char *order[] = {"policy_violation",
+                         "compile_error",
+                         "load_error",
+                         "crash",
+                         "timeout",
+                         "unwritten_output",
+                         "wrong_output",
+                         "input_mutated",
+                         "stale_output",
+                         "implausible",
+                         "ok"};
   for (int i = 0; i < KV_V_COUNT; i++) {
     assert_string_equal(kv_verdict_name((enum kv_verdict)i), order[i]);
     assert_int_equal(kv_verdict_from_name(order[i]), i);

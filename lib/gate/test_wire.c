@@ -1,8 +1,8 @@
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +17,8 @@ static void test_roundtrip_pipe(void **state) {
   uint8_t blob[100];
   for (int i = 0; i < 100; i++)
     blob[i] = (uint8_t)i;
-  assert_int_equal(kv_wire_write(fd[1], KV_MSG_REPLY, 0x1122334455667788ull, "{\"a\":1}", blob, 100), 0);
+  assert_int_equal(
+      kv_wire_write(fd[1], KV_MSG_REPLY, 0x1122334455667788ull, "{\"a\":1}", blob, 100), 0);
   struct kv_frame_header h;
   char *js;
   uint8_t *b;

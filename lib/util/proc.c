@@ -13,8 +13,8 @@ void kv_proc_describe(const struct kv_proc_result *r, char *out, size_t cap) {
   if (r->timed_out)
     snprintf(out, cap, "timed out after %.1f s and was killed", r->wall_s);
   else if (r->signaled)
-    snprintf(out, cap, "killed by %s (signal %d)", sigabbrev_np(r->sig) ? sigabbrev_np(r->sig) : "?",
-             r->sig);
+    snprintf(out, cap, "killed by %s (signal %d)",
+             sigabbrev_np(r->sig) ? sigabbrev_np(r->sig) : "?", r->sig);
   else
     snprintf(out, cap, "exited with status %d", r->status);
 }

@@ -1,8 +1,8 @@
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +123,12 @@ static void test_run_missing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_buf_cap),          cmocka_unit_test(test_sha256),
-      cmocka_unit_test(test_files),            cmocka_unit_test(test_run_capture),
-      cmocka_unit_test(test_run_deadline_kills_group), cmocka_unit_test(test_run_flood_capped),
+      cmocka_unit_test(test_buf_cap),
+      cmocka_unit_test(test_sha256),
+      cmocka_unit_test(test_files),
+      cmocka_unit_test(test_run_capture),
+      cmocka_unit_test(test_run_deadline_kills_group),
+      cmocka_unit_test(test_run_flood_capped),
       cmocka_unit_test(test_run_missing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,13 +2,13 @@
  * with nvcc for sm_90 against kevo's generated CUDA prototype (force-included,
  * so a wrong signature fails) and link with the generated call shim. No GPU
  * is needed: this runs in CI; the GPU-labelled tests run them. */
+#include <cmocka.h>
+#include <dirent.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
-#include <dirent.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +36,8 @@ static int compile_cu(const struct kv_task *t, const char *dir, const char *cu, 
   snprintf(src, sizeof src, "%s/%s", dir, cu);
   assert_int_equal(kv_write_file(p1, proto, strlen(proto), err, sizeof err), 0);
   assert_int_equal(kv_write_file(p2, shim, strlen(shim), err, sizeof err), 0);
-  char *argv[] = {"nvcc",    "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC",
-                  "-include", p1,           src,   p2,        "-o",         out,
-                  NULL};
+  char *argv[] = {"nvcc", "-arch=sm_90", "-O3", "-shared", "-Xcompiler", "-fPIC", "-include",
+                  p1,     src,           p2,    "-o",      out,          NULL};
   struct kv_buf b;
   kv_buf_init(&b, 1 << 16);
   struct kv_proc_result r;

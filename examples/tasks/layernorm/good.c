@@ -11,8 +11,8 @@
 #define LANES 16
 #endif
 
-void layernorm(const float *x, const float *gamma, const float *beta, float *y, float eps,
-               int rows, int cols) {
+void layernorm(const float *x, const float *gamma, const float *beta, float *y, float eps, int rows,
+               int cols) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; r++) {
     const float *xr = x + (size_t)r * (size_t)cols;

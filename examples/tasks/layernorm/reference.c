@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stddef.h>
 
-void layernorm(const float *x, const float *gamma, const float *beta, float *y, float eps,
-               int rows, int cols) {
+void layernorm(const float *x, const float *gamma, const float *beta, float *y, float eps, int rows,
+               int cols) {
   for (int r = 0; r < rows; r++) {
     const float *xr = x + (size_t)r * (size_t)cols;
     float *yr = y + (size_t)r * (size_t)cols;

@@ -67,7 +67,8 @@ void matmul(const float *a, const float *b, float *c, int m, int n, int k) {
           for (int p = p0; p < p1; p++) {
             float ap = a[(size_t)i * (size_t)k + (size_t)p];
             for (int l = 0; l < TC; l++)
-              c[(size_t)i * (size_t)n + (size_t)(j + l)] += ap * b[(size_t)p * (size_t)n + (size_t)(j + l)];
+              c[(size_t)i * (size_t)n + (size_t)(j + l)] +=
+                  ap * b[(size_t)p * (size_t)n + (size_t)(j + l)];
           }
       }
       for (int i = i0; i < i1; i++) /* leftover columns */

@@ -2,8 +2,8 @@
  * a is m x k, b is k x n, c is m x n, all row-major.
  * Each output row is accumulated in double (loop order i, p, j so that b is
  * read along its rows) and rounded once to float. */
-#include <stdlib.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 void matmul(const float *a, const float *b, float *c, int m, int n, int k) {
   double *acc = malloc((size_t)(n > 0 ? n : 1) * sizeof *acc);

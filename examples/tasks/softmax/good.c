@@ -10,9 +10,9 @@
  * (truncation error < 1e-8 relative), 2^t built from the exponent bits.
  * Arguments are <= 0 here; they are clamped at -87 so 2^t stays normal. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <stddef.h>
 
 #ifndef LANES
 #define LANES 16
