@@ -25,14 +25,18 @@ struct kv_sandbox_opts {
   int ndev_paths;
   int netns;      /* unshare a new, empty network namespace */
   int landlock;   /* filesystem: write only under scratch_dir, read only the system
-                     library directories, /etc/ld.so.*, /proc/self, /sys/devices/system/cpu,
+                     library directories, /etc/ld.so.*, /proc/self (write: its task/, for
+                     thread names), /sys/devices/system/cpu, /sys/fs/cgroup,
                      /dev/null|zero|urandom and read_paths; no TCP bind/connect (ABI >= 4);
                      no signals or abstract sockets outside the sandbox (ABI >= 6) */
   int seccomp;    /* deny: execve, execveat, fork, vfork, clone without CLONE_THREAD,
                      clone3 (ENOSYS so libc falls back to clone), ptrace,
-                     process_vm_readv/writev, socket, socketpair, connect, bind,
-                     listen, accept, kill/tgkill of other processes, pidfd_*,
-                     setsid/setpgid, mount, chroot, bpf, perf_event_open, keyctl... */
+                     process_vm_readv/writev, socket (but AF_UNIX stream/seqpacket,
+                     which cuInit needs), socketpair, connect, bind/listen/accept
+                     (allowed in a private netns: cuInit serves an abstract socket),
+                     kill/tgkill of other processes, pidfd_*, setsid/setpgid, mount,
+                     chroot, bpf, perf_event_open, keyctl, chmod/chown/xattr, setuid...,
+                     setrlimit, real-time scheduling; unknown newer syscalls: ENOSYS */
   int rlimits;    /* RLIMIT_CORE 0, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU,
                      RLIMIT_AS (skipped in sanitizer builds) */
   uint64_t mem_limit_bytes;  /* RLIMIT_AS when > 0 */
@@ -48,7 +52,10 @@ struct kv_sandbox_status {
 
 /* Fills opts with the defaults (all layers on, limits sized for kernels). */
 void kv_sandbox_defaults(struct kv_sandbox_opts *o, const char *scratch_dir);
-/* Applies the layers in order: rlimits, netns, no_new_privs, landlock, seccomp. */
+/* Applies the layers in order: rlimits, netns, no_new_privs (which also drops
+ * every capability), landlock, seccomp. Call it before creating threads:
+ * Landlock applies to the calling thread only. For CUDA, pass the
+ * /dev/nvidia* nodes as dev_paths (cuInit then works with every layer on). */
 void kv_sandbox_enter(const struct kv_sandbox_opts *o, struct kv_sandbox_status *st);
 const char *kv_layer_state_name(enum kv_layer_state s); /* "active", "unavailable", ... */
 

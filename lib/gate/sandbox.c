@@ -564,6 +564,7 @@ static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int priva
    * need Landlock's MAKE_SOCK, granted nowhere. Without a private namespace
    * an abstract bind could squat a name host processes connect to: denied. */
   if (!private_net) {
+    note(st, "seccomp: bind denied without a private netns (CUDA's cuInit needs it)");
     bad |= RULE0("bind");
     bad |= RULE0("listen");
     bad |= RULE0("accept");

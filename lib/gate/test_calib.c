@@ -2,15 +2,16 @@
  * JSON cache (roundtrip, another device, absent file, corrupt file). */
 #include "kevo/calib.h"
 
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <cmocka.h>
 
 static char dir[64];

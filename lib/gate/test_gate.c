@@ -1,11 +1,11 @@
 /* Unit tests of the gate's parts that need no worker: comparison, poison,
  * perturbation, statistics in the JSON, verdict names. */
-#include <cmocka.h>
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 

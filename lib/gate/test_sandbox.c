@@ -15,11 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +30,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <cmocka.h>
 
 #define SECRET_NAME "KEVO_SBX_SECRET"

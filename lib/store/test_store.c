@@ -1,11 +1,11 @@
 /* Tests for kevo's store: migrations, idempotent puts, evaluation roundtrips,
  * odd strings, refusing newer schemas, default paths, error messages, crash
  * safety under SIGKILL, and concurrent writers. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <cmocka.h>
 
 #include <errno.h>

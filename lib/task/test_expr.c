@@ -1,10 +1,10 @@
 /* Shape and cost expressions: precedence, C division semantics, overflow,
  * division by zero, unknown names, syntax, caps. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <cmocka.h>
 
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /* Deterministic generation and f16/bf16 conversions: known bit patterns,
  * exhaustive round trips, a reference rounding, determinism (golden hashes),
  * chunk independence, distribution sanity for every dtype and dist, speed. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <cmocka.h>
 
 #include <float.h>

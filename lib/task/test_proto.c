@@ -3,11 +3,11 @@
  * `cc -shared -fPIC` and called through dlopen, the same with nvcc for CUDA
  * (when nvcc is installed), and a candidate with a wrong signature refused
  * by the compiler against the force-included prototype. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <cmocka.h>
 
 #include <dlfcn.h>

@@ -1,10 +1,10 @@
 /* task.json parsing and validation: the DESIGN.md example, malformed specs
  * (each asserting the field path of its message), size-set caps, loading. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <cmocka.h>
 
 #include <jansson.h>

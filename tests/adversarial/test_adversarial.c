@@ -12,11 +12,11 @@
  * Candidates that need a path or a port carry placeholders (@MARKER@,
  * @CACHE_MARKER@, @PORT@); every candidate is copied into a private temporary
  * directory with them substituted before it is evaluated. */
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <cmocka.h>
 
 #include <arpa/inet.h>

@@ -2,13 +2,13 @@
  * with nvcc for sm_90 against kevo's generated CUDA prototype (force-included,
  * so a wrong signature fails) and link with the generated call shim. No GPU
  * is needed: this runs in CI; the GPU-labelled tests run them. */
-#include <cmocka.h>
-#include <dirent.h>
-#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
