@@ -46,7 +46,7 @@ int cmd_doctor(int argc, char **argv) {
     bad = 1;
   }
   if (version_of("nvcc", "--version", v, sizeof v) == 0)
-    printf("  nvcc      ok       %s (the cuda surface is not in this build yet)\n", v);
+    printf("  nvcc      ok       %s\n", v);
   else
     printf("  nvcc      absent   needed only for the cuda surface\n");
 
@@ -81,6 +81,14 @@ int cmd_doctor(int argc, char **argv) {
         bad = 1;
     }
   }
+  /* The cuda surface: a sandboxed cuda worker reports the GPU it reaches.
+   * Its absence is no problem for the cpu surface. */
+  char gpu[512], gerr[1024];
+  printf("gpu (cuda surface)\n");
+  if (kv_gate_cuda_device(NULL, gpu, sizeof gpu, gerr, sizeof gerr) == 0)
+    printf("  cuda      ok       %s (inside the worker's sandbox)\n", gpu);
+  else
+    printf("  cuda      absent   %s\n", gerr);
   char db[PATH_MAX];
   printf("store\n");
   if (kv_store_default_path(db, sizeof db) == 0) {

@@ -61,6 +61,12 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
 static void print_human(const struct kv_gate_result *r, const char *cand) {
   printf("%s\n", cand);
   printf("  compile  %6.2f s%s\n", r->compile_s, r->compile_cached ? " (cached)" : "");
+  for (int i = 0; i < r->nkernels && i < 8; i++) {
+    const struct kv_kernel_res *k = &r->kernels[i];
+    printf("           %-40.40s %3d regs %6ld B smem %4ld B stack%s\n", k->name, k->registers,
+           k->smem_bytes, k->stack_bytes,
+           k->spill_store_bytes || k->spill_load_bytes ? "  SPILLS" : "");
+  }
   if (r->nchecks) {
     int pass = 0;
     for (int i = 0; i < r->nchecks; i++)
@@ -74,6 +80,13 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
            t->cand.iqr_us, 100 * t->cand.cv, t->cand.n);
     printf("           reference %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d)\n", t->ref.median_us,
            t->ref.iqr_us, 100 * t->ref.cv, t->ref.n);
+    if (t->has_baseline)
+      printf("           baseline  %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d): %.2fx of it\n",
+             t->base.median_us, t->base.iqr_us, 100 * t->base.cv, t->base.n,
+             t->speedup_vs_baseline);
+    if (t->cand_host_timer)
+      printf("           note: the candidate's work ran outside the stream's events; timed by "
+             "the host clock\n");
     printf("           speedup   %10.2fx", t->speedup);
     if (t->roofline > 0)
       printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
@@ -86,6 +99,8 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
   }
   if (r->stdout_truncated || r->stderr_truncated)
     printf("  note: the candidate's output was cut at %d KiB\n", KV_OUTPUT_CAP / 1024);
+  if (r->device[0])
+    printf("  device   %s\n", r->device);
   printf("verdict: %s%s%s\n", kv_verdict_name(r->verdict), r->detail[0] ? ": " : "", r->detail);
 }
 
@@ -132,20 +147,21 @@ int cmd_eval(int argc, char **argv) {
     cli_fail("eval: needs a task directory and a candidate file");
     return cli_usage("eval");
   }
-  if (strcmp(o.surface, "cpu") != 0)
-    return cli_fail("--surface %s: this build judges the cpu surface only (cuda comes next); use "
-                    "--surface cpu",
-                    o.surface);
+  int cuda = !strcmp(o.surface, "cuda");
+  if (strcmp(o.surface, "cpu") != 0 && !cuda)
+    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda", o.surface);
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
     return cli_fail("%s", err);
   if (access(pos[1], R_OK) != 0) {
     kv_task_free(t);
-    return cli_fail("%s: cannot read the candidate; give the path of a C file", pos[1]);
+    return cli_fail("%s: cannot read the candidate; give the path of a %s file", pos[1],
+                    cuda ? "CUDA (.cu)" : "C");
   }
   struct kv_calib cal;
-  if (o.timing) {
+  /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
+  if (o.timing && !cuda) {
     if (cli_calib(&cal, 0, json) != 0) {
       kv_task_free(t);
       return 2;

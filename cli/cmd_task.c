@@ -34,9 +34,8 @@ int cmd_task(int argc, char **argv) {
     cli_fail("task check: needs a task directory");
     return cli_usage("task");
   }
-  if (strcmp(o.surface, "cpu") != 0)
-    return cli_fail("--surface %s: this build checks the cpu surface only; use --surface cpu",
-                    o.surface);
+  if (strcmp(o.surface, "cpu") != 0 && strcmp(o.surface, "cuda") != 0)
+    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda", o.surface);
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)
@@ -60,7 +59,8 @@ int cmd_task(int argc, char **argv) {
     free(s);
     json_decref(j);
   } else {
-    printf("%s (%s): %d check sizes, %d reference calls\n", t->name, dir, t->ncheck, r.ncalls);
+    printf("%s (%s, %s surface): %d check sizes, %d reference calls\n", t->name, dir, o.surface,
+           t->ncheck, r.ncalls);
     for (int i = 0; i < r.nfindings; i++)
       printf("  problem: %s\n", r.findings[i]);
     if (r.bench_ref_ms >= 0)

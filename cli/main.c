@@ -9,14 +9,19 @@
 
 static const struct kv_command commands[] = {
     {"eval", cmd_eval,
-     "kevo eval [--surface cpu] [--json] [--db PATH] [--seed N] [--no-timing] "
+     "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
      "[--budget SECONDS] [--deadline SECONDS] TASK_DIR CANDIDATE",
      "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
-    {"task", cmd_task, "kevo task check [--surface cpu] [--json] TASK_DIR",
+    {"task", cmd_task, "kevo task check [--surface cpu|cuda] [--json] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes"},
     {"doctor", cmd_doctor, "kevo doctor", "check compilers, the worker and every sandbox layer"},
-    {"device", cmd_device, "kevo device [--recalibrate] [--json]",
+    {"device", cmd_device, "kevo device [--surface cpu|cuda] [--recalibrate] [--json]",
      "measure (once) and show this device's bandwidth and FMA peak"},
+    {"llm", cmd_llm,
+     "kevo llm ask [--provider openai|anthropic|replay] [--base-url URL] [--model ID] "
+     "[--timeout S] [--db PATH] [--config FILE] [--max-tokens N] PROMPT | kevo llm calls "
+     "[--db PATH]",
+     "talk to a model (reply on stdout, usage and cost on stderr); list the recorded calls"},
 };
 
 int cli_fail(const char *fmt, ...) {
@@ -54,7 +59,8 @@ static void help(FILE *f) {
     fprintf(f, "  %-8s %s\n           %s\n", commands[i].name, commands[i].summary,
             commands[i].usage);
   fprintf(f, "\nenvironment: KEVO_DB (store), KEVO_CACHE_DIR (builds, calibration), "
-             "KEVO_WORKER (worker executable)\n");
+             "KEVO_WORKER (worker executable),\n             KEVO_CUDA_ARCH (build for this GPU "
+             "architecture, e.g. sm_90, instead of asking nvidia-smi), KEVO_NVCC (nvcc's path)\n");
 }
 
 int main(int argc, char **argv) {

@@ -21,16 +21,19 @@
 #include "kevo/task.h"
 #include "kevo/util.h"
 #include "kevo/wire.h"
+#include "worker.h"
 
 typedef void (*shim_fn)(void *const *args);
 
-static struct kv_task *task;
-static shim_fn slots[2];
-static void *handles[2];
+struct kv_task *task;
+void *slot_entry[KV_SLOTS];
+void *slot_guard[KV_SLOTS];
+static shim_fn slots[KV_SLOTS]; /* slot_entry, typed for the cpu runtime */
+static void *handles[KV_SLOTS];
 static uint64_t cur_token;
 static const char *scratch = ".";
 
-static int reply(uint32_t type, json_t *j, const void *blob, uint64_t n) {
+int reply(uint32_t type, json_t *j, const void *blob, uint64_t n) {
   char *s = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   int rc = kv_wire_write(KV_WIRE_RESP_FD, type, cur_token, s, blob, n);
@@ -38,8 +41,7 @@ static int reply(uint32_t type, json_t *j, const void *blob, uint64_t n) {
   return rc;
 }
 
-static int reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int reply_error(const char *fmt, ...) {
+int reply_error(const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -48,7 +50,19 @@ static int reply_error(const char *fmt, ...) {
   return reply(KV_MSG_ERROR, json_pack("{s:s}", "error", msg), NULL, 0);
 }
 
-static const struct kv_sizeset *pick_set(json_t *req) {
+void reply_fatal(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+  fflush(stderr);
+  reply(KV_MSG_ERROR, json_pack("{s:s,s:b}", "error", msg, "fatal", 1), NULL, 0);
+  _exit(4);
+}
+
+const struct kv_sizeset *pick_set(json_t *req) {
   const char *set = json_string_value(json_object_get(req, "set"));
   int idx = (int)json_integer_value(json_object_get(req, "index"));
   if (!set || !task)
@@ -104,7 +118,7 @@ static int handle_check(json_t *req) {
   int slot = (int)json_integer_value(json_object_get(req, "slot"));
   json_t *calls = json_object_get(req, "calls");
   int ret_inputs = json_is_true(json_object_get(req, "return_inputs"));
-  if (!s || slot < 0 || slot > 1 || !slots[slot] || !json_is_array(calls))
+  if (!s || slot < 0 || slot >= KV_SLOTS || !slots[slot] || !json_is_array(calls))
     return reply_error("bad CHECK request");
   char err[512];
   int64_t nelem[KV_MAX_PARAMS];
@@ -322,10 +336,12 @@ static int handle_time(json_t *req) {
   return rc;
 }
 
+static const struct worker_runtime *rt;
+
 static int handle_load(json_t *req) {
   int slot = (int)json_integer_value(json_object_get(req, "slot"));
   const char *path = json_string_value(json_object_get(req, "path"));
-  if (slot < 0 || slot > 1 || !path)
+  if (slot < 0 || slot >= KV_SLOTS || !path)
     return reply_error("bad LOAD request");
   if (handles[slot])
     return reply_error("slot %d already loaded", slot);
@@ -339,6 +355,10 @@ static int handle_load(json_t *req) {
     return reply_error("%s: kevo_shim_call not found", path);
   handles[slot] = h;
   memcpy(&slots[slot], &f, sizeof f);
+  slot_entry[slot] = f;
+  slot_guard[slot] = dlsym(h, "kevo_cuda_last_error");
+  if (rt->loaded && rt->loaded(slot) != 0)
+    return 0; /* it replied */
   return reply(KV_MSG_REPLY, json_object(), NULL, 0);
 }
 
@@ -402,8 +422,21 @@ static int handle_probe(void) {
   return reply(KV_MSG_REPLY, r, NULL, 0);
 }
 
+static int cpu_check(json_t *req) {
+  return handle_check(req);
+}
+static int cpu_time(json_t *req) {
+  return handle_time(req);
+}
+
+/* The runtimes, by the surface the parent names: cpu first, cuda second. */
+static const struct worker_runtime cpu_runtime = {"cpu",    NULL, NULL, cpu_check,
+                                                  cpu_time, NULL, NULL};
+static const struct worker_runtime *const runtimes[] = {&cpu_runtime, &wcuda_runtime};
+
 int main(int argc, char **argv) {
   int sandbox = 1;
+  const char *surface = "cpu";
   struct kv_sandbox_opts so;
   const char *reads[KV_SANDBOX_MAX_PATHS];
   int nreads = 0;
@@ -414,6 +447,8 @@ int main(int argc, char **argv) {
       reads[nreads++] = argv[++i];
     else if (!strcmp(argv[i], "--no-sandbox"))
       sandbox = 0;
+    else if (!strcmp(argv[i], "--surface") && i + 1 < argc)
+      surface = argv[++i];
     else {
       fprintf(stderr, "kevo-worker: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -424,6 +459,13 @@ int main(int argc, char **argv) {
                     "run 'kevo eval' instead\n");
     return 2;
   }
+  for (size_t i = 0; i < sizeof runtimes / sizeof runtimes[0]; i++)
+    if (!strcmp(runtimes[i]->name, surface))
+      rt = runtimes[i];
+  if (!rt) {
+    fprintf(stderr, "kevo-worker: unknown surface '%s'; use cpu or cuda\n", surface);
+    return 2;
+  }
   signal(SIGPIPE, SIG_IGN);
   struct kv_sandbox_status st;
   memset(&st, 0, sizeof st);
@@ -431,6 +473,8 @@ int main(int argc, char **argv) {
     kv_sandbox_defaults(&so, scratch);
     for (int i = 0; i < nreads; i++)
       so.read_paths[so.nread_paths++] = reads[i];
+    if (rt->sandbox)
+      rt->sandbox(&so);
     kv_sandbox_enter(&so, &st);
   }
   json_t *hello = json_pack(
@@ -438,6 +482,9 @@ int main(int argc, char **argv) {
       kv_layer_state_name(st.no_new_privs), "netns", kv_layer_state_name(st.netns), "landlock",
       kv_layer_state_name(st.landlock), "seccomp", kv_layer_state_name(st.seccomp), "rlimits",
       kv_layer_state_name(st.rlimits), "landlock_abi", st.landlock_abi, "note", st.note);
+  json_object_set_new(hello, "surface", json_string(rt->name));
+  if (rt->init)
+    rt->init(hello);
   if (reply(KV_MSG_HELLO, hello, NULL, 0) < 0)
     _exit(3);
   for (;;) {
@@ -458,9 +505,11 @@ int main(int argc, char **argv) {
     else if (h.type == KV_MSG_LOAD)
       rc = handle_load(req);
     else if (h.type == KV_MSG_CHECK)
-      rc = handle_check(req);
+      rc = rt->check(req);
     else if (h.type == KV_MSG_TIME)
-      rc = handle_time(req);
+      rc = rt->time(req);
+    else if (h.type == KV_MSG_CALIB)
+      rc = rt->calib ? rt->calib(req) : reply_error("the %s runtime measures nothing", rt->name);
     else if (h.type == KV_MSG_PROBE)
       rc = handle_probe();
     else if (h.type == KV_MSG_QUIT)

@@ -48,19 +48,35 @@ struct kv_stats {
   double median_us, iqr_us, cv, min_us, mean_us;
 };
 
+/* Resources of one compiled kernel (cuda: from ptxas -v). */
+#define KV_MAX_KERNELS 32
+struct kv_kernel_res {
+  char name[160]; /* as ptxas names it (mangled) */
+  int registers, barriers;
+  long smem_bytes, cmem_bytes, stack_bytes, spill_store_bytes, spill_load_bytes;
+};
+
 struct kv_timing {
   char sizes[256];
   struct kv_stats cand, ref;
-  double speedup;      /* ref median / cand median */
-  double bytes, flops; /* from the task's cost expressions (0 when absent) */
-  double gbs, gflops;  /* achieved by the candidate */
-  double roofline;     /* max(bytes/bw, flops/peak) / median; 0 when unknown */
-  double wall_s;       /* the parent's clock around the timing job */
-  double covered_s;    /* the part of wall_s the worker's reported phases cover */
+  int has_baseline; /* the task's baseline (baseline.cu) was timed too */
+  struct kv_stats base;
+  double speedup;             /* ref median / cand median */
+  double speedup_vs_baseline; /* base median / cand median, when has_baseline */
+  /* cuda: which clock each side's times come from: 0 the stream's events, 1
+   * the host clock around a device-wide synchronization (chosen when the
+   * work ran outside the events, e.g. on another stream). */
+  int cand_host_timer, ref_host_timer;
+  double sync_overhead_us; /* cuda: host clock of an empty call, subtracted from host times */
+  double bytes, flops;     /* from the task's cost expressions (0 when absent) */
+  double gbs, gflops;      /* achieved by the candidate */
+  double roofline;         /* max(bytes/bw, flops/peak) / median; 0 when unknown */
+  double wall_s;           /* the parent's clock around the timing job */
+  double covered_s;        /* the part of wall_s the worker's reported phases cover */
 };
 
 struct kv_gate_opts {
-  const char *surface;   /* "cpu" (default) */
+  const char *surface;   /* "cpu" (default) or "cuda" */
   uint64_t seed;         /* base seed; fresh per evaluation unless set */
   int nseeds;            /* seeds per check size (>= 2) */
   int timing;            /* 0: correctness only */
@@ -69,7 +85,8 @@ struct kv_gate_opts {
   double time_budget_s;         /* target seconds of timed calls per side */
   const char *cache_dir;        /* compiled objects; default $XDG_CACHE_HOME/kevo */
   const char *worker_path;      /* default: $KEVO_WORKER, else kevo-worker beside the executable */
-  const struct kv_calib *calib; /* ceilings for `implausible`; NULL: no check */
+  const struct kv_calib *calib; /* ceilings for `implausible`; NULL: no check (cpu), or
+                                   measured once per device and cached by the gate (cuda) */
   int sandbox;                  /* 1 (default): all layers; 0 only for kevo's own diagnostics */
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
@@ -82,6 +99,9 @@ struct kv_gate_result {
   char device[256];
   char *compile_log; /* capped at KV_LOG_CAP, NUL-terminated; may be NULL */
   int compile_cached;
+  int nkernels; /* cuda: the candidate's kernels and their resources */
+  struct kv_kernel_res kernels[KV_MAX_KERNELS];
+  struct kv_calib calib; /* the ceilings the verdict used (calib.device empty: none) */
   double compile_s, check_s, time_s;
   int nchecks;
   struct kv_check checks[KV_GATE_MAX_CHECKS];
@@ -133,4 +153,16 @@ struct kv_probe {
   char worker_path[4096];
 };
 int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, size_t errlen);
+
+/* The ceilings of the device of surface o->surface ("cuda": copy bandwidth,
+ * FP32 FMA rate, L2 size and multiprocessor count, measured inside a worker),
+ * from the cache (<cache>/calib-cuda.json, keyed by the device) unless `force`,
+ * else measured and saved. *measured says which. */
+int kv_gate_calibrate(const struct kv_gate_opts *o, int force, struct kv_calib *c, int *measured,
+                      char *err, size_t errlen);
+/* What a cuda worker sees of the device: 0 with a description ("NVIDIA H100
+ * 80GB HBM3, sm_90, 132 SMs, 50.0 MiB L2, driver 13.0"), or -1 with the
+ * reason the cuda surface cannot run here. */
+int kv_gate_cuda_device(const struct kv_gate_opts *o, char *out, size_t cap, char *err,
+                        size_t errlen);
 #endif /* guard */

@@ -40,6 +40,8 @@ struct kv_sandbox_opts {
   int rlimits;    /* RLIMIT_CORE 0, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU,
                      RLIMIT_AS (skipped in sanitizer builds) */
   uint64_t mem_limit_bytes;  /* RLIMIT_AS when > 0 */
+  uint64_t data_limit_bytes; /* RLIMIT_DATA when > 0 (for CUDA, whose address space
+                                reservations rule out RLIMIT_AS) */
   uint64_t file_limit_bytes; /* RLIMIT_FSIZE */
   uint32_t cpu_seconds;      /* RLIMIT_CPU when > 0 (a backstop; the parent's deadline rules) */
 };

@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 1
+#define KV_STORE_SCHEMA_VERSION 2
 
 /* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
@@ -66,5 +66,56 @@ void kv_eval_row_release(struct kv_eval_row *r);
 int64_t kv_store_count_evals(struct kv_store *s);
 /* The text of a stored source, malloc'd (NULL if absent). */
 char *kv_store_get_source(struct kv_store *s, const char *hash, size_t *len);
+
+/* ---- LLM calls (schema v2) ---------------------------------------------- */
+
+/* One call to a model, as the LLM layer saw it. The request is the JSON body
+ * sent, never the headers: no credentials reach the store. run_id and node_id
+ * <= 0 are stored as NULL; tokens < 0 and cost < 0 as NULL (unknown). */
+struct kv_llm_call_record {
+  const char *role;     /* "planner", "coder", "ask", ... */
+  const char *provider; /* "openai" | "anthropic" | "replay" */
+  const char *model;
+  const char *base_url;  /* may be NULL */
+  const char *cache_key; /* replay key (hex sha256) */
+  int sample;
+  const char *request_json;
+  const char *response_body; /* as received (capped); may be NULL */
+  const char *reply_text;    /* the extracted reply; NULL on failure */
+  const char *status;        /* "ok" or an error name */
+  const char *error;         /* one line; NULL when ok */
+  int http_status;           /* 0: none */
+  int attempts;
+  double latency_s;
+  int64_t input_tokens, output_tokens;
+  double cost_usd;
+  int64_t run_id, node_id;
+};
+int kv_store_add_llm_call(struct kv_store *s, const struct kv_llm_call_record *r, int64_t *id,
+                          char *err, size_t errlen);
+
+/* A recorded call read back; strings malloc'd (release with
+ * kv_llm_call_row_release); NULL columns are NULL strings, 0 ids, -1 numbers. */
+struct kv_llm_call_row {
+  int64_t id, run_id, node_id, created_unix;
+  char *role, *provider, *model, *base_url, *cache_key, *request_json, *response_body, *reply_text,
+      *status, *error;
+  int sample, http_status, attempts;
+  double latency_s, cost_usd;
+  int64_t input_tokens, output_tokens;
+};
+void kv_llm_call_row_release(struct kv_llm_call_row *r);
+int kv_store_get_llm_call(struct kv_store *s, int64_t id, struct kv_llm_call_row *out, char *err,
+                          size_t errlen);
+/* The latest successful, non-replayed call with this cache key: 1 found
+ * (*out filled), 0 none, -1 error. */
+int kv_store_find_llm_call(struct kv_store *s, const char *cache_key, struct kv_llm_call_row *out,
+                           char *err, size_t errlen);
+/* Calls with id > after_id in id order, at most limit (<= 0: all); cb returns
+ * non-zero to stop. Returns the number visited, or -1. */
+int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
+                            int (*cb)(void *arg, const struct kv_llm_call_row *row), void *arg,
+                            char *err, size_t errlen);
+int64_t kv_store_count_llm_calls(struct kv_store *s);
 
 #endif

@@ -26,6 +26,7 @@ enum kv_wire_type {
   KV_MSG_TIME,      /* timing loop; reply blob: the last timed candidate outputs */
   KV_MSG_PROBE,     /* try each sandbox escape and report */
   KV_MSG_QUIT,
+  KV_MSG_CALIB, /* measure the device's ceilings (cuda): bandwidth, FMA rate */
   KV_MSG_REPLY = 100,
   KV_MSG_ERROR = 101,
 };

@@ -144,27 +144,46 @@ static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t 
   }
 }
 
-static char **worker_env(const char *scratch) {
-  static char home[4200], tmp[4200], omp[64];
-  static char *env[16];
+/* The worker's whole environment: nothing of kevo's own (no API keys). */
+struct worker_env {
+  char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256];
+  char *env[16];
+};
+
+static void worker_env(struct worker_env *we, const char *scratch, int cuda) {
   int n = 0;
-  env[n++] = "PATH=/usr/bin:/bin";
-  env[n++] = "LANG=C";
-  snprintf(home, sizeof home, "HOME=%s", scratch);
-  snprintf(tmp, sizeof tmp, "TMPDIR=%s", scratch);
-  env[n++] = home;
-  env[n++] = tmp;
+  we->env[n++] = "PATH=/usr/bin:/bin";
+  we->env[n++] = "LANG=C";
+  snprintf(we->home, sizeof we->home, "HOME=%s", scratch);
+  snprintf(we->tmp, sizeof we->tmp, "TMPDIR=%s", scratch);
+  we->env[n++] = we->home;
+  we->env[n++] = we->tmp;
   const char *o = getenv("OMP_NUM_THREADS");
   if (o && strlen(o) < 16) {
-    snprintf(omp, sizeof omp, "OMP_NUM_THREADS=%s", o);
-    env[n++] = omp;
+    snprintf(we->omp, sizeof we->omp, "OMP_NUM_THREADS=%s", o);
+    we->env[n++] = we->omp;
+  }
+  if (cuda) {
+    /* Where the driver and vendor libraries live, which GPU, in nvidia-smi's
+     * order; no JIT cache writes. */
+    const char *l = getenv("LD_LIBRARY_PATH");
+    if (l && strlen(l) < 4000) {
+      snprintf(we->ldpath, sizeof we->ldpath, "LD_LIBRARY_PATH=%s", l);
+      we->env[n++] = we->ldpath;
+    }
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    if (v && strlen(v) < 200) {
+      snprintf(we->visible, sizeof we->visible, "CUDA_VISIBLE_DEVICES=%s", v);
+      we->env[n++] = we->visible;
+    }
+    we->env[n++] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
+    we->env[n++] = "CUDA_CACHE_DISABLE=1";
   }
 #ifdef KEVO_SANITIZED
   /* LeakSanitizer needs ptrace, which the sandbox forbids. */
-  env[n++] = "ASAN_OPTIONS=detect_leaks=0";
+  we->env[n++] = "ASAN_OPTIONS=detect_leaks=0";
 #endif
-  env[n] = NULL;
-  return env;
+  we->env[n] = NULL;
 }
 
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
@@ -184,11 +203,16 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   if (pipe2(req, O_CLOEXEC) < 0 || pipe2(resp, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
       pipe2(er, O_CLOEXEC) < 0)
     return kv_error(err, errlen, "pipe: %s", strerror(errno));
-  char *argv[8 + 2 * 8];
+  char *argv[10 + 2 * 8];
   int a = 0;
   argv[a++] = (char *)spec->worker_path;
   argv[a++] = "--scratch";
   argv[a++] = w->scratch;
+  int cuda = spec->surface && !strcmp(spec->surface, "cuda");
+  if (spec->surface) {
+    argv[a++] = "--surface";
+    argv[a++] = (char *)spec->surface;
+  }
   for (int i = 0; i < spec->nread && i < 8; i++) {
     argv[a++] = "--read";
     argv[a++] = (char *)spec->read_paths[i];
@@ -196,10 +220,16 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   if (!spec->sandbox)
     argv[a++] = "--no-sandbox";
   argv[a] = NULL;
-  char **envp = worker_env(w->scratch);
+  struct worker_env *we = malloc(sizeof *we);
+  if (!we)
+    return kv_error(err, errlen, "out of memory");
+  worker_env(we, w->scratch, cuda);
+  char **envp = we->env;
   pid_t pid = fork();
-  if (pid < 0)
+  if (pid < 0) {
+    free(we);
     return kv_error(err, errlen, "fork: %s", strerror(errno));
+  }
   if (pid == 0) {
     setpgid(0, 0);
     int devnull = open("/dev/null", O_RDONLY);
@@ -219,6 +249,7 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     _exit(127);
   }
   setpgid(pid, pid);
+  free(we);
   close(req[0]);
   close(resp[1]);
   close(out[1]);
@@ -296,6 +327,13 @@ enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *r
       s = KV_CALL_ERROR;
       const char *e = json_string_value(json_object_get(*reply, "error"));
       snprintf(detail, detlen, "%s", e ? e : "unspecified error");
+      /* A sticky CUDA error leaves the worker unusable: it exits, and is
+       * replaced for the next job. */
+      if (json_is_true(json_object_get(*reply, "fatal"))) {
+        snprintf(w->death, sizeof w->death, "exited after a fatal error: %.200s",
+                 e ? e : "unspecified");
+        reap(w, 0);
+      }
     } else if (fp.h.blob_len != want_blob) {
       s = KV_CALL_PROTOCOL;
       snprintf(detail, detlen, "the worker returned %llu bytes of results, expected %llu",

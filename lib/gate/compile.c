@@ -3,6 +3,7 @@
  * cached by a hash of everything that determines the output. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,17 +58,13 @@ static void cpu_model(char *out, size_t cap) {
   fclose(f);
 }
 
-struct compile_sandbox {
-  const char *dir;
-};
-
 /* In the compiler's child: a network namespace, landlock (write only the build
  * directory; read only system directories), resource limits. No seccomp: the
- * compiler driver must start cc1, as and ld. */
-static int compile_setup(void *arg) {
-  struct compile_sandbox *cs = arg;
+ * compiler driver must start cc1, as and ld (nvcc: cicc, ptxas, fatbinary). */
+int kv_compile_setup(void *arg) {
+  const char *dir = arg;
   struct kv_sandbox_opts o;
-  kv_sandbox_defaults(&o, cs->dir);
+  kv_sandbox_defaults(&o, dir);
   o.seccomp = 0;
   o.cpu_seconds = 300;
   o.file_limit_bytes = 256u << 20;
@@ -172,8 +169,7 @@ int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, 
     struct kv_buf log;
     kv_buf_init(&log, KV_LOG_CAP);
     struct kv_proc_result pr;
-    struct compile_sandbox cs = {dir};
-    if (kv_run(argv, envp, dir, deadline_s, compile_setup, &cs, &log, &pr, err, errlen) < 0) {
+    if (kv_run(argv, envp, dir, deadline_s, kv_compile_setup, dir, &log, &pr, err, errlen) < 0) {
       rc = -1;
     } else {
       b->ok = pr.exited && pr.status == 0 && kv_path_exists(p_out);
@@ -250,20 +246,49 @@ static const char *forbidden[] = {
     "prctl",
 };
 
-int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
-                    size_t errlen) {
-  (void)t;
+/* Vendor libraries a cuda candidate may call only when the task allows them:
+ * symbol prefix, and the names in `allow` that permit it. */
+static const struct {
+  const char *prefix, *lib, *lib2;
+} vendor[] = {
+    {"cublasLt", "cublasLt", "cublas"}, {"cublas", "cublas", NULL}, {"cudnn", "cudnn", NULL},
+    {"cufft", "cufft", NULL},           {"curand", "curand", NULL}, {"cusparse", "cusparse", NULL},
+    {"cusolver", "cusolver", NULL},     {"nccl", "nccl", NULL},     {"nvrtc", "nvrtc", NULL},
+    {"nvJitLink", "nvJitLink", NULL},
+};
+
+static int allowed_lib(const struct kv_task *t, const char *lib) {
+  for (int i = 0; lib && i < t->nallow; i++)
+    if (!strcmp(t->allow[i], lib))
+      return 1;
+  return 0;
+}
+
+static void add_bad(char *out, size_t cap, size_t *used, int *n, const char *fmt, const char *a,
+                    const char *b) {
+  int w = snprintf(out + *used, cap - *used, "%s", *n ? ", " : "");
+  if (w > 0 && (size_t)w < cap - *used)
+    *used += (size_t)w;
+  w = snprintf(out + *used, cap - *used, fmt, a, b);
+  if (w > 0 && (size_t)w < cap - *used)
+    *used += (size_t)w;
+  (*n)++;
+}
+
+/* Undefined symbols listed by `nm ARGS path` that the policy forbids. */
+static int policy_scan(const char *nm_flag, const char *path, const struct kv_task *t, int vendors,
+                       char *out, size_t cap, char *err, size_t errlen) {
   out[0] = 0;
   struct kv_buf o;
   kv_buf_init(&o, 1 << 20);
   struct kv_proc_result pr;
-  char *argv[] = {"nm", "-D", "--undefined-only", (char *)so_path, NULL};
+  char *argv[] = {"nm", (char *)nm_flag, "--undefined-only", (char *)path, NULL};
   if (kv_run(argv, NULL, NULL, 20, NULL, NULL, &o, &pr, err, errlen) < 0) {
     kv_buf_release(&o);
     return -1;
   }
   if (!pr.exited || pr.status != 0) {
-    kv_error(err, errlen, "nm %s failed: %s", so_path, o.data ? o.data : "");
+    kv_error(err, errlen, "nm %s failed: %s", path, o.data ? o.data : "");
     kv_buf_release(&o);
     return -1;
   }
@@ -278,15 +303,70 @@ int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, siz
       continue;
     char *name = u + 3;
     name[strcspn(name, "@ \t")] = 0;
-    for (size_t i = 0; i < KV_ARRAY_LEN(forbidden); i++) {
-      if (!strcmp(name, forbidden[i])) {
-        int w = snprintf(out + used, cap - used, "%s%s", n ? ", " : "", name);
-        if (w > 0 && (size_t)w < cap - used)
-          used += (size_t)w;
-        n++;
-      }
+    for (size_t i = 0; i < KV_ARRAY_LEN(forbidden); i++)
+      if (!strcmp(name, forbidden[i]))
+        add_bad(out, cap, &used, &n, "%s%s", name, "");
+    for (size_t i = 0; vendors && i < KV_ARRAY_LEN(vendor); i++) {
+      if (strncmp(name, vendor[i].prefix, strlen(vendor[i].prefix)) != 0)
+        continue;
+      if (!allowed_lib(t, vendor[i].lib) && !allowed_lib(t, vendor[i].lib2))
+        add_bad(out, cap, &used, &n, "%s (lib%s, not in the task's \"allow\" list)", name,
+                vendor[i].lib);
+      break;
     }
   }
   kv_buf_release(&o);
   return n;
+}
+
+int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
+                    size_t errlen) {
+  return policy_scan("-D", so_path, t, 0, out, cap, err, errlen);
+}
+
+/* The shared object carries the CUDA runtime, which itself loads libcuda and
+ * talks to the driver over sockets: the candidate's own object is checked. */
+int kv_policy_check_cuda(const char *obj_path, const struct kv_task *t, char *out, size_t cap,
+                         char *err, size_t errlen) {
+  return policy_scan("-g", obj_path, t, 1, out, cap, err, errlen);
+}
+
+struct pool {
+  int (*build)(const struct kv_task *, const char *, const char *, double, struct kv_build *,
+               char *, size_t);
+  struct kv_build_job *jobs;
+  int n, next;
+  pthread_mutex_t mu;
+};
+
+static void *pool_main(void *arg) {
+  struct pool *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    int i = p->next < p->n ? p->next++ : -1;
+    pthread_mutex_unlock(&p->mu);
+    if (i < 0)
+      return NULL;
+    struct kv_build_job *j = &p->jobs[i];
+    j->rc = p->build(j->t, j->src, j->cache_dir, j->deadline_s, &j->b, j->err, sizeof j->err);
+  }
+}
+
+void kv_build_pool(int (*build)(const struct kv_task *, const char *, const char *, double,
+                                struct kv_build *, char *, size_t),
+                   struct kv_build_job *jobs, int n) {
+  struct pool p = {build, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = n < (cores > 0 ? cores : 1) ? n : (int)(cores > 0 ? cores : 1);
+  if (nt > 16)
+    nt = 16;
+  pthread_t th[16];
+  int started = 0;
+  for (int i = 1; i < nt; i++)
+    if (pthread_create(&th[started], NULL, pool_main, &p) == 0)
+      started++;
+  pool_main(&p); /* this thread works too; with no helper thread it does everything */
+  for (int i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&p.mu);
 }

@@ -1,6 +1,7 @@
 /* kv_gate_eval: compile, check, time, decide. */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ void kv_gate_opts_default(struct kv_gate_opts *o) {
 struct session {
   const struct kv_task *t;
   const struct kv_gate_opts *o;
+  const struct kv_surface *sf;
   char cache[PATH_MAX];
   char objdir[PATH_MAX + 8];
   char scratch[PATH_MAX + 16];
@@ -65,10 +67,10 @@ static int session_init(struct session *s, const struct kv_task *t, const struct
   s->t = t;
   s->o = o;
   signal(SIGPIPE, SIG_IGN); /* a dying worker must not take kevo with it */
-  if (o->surface && strcmp(o->surface, "cpu") != 0)
-    return kv_error(err, errlen,
-                    "--surface %s: this build judges the cpu surface only; use --surface cpu",
-                    o->surface);
+  s->sf = kv_surface_find(o->surface);
+  if (!s->sf)
+    return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,
+                    kv_surface_names());
   if (o->cache_dir)
     snprintf(s->cache, sizeof s->cache, "%s", o->cache_dir);
   else if (kv_cache_dir(s->cache, sizeof s->cache) < 0)
@@ -97,19 +99,32 @@ static void session_release(struct session *s) {
   s->rw_up = s->cw_up = 0;
 }
 
-/* Starts a worker, sends it the task and loads `so` into slot 0. A load
- * failure is returned as 1 with the loader's message in detail. */
-static int start_worker(struct session *s, struct kv_worker *w, int *up, const char *so,
-                        char *detail, size_t detlen, char *err, size_t errlen) {
+/* What a cuda worker said about the device in its HELLO (NULL for cpu). */
+static json_t *hello_cuda(struct kv_worker *w) {
+  return json_object_get(w->hello, "cuda");
+}
+
+/* Starts a worker of the session's surface and sends it the task. A cuda
+ * worker that cannot use the device is an error: kevo cannot judge here. */
+static int worker_up(struct session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
   struct kv_worker_spec spec = {0};
   spec.worker_path = s->worker_path;
   spec.scratch_base = s->scratch;
   spec.read_paths[spec.nread++] = s->objdir;
   spec.sandbox = s->o->sandbox;
-  spec.start_deadline_s = 10;
+  spec.start_deadline_s = s->sf->worker_start_s;
+  spec.surface = s->sf->worker_runtime;
   if (kv_worker_start(w, &spec, err, errlen) < 0)
     return -1;
   *up = 1;
+  if (s->sf->device_in_worker) {
+    json_t *c = hello_cuda(w);
+    if (!json_is_true(json_object_get(c, "ok"))) {
+      const char *e = json_string_value(json_object_get(c, "error"));
+      return kv_error(err, errlen, "--surface %s: %s", s->sf->name,
+                      e ? e : "the worker cannot use the device (is kevo-worker up to date?)");
+    }
+  }
   json_t *rep = NULL;
   char d[1024];
   json_t *req = json_pack("{s:s}", "task", s->t->json);
@@ -118,14 +133,60 @@ static int start_worker(struct session *s, struct kv_worker *w, int *up, const c
   json_decref(rep);
   if (st != KV_CALL_OK)
     return kv_error(err, errlen, "the worker could not take the task: %s", d);
-  req = json_pack("{s:i,s:s}", "slot", 0, "path", so);
-  st = kv_worker_call(w, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
+  return 0;
+}
+
+/* Loads `so` into a slot. A load failure is returned as 1 with the loader's
+ * message in detail. */
+static int worker_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen) {
+  json_t *rep = NULL;
+  char d[1024];
+  json_t *req = json_pack("{s:i,s:s}", "slot", slot, "path", so);
+  enum kv_call_status st = kv_worker_call(w, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
   json_decref(req);
   json_decref(rep);
   if (st == KV_CALL_OK)
     return 0;
   snprintf(detail, detlen, "%s", d);
   return 1;
+}
+
+/* Starts a worker, sends it the task and loads `so` into slot 0. */
+static int start_worker(struct session *s, struct kv_worker *w, int *up, const char *so,
+                        char *detail, size_t detlen, char *err, size_t errlen) {
+  if (worker_up(s, w, up, err, errlen) < 0)
+    return -1;
+  return worker_load(w, 0, so, detail, detlen);
+}
+
+/* Workers started on threads while the compile pool runs (cuda: cuInit and
+ * a context take about as long as a compilation). */
+struct up_job {
+  struct session *s;
+  struct kv_worker *w;
+  int *up;
+  int rc, started;
+  pthread_t th;
+  char err[1024];
+};
+
+static void *up_main(void *arg) {
+  struct up_job *j = arg;
+  j->rc = worker_up(j->s, j->w, j->up, j->err, sizeof j->err);
+  return NULL;
+}
+
+static void up_start(struct up_job *j) {
+  j->rc = -1;
+  j->started = pthread_create(&j->th, NULL, up_main, j) == 0;
+  if (!j->started)
+    up_main(j);
+}
+
+static void up_join(struct up_job *j) {
+  if (j->started)
+    pthread_join(j->th, NULL);
+  j->started = 0;
 }
 
 static size_t call_bytes(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS], int inputs) {
@@ -287,9 +348,44 @@ static int valid_ns_array(json_t *a, int max) {
   return 1;
 }
 
-/* Timing on bench[0]; may change the verdict (stale_output, implausible). */
-static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_result *r,
-                          uint64_t base, char *err, size_t errlen) {
+static double median_of(json_t *arr) {
+  int n = (int)json_array_size(arr);
+  double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  if (!v)
+    return 0;
+  for (int i = 0; i < n; i++)
+    v[i] = (double)json_integer_value(json_array_get(arr, (size_t)i));
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  double m = quantile(v, n, 0.5);
+  free(v);
+  return m;
+}
+
+/* cuda: one side's per-iteration times. The stream's events time the call,
+ * unless the host clock around the call and a device-wide synchronization
+ * (less the same for an empty call) says the work ran outside them (on
+ * another stream, or on the host): then each iteration takes the larger of
+ * the two, and *host_timer is set. Slack for an honest call: launch
+ * latency, 20 us plus half the event time. Returns a new reference. */
+static json_t *choose_times(json_t *ev, json_t *host, double sync_ns, int *host_timer) {
+  double me = median_of(ev), mh = median_of(host) - sync_ns;
+  *host_timer = mh > 1.5 * me + 20000;
+  if (!*host_timer)
+    return json_incref(ev);
+  json_t *o = json_array();
+  for (size_t i = 0; i < json_array_size(ev); i++) {
+    json_int_t e = json_integer_value(json_array_get(ev, i));
+    json_int_t h = json_integer_value(json_array_get(host, i)) - (json_int_t)sync_ns;
+    json_array_append_new(o, json_integer(e > h ? e : h));
+  }
+  return o;
+}
+
+/* Timing on bench[0]; may change the verdict (stale_output, implausible).
+ * base_so: the task's baseline, timed alongside (NULL: none). */
+static int time_candidate(struct session *s, const char *ref_so, const char *base_so,
+                          const struct kv_calib *cal, struct kv_gate_result *r, uint64_t base,
+                          char *err, size_t errlen) {
   const struct kv_task *t = s->t;
   const struct kv_sizeset *ss = &t->bench[0];
   kv_sizeset_format(t, ss, r->timing.sizes, sizeof r->timing.sizes);
@@ -298,24 +394,24 @@ static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_
     return -1;
   char d[1024];
   json_t *rep = NULL;
-  json_t *req = json_pack("{s:i,s:s}", "slot", 1, "path", ref_so);
-  enum kv_call_status st = kv_worker_call(&s->cw, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
-  json_decref(req);
-  json_decref(rep);
-  if (st != KV_CALL_OK) {
+  enum kv_call_status st;
+  if (worker_load(&s->cw, 1, ref_so, d, sizeof d) != 0 ||
+      (base_so && worker_load(&s->cw, 2, base_so, d, sizeof d) != 0)) {
     set_verdict(r, KV_V_CRASH, "the worker failed while loading the reference for timing: %s", d);
     return 0;
   }
-  size_t llc = kv_llc_bytes();
+  int nslots = base_so ? 3 : 2;
+  size_t flush = s->sf->device_in_worker ? 0 : 2 * kv_llc_bytes(); /* cuda: 2x its L2 */
   uint64_t tseed = base + 0x7133;
   int max_iters = 1000;
   double budget = s->o->time_budget_s > 0 ? s->o->time_budget_s : 1.0;
-  req = json_pack("{s:s,s:i,s:I,s:i,s:i,s:i,s:f,s:I}", "set", "bench", "index", 0, "seed",
-                  (json_int_t)tseed, "nsets", 2, "min_iters", 5, "max_iters", max_iters, "budget_s",
-                  budget, "flush_bytes", (json_int_t)(2 * llc));
+  json_t *req =
+      json_pack("{s:s,s:i,s:I,s:i,s:i,s:i,s:f,s:I,s:i}", "set", "bench", "index", 0, "seed",
+                (json_int_t)tseed, "nsets", 2, "min_iters", 5, "max_iters", max_iters, "budget_s",
+                budget, "flush_bytes", (json_int_t)flush, "slots", nslots);
   size_t out_bytes = call_bytes(t, nelem, 0);
   uint8_t *blob = NULL;
-  double deadline = s->o->job_deadline_s * 6 + budget * 20;
+  double deadline = s->o->job_deadline_s * 6 + budget * 20 * (nslots - 1);
   uint64_t sent = kv_now_ns();
   st = kv_worker_call(&s->cw, KV_MSG_TIME, req, deadline, &rep, &blob, out_bytes, d, sizeof d);
   uint64_t recv = kv_now_ns();
@@ -332,27 +428,63 @@ static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_
     return 0;
   }
   json_t *jc = json_object_get(rep, "cand_ns"), *jr = json_object_get(rep, "ref_ns");
+  json_t *jb = json_object_get(rep, "base_ns");
   json_int_t last_iter = json_integer_value(json_object_get(rep, "last_iter"));
   json_int_t last_set = json_integer_value(json_object_get(rep, "last_set"));
   uint64_t tb = (uint64_t)json_integer_value(json_object_get(rep, "t_begin"));
   uint64_t te = (uint64_t)json_integer_value(json_object_get(rep, "t_end"));
-  if (!valid_ns_array(jc, max_iters) || !valid_ns_array(jr, max_iters) ||
-      json_array_size(jc) != json_array_size(jr) ||
-      last_iter != (json_int_t)json_array_size(jc) - 1 || last_set < 0 || last_set > 1) {
+  size_t n = json_array_size(jc);
+  int malformed = !valid_ns_array(jc, max_iters) || !valid_ns_array(jr, max_iters) ||
+                  json_array_size(jr) != n || last_iter != (json_int_t)n - 1 || last_set < 0 ||
+                  last_set > 1 ||
+                  (base_so && (!valid_ns_array(jb, max_iters) || json_array_size(jb) != n));
+  /* cuda: host-clock times too, from which the parent picks. */
+  json_t *hc = json_object_get(rep, "cand_host_ns"), *hr = json_object_get(rep, "ref_host_ns");
+  json_t *hb = json_object_get(rep, "base_host_ns");
+  json_t *uc = NULL, *ur = NULL, *ub = NULL;
+  if (!malformed && s->sf->device_in_worker) {
+    double sync = (double)json_integer_value(json_object_get(rep, "sync_ns"));
+    malformed = !valid_ns_array(hc, max_iters) || json_array_size(hc) != n ||
+                !valid_ns_array(hr, max_iters) || json_array_size(hr) != n ||
+                (base_so && (!valid_ns_array(hb, max_iters) || json_array_size(hb) != n)) ||
+                sync < 0 || sync > 1e6;
+    if (!malformed) {
+      int dummy;
+      r->timing.sync_overhead_us = sync / 1000.0;
+      uc = choose_times(jc, hc, sync, &r->timing.cand_host_timer);
+      ur = choose_times(jr, hr, sync, &r->timing.ref_host_timer);
+      if (base_so)
+        ub = choose_times(jb, hb, sync, &dummy);
+    }
+  } else if (!malformed) {
+    uc = json_incref(jc);
+    ur = json_incref(jr);
+    ub = base_so ? json_incref(jb) : NULL;
+  }
+  if (malformed) {
     set_verdict(r, KV_V_CRASH, "timing at %s: the worker's report is malformed", r->timing.sizes);
     json_decref(rep);
     free(blob);
     return 0;
   }
-  double cand_sum, ref_sum;
-  stats_of(jc, &r->timing.cand, &cand_sum);
-  stats_of(jr, &r->timing.ref, &ref_sum);
+  double cand_sum, ref_sum, base_sum = 0;
+  stats_of(uc, &r->timing.cand, &cand_sum);
+  stats_of(ur, &r->timing.ref, &ref_sum);
+  if (ub) {
+    stats_of(ub, &r->timing.base, &base_sum);
+    r->timing.has_baseline = 1;
+  }
+  json_decref(uc);
+  json_decref(ur);
+  json_decref(ub);
   json_decref(rep);
   r->timed = 1;
   r->timing.wall_s = (double)(recv - sent) * 1e-9;
   r->timing.covered_s = te > tb ? (double)(te - tb) * 1e-9 : 0;
   r->timing.speedup =
       r->timing.cand.median_us > 0 ? r->timing.ref.median_us / r->timing.cand.median_us : 0;
+  if (r->timing.has_baseline && r->timing.cand.median_us > 0)
+    r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
 
   /* The last timed output must be the reference's answer for the same inputs. */
   uint64_t vseed = tseed + (uint64_t)last_set;
@@ -379,11 +511,12 @@ static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_
   }
   /* The parent's clock must contain the worker's: reported times cannot
    * claim more than the wall time, nor lie outside it. */
-  if (tb + 2000000 < sent || te > recv + 2000000 || cand_sum + ref_sum > r->timing.wall_s * 1.02) {
+  if (tb + 2000000 < sent || te > recv + 2000000 ||
+      cand_sum + ref_sum + base_sum > r->timing.wall_s * 1.02) {
     set_verdict(r, KV_V_IMPLAUSIBLE,
                 "the worker's reported times (%.3f s of calls, %.3f s covered) do not fit in the "
                 "%.3f s the parent measured around the job",
-                cand_sum + ref_sum, r->timing.covered_s, r->timing.wall_s);
+                cand_sum + ref_sum + base_sum, r->timing.covered_s, r->timing.wall_s);
     return 0;
   }
   /* Roofline against this device's measured ceilings. */
@@ -398,7 +531,6 @@ static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_
     r->timing.gbs = r->timing.bytes / sec / 1e9;
     r->timing.gflops = r->timing.flops / sec / 1e9;
   }
-  const struct kv_calib *cal = s->o->calib;
   if (cal && sec > 0 && cal->bandwidth_gbs > 0 && cal->fma_gflops > 0) {
     double fb = r->timing.gbs / cal->bandwidth_gbs, ff = r->timing.gflops / cal->fma_gflops;
     r->timing.roofline = fb > ff ? fb : ff;
@@ -416,6 +548,61 @@ static int time_candidate(struct session *s, const char *ref_so, struct kv_gate_
   return 0;
 }
 
+/* The ceilings of a cuda device: from the cache, else measured by worker w
+ * (before any candidate is loaded into it) and saved. */
+static int device_calib(struct session *s, struct kv_worker *w, int force, struct kv_calib *c,
+                        int *measured, char *err, size_t errlen) {
+  memset(c, 0, sizeof *c);
+  *measured = 0;
+  const char *dev = json_string_value(json_object_get(hello_cuda(w), "device"));
+  if (!dev)
+    return kv_error(err, errlen, "the worker did not name its device");
+  char path[PATH_MAX + 32], e2[512];
+  snprintf(path, sizeof path, "%s/calib-%s.json", s->cache, s->sf->name);
+  if (!force && kv_calib_load(path, dev, c, e2, sizeof e2) == 0)
+    return 0;
+  json_t *req = json_object(), *rep = NULL;
+  char d[1024];
+  enum kv_call_status st = kv_worker_call(w, KV_MSG_CALIB, req, 120, &rep, NULL, 0, d, sizeof d);
+  json_decref(req);
+  if (st != KV_CALL_OK) {
+    json_decref(rep);
+    return kv_error(err, errlen, "measuring the device's ceilings failed: %s", d);
+  }
+  snprintf(c->device, sizeof c->device, "%s", dev);
+  c->bandwidth_gbs = json_number_value(json_object_get(rep, "bandwidth_gbs"));
+  c->fma_gflops = json_number_value(json_object_get(rep, "fma_gflops"));
+  c->llc_bytes = (double)json_integer_value(json_object_get(rep, "l2_bytes"));
+  c->threads = (int)json_integer_value(json_object_get(rep, "sms"));
+  c->measured_unix = (long long)kv_unix_time();
+  json_decref(rep);
+  if (!(c->bandwidth_gbs > 0) || !isfinite(c->bandwidth_gbs) || !(c->fma_gflops > 0) ||
+      !isfinite(c->fma_gflops) || c->threads < 1)
+    return kv_error(err, errlen,
+                    "the device's measured ceilings are implausible (%.3g GB/s, "
+                    "%.3g GFLOP/s)",
+                    c->bandwidth_gbs, c->fma_gflops);
+  *measured = 1;
+  kv_calib_save(path, c, e2, sizeof e2); /* a failed save only means measuring again */
+  return 0;
+}
+
+/* "compiled for sm_80 but the GPU is sm_90" when the worker's device is not
+ * the architecture the objects were built for. */
+static int check_arch(struct session *s, char *err, size_t errlen) {
+  const char *dev_arch = json_string_value(json_object_get(hello_cuda(&s->cw), "arch"));
+  char built[32];
+  if (!dev_arch || kv_cuda_arch(built, sizeof built, err, errlen) < 0)
+    return dev_arch ? -1 : kv_error(err, errlen, "the worker did not name its GPU's architecture");
+  size_t n = strlen(dev_arch);
+  if (strncmp(built, dev_arch, n) != 0 || (built[n] && built[n] != 'a' && built[n] != 'f'))
+    return kv_error(err, errlen,
+                    "--surface cuda: the objects are built for %s but the GPU is %s; unset "
+                    "KEVO_CUDA_ARCH (or set it to %s)",
+                    built, dev_arch, dev_arch);
+  return 0;
+}
+
 int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
                  struct kv_gate_result *r, char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));
@@ -425,17 +612,30 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     o = &defaults;
   }
   snprintf(r->surface, sizeof r->surface, "%s", o->surface ? o->surface : "cpu");
-  if (o->calib)
-    snprintf(r->device, sizeof r->device, "%s", o->calib->device);
-  else
-    kv_calib_cpu_device(r->device, sizeof r->device);
   struct session s;
   if (session_init(&s, t, o, err, errlen) < 0)
     return -1;
+  const struct kv_surface *sf = s.sf;
+  if (o->calib)
+    snprintf(r->device, sizeof r->device, "%s", o->calib->device);
+  else if (!sf->device_in_worker)
+    kv_calib_cpu_device(r->device, sizeof r->device);
   int rc = -1;
-  struct kv_build ref = {0}, cand = {0};
-  char refsrc[PATH_MAX];
-  snprintf(refsrc, sizeof refsrc, "%s/reference.c", t->dir && *t->dir ? t->dir : ".");
+  uint8_t *prev_got = NULL, *prev_exp = NULL; /* the last call of the previous job */
+  struct kv_build_job jobs[3];
+  memset(jobs, 0, sizeof jobs);
+  struct kv_build *ref = &jobs[0].b, *cand = &jobs[1].b, *bas = &jobs[2].b;
+  struct up_job ups[2];
+  memset(ups, 0, sizeof ups);
+  char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
+  const char *dir = t->dir && *t->dir ? t->dir : ".";
+  snprintf(refsrc, sizeof refsrc, "%s/%s", dir, sf->reference);
+  basesrc[0] = 0;
+  if (sf->baseline) {
+    snprintf(basesrc, sizeof basesrc, "%s/%s", dir, sf->baseline);
+    if (!kv_path_exists(basesrc))
+      basesrc[0] = 0;
+  }
 
   /* The candidate must be readable before anything else happens. */
   char *text = NULL;
@@ -444,22 +644,75 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     goto out;
   kv_sha256_hex(text, len, r->source_hash);
   free(text);
-
-  double t0 = kv_now_s();
-  if (kv_build_c(t, refsrc, s.cache, o->compile_deadline_s, &ref, err, errlen) < 0)
+  if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
     goto out;
-  if (!ref.ok) {
-    kv_error(err, errlen, "%s: the reference does not compile; run 'kevo task check %s':\n%s",
-             refsrc, t->dir, ref.log ? ref.log : "");
+  if (!kv_path_exists(refsrc)) {
+    kv_error(err, errlen, "%s: not found; the %s surface needs the task's ground truth there",
+             refsrc, sf->name);
     goto out;
   }
-  if (kv_build_c(t, candidate_path, s.cache, o->compile_deadline_s, &cand, err, errlen) < 0)
-    goto out;
+
+  /* Compile reference, candidate (and baseline) at once; cuda workers start
+   * meanwhile. */
+  double t0 = kv_now_s();
+  if (sf->device_in_worker) {
+    ups[0] = (struct up_job){.s = &s, .w = &s.rw, .up = &s.rw_up};
+    ups[1] = (struct up_job){.s = &s, .w = &s.cw, .up = &s.cw_up};
+    up_start(&ups[0]);
+    up_start(&ups[1]);
+  }
+  const char *srcs[3] = {refsrc, candidate_path, basesrc};
+  int njobs = basesrc[0] ? 3 : 2;
+  for (int i = 0; i < njobs; i++) {
+    jobs[i].t = t;
+    jobs[i].src = srcs[i];
+    jobs[i].cache_dir = s.cache;
+    jobs[i].deadline_s = o->compile_deadline_s;
+  }
+  kv_build_pool(sf->build, jobs, njobs);
   r->compile_s = kv_now_s() - t0;
-  r->compile_cached = cand.cached;
-  r->compile_log = cand.log;
-  cand.log = NULL;
-  if (!cand.ok) {
+  /* Waiting for the workers still to come counts as correctness time. */
+  double t_up = kv_now_s();
+  up_join(&ups[0]);
+  up_join(&ups[1]);
+  double up_wait = kv_now_s() - t_up;
+  for (int i = 0; i < njobs; i++) {
+    if (jobs[i].rc < 0) {
+      snprintf(err, errlen, "%s", jobs[i].err);
+      goto out;
+    }
+  }
+  if (sf->device_in_worker) {
+    for (int i = 0; i < 2; i++) {
+      if (ups[i].rc < 0) {
+        snprintf(err, errlen, "%s", ups[i].err);
+        goto out;
+      }
+    }
+    snprintf(r->device, sizeof r->device, "%s",
+             json_string_value(json_object_get(hello_cuda(&s.cw), "device"))
+                 ? json_string_value(json_object_get(hello_cuda(&s.cw), "device"))
+                 : "cuda");
+    if (check_arch(&s, err, errlen) < 0)
+      goto out;
+  }
+  if (!ref->ok) {
+    kv_error(err, errlen,
+             "%s: the reference does not compile; run 'kevo task check --surface %s %s':\n%s",
+             refsrc, sf->name, t->dir, ref->log ? ref->log : "");
+    goto out;
+  }
+  if (basesrc[0] && !bas->ok) {
+    kv_error(err, errlen, "%s: the baseline does not compile:\n%s", basesrc,
+             bas->log ? bas->log : "");
+    goto out;
+  }
+  r->compile_cached = cand->cached;
+  r->compile_log = cand->log;
+  cand->log = NULL;
+  r->nkernels = cand->nkernels;
+  memcpy(r->kernels, cand->kernels, sizeof r->kernels);
+  if (!cand->ok) {
     /* The first error line makes the detail; the whole log is kept. */
     const char *log = r->compile_log ? r->compile_log : "";
     const char *e = strstr(log, "error");
@@ -471,29 +724,48 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     goto out;
   }
   char bad[512];
-  int nbad = kv_policy_check(cand.so_path, t, bad, sizeof bad, err, errlen);
+  int nbad = sf->policy(cand, t, bad, sizeof bad, err, errlen);
   if (nbad < 0)
     goto out;
   if (nbad > 0) {
     set_verdict(r, KV_V_POLICY_VIOLATION,
                 "the candidate calls %s, which kernels may not use (processes, sockets, "
-                "signals, dynamic loading)",
-                bad);
+                "signals, dynamic loading%s)",
+                bad, sf->device_in_worker ? ", libraries the task does not allow" : "");
     rc = 0;
     goto out;
   }
 
   /* Correctness: every check size x seeds, two calls each at the same
    * addresses (the second with new contents), reference in its own worker. */
-  double t1 = kv_now_s();
+  double t1 = kv_now_s() - up_wait;
   char detail[1024];
-  int lr = start_worker(&s, &s.rw, &s.rw_up, ref.so_path, detail, sizeof detail, err, errlen);
+  int lr;
+  if (sf->device_in_worker)
+    lr = worker_load(&s.rw, 0, ref->so_path, detail, sizeof detail);
+  else
+    lr = start_worker(&s, &s.rw, &s.rw_up, ref->so_path, detail, sizeof detail, err, errlen);
   if (lr != 0) {
     if (lr > 0)
       kv_error(err, errlen, "%s: the reference does not load: %s", refsrc, detail);
     goto out;
   }
-  lr = start_worker(&s, &s.cw, &s.cw_up, cand.so_path, detail, sizeof detail, err, errlen);
+  /* cuda: the device's ceilings, measured (once) in the reference's worker
+   * before timing needs them. */
+  struct kv_calib cal;
+  const struct kv_calib *calp = o->calib;
+  if (!calp && sf->device_in_worker && o->timing && t->nbench > 0) {
+    int measured;
+    if (device_calib(&s, &s.rw, 0, &cal, &measured, err, errlen) < 0)
+      goto out;
+    calp = &cal;
+  }
+  if (calp)
+    r->calib = *calp;
+  if (sf->device_in_worker)
+    lr = worker_load(&s.cw, 0, cand->so_path, detail, sizeof detail);
+  else
+    lr = start_worker(&s, &s.cw, &s.cw_up, cand->so_path, detail, sizeof detail, err, errlen);
   if (lr < 0)
     goto out;
   kv_sandbox_status_from_hello(s.cw.hello, &r->sandbox);
@@ -513,6 +785,9 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     if (kv_layout(t, ss, nelem, err, errlen) < 0)
       goto out;
     size_t ob = call_bytes(t, nelem, 0), cb = call_bytes(t, nelem, 1);
+    free(prev_got);
+    free(prev_exp);
+    prev_got = prev_exp = NULL;
     for (int j = 0; j < nseeds && worst != KV_V_CRASH && worst != KV_V_TIMEOUT; j++) {
       if (r->nchecks >= KV_GATE_MAX_CHECKS)
         break;
@@ -536,7 +811,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
         if (s.cw_up)
           kv_worker_stop(&s.cw);
         s.cw_up = 0;
-        if (start_worker(&s, &s.cw, &s.cw_up, cand.so_path, d, sizeof d, err, errlen) != 0) {
+        if (start_worker(&s, &s.cw, &s.cw_up, cand->so_path, d, sizeof d, err, errlen) != 0) {
           free(exp);
           goto out;
         }
@@ -544,6 +819,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       st = run_check(&s.cw, 0, "check", i, seeds, poisons, NULL, 2, 1, 2 * cb, o->job_deadline_s,
                      &got, NULL, d, sizeof d);
       char tail[300], sizes[256];
+      int first_ok = 0;
       snprintf(sizes, sizeof sizes, "%s", ck->sizes);
       if (st == KV_CALL_TIMEOUT) {
         ck->verdict = KV_V_TIMEOUT;
@@ -558,7 +834,19 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
         judge_call(t, ss, exp + ob, got + cb, got + cb + ob, nelem, seeds[1], 1, &c2);
         ck->max_abs_err = fmax(c1.max_abs, c2.max_abs);
         ck->max_rel_err = fmax(c1.max_rel, c2.max_rel);
-        if (c1.verdict != KV_V_OK) {
+        first_ok = c1.verdict == KV_V_OK;
+        /* A wrong first call that repeats a right answer of the previous job
+         * (to other inputs): cached across jobs by an address the allocator
+         * handed out again. */
+        int replay_prev = c1.verdict != KV_V_OK && prev_got && ob > 0 &&
+                          memcmp(got, prev_got, ob) == 0 && memcmp(exp, prev_exp, ob) != 0;
+        if (replay_prev) {
+          ck->verdict = KV_V_STALE_OUTPUT;
+          snprintf(ck->detail, sizeof ck->detail,
+                   "at %s: returned the previous call's results for new inputs (cached across "
+                   "calls?); %s",
+                   sizes, c1.detail);
+        } else if (c1.verdict != KV_V_OK) {
           ck->verdict = c1.verdict;
           snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, c1.detail);
         } else if (c2.verdict != KV_V_OK) {
@@ -576,6 +864,22 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
         } else {
           ck->verdict = KV_V_OK;
           snprintf(ck->detail, sizeof ck->detail, "max |diff| %.3g", ck->max_abs_err);
+        }
+      }
+      /* Remember the job's last right answer (for the next job's replay test). */
+      int keep = st == KV_CALL_OK && ob > 0 ? (ck->verdict == KV_V_OK ? 2 : first_ok) : 0;
+      if (keep) {
+        free(prev_got);
+        free(prev_exp);
+        prev_got = malloc(ob);
+        prev_exp = malloc(ob);
+        if (prev_got && prev_exp) {
+          memcpy(prev_got, keep == 2 ? got + cb : got, ob);
+          memcpy(prev_exp, keep == 2 ? exp + ob : exp, ob);
+        } else {
+          free(prev_got);
+          free(prev_exp);
+          prev_got = prev_exp = NULL;
         }
       }
       free(exp);
@@ -596,7 +900,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     double t2 = kv_now_s();
     if (!s.cw.alive) {
       set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", s.cw.death);
-    } else if (time_candidate(&s, ref.so_path, r, base, err, errlen) < 0) {
+    } else if (time_candidate(&s, ref->so_path, basesrc[0] ? bas->so_path : NULL, calp, r, base,
+                              err, errlen) < 0) {
       goto out;
     }
     r->time_s = kv_now_s() - t2;
@@ -612,9 +917,13 @@ out:
     r->stdout_truncated = s.cw.out.truncated;
     r->stderr_truncated = s.cw.err.truncated;
   }
+  up_join(&ups[0]);
+  up_join(&ups[1]);
+  free(prev_got);
+  free(prev_exp);
   session_release(&s);
-  kv_build_release(&ref);
-  kv_build_release(&cand);
+  for (int i = 0; i < 3; i++)
+    kv_build_release(&jobs[i].b);
   return rc;
 }
 
@@ -655,9 +964,24 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
   json_object_set_new(j, "surface", json_string(r->surface));
   json_object_set_new(j, "device", json_string(r->device));
   json_object_set_new(j, "source_sha256", json_string(r->source_hash));
-  json_object_set_new(j, "compile",
-                      json_pack("{s:f,s:b,s:o}", "seconds", r->compile_s, "cached",
-                                r->compile_cached, "log", safe_string(r->compile_log)));
+  json_t *comp = json_pack("{s:f,s:b,s:o}", "seconds", r->compile_s, "cached", r->compile_cached,
+                           "log", safe_string(r->compile_log));
+  if (r->nkernels > 0) {
+    /* ptxas's report of each kernel: feedback for whoever wrote it. */
+    json_t *ks = json_array();
+    for (int i = 0; i < r->nkernels && i < KV_MAX_KERNELS; i++) {
+      const struct kv_kernel_res *k = &r->kernels[i];
+      json_array_append_new(
+          ks, json_pack("{s:o,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "name", safe_string(k->name),
+                        "registers", k->registers, "barriers", k->barriers, "smem_bytes",
+                        (json_int_t)k->smem_bytes, "cmem_bytes", (json_int_t)k->cmem_bytes,
+                        "stack_bytes", (json_int_t)k->stack_bytes, "spill_store_bytes",
+                        (json_int_t)k->spill_store_bytes, "spill_load_bytes",
+                        (json_int_t)k->spill_load_bytes));
+    }
+    json_object_set_new(comp, "kernels", ks);
+  }
+  json_object_set_new(j, "compile", comp);
   json_t *checks = json_array();
   for (int i = 0; i < r->nchecks; i++) {
     const struct kv_check *c = &r->checks[i];
@@ -678,8 +1002,26 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
         "candidate", stats_json(&t->cand), "reference", stats_json(&t->ref), "bytes", t->bytes,
         "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops, "roofline_fraction", t->roofline,
         "wall_s", t->wall_s, "covered_s", t->covered_s);
+    if (t->has_baseline) {
+      json_object_set_new(tj, "baseline", stats_json(&t->base));
+      json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
+      json_object_set_new(tj, "speedup_vs_baseline", json_real(t->speedup_vs_baseline));
+    }
+    if (!strcmp(r->surface, "cuda")) {
+      json_object_set_new(tj, "timer",
+                          json_pack("{s:s,s:s}", "candidate",
+                                    t->cand_host_timer ? "host" : "events", "reference",
+                                    t->ref_host_timer ? "host" : "events"));
+      json_object_set_new(tj, "sync_overhead_us", json_real(t->sync_overhead_us));
+    }
     json_object_set_new(j, "timing", tj);
   }
+  if (r->calib.device[0])
+    json_object_set_new(j, "ceilings",
+                        json_pack("{s:s,s:f,s:f,s:f,s:i}", "device", r->calib.device,
+                                  "bandwidth_gbs", r->calib.bandwidth_gbs, "fma_gflops",
+                                  r->calib.fma_gflops, "cache_bytes", r->calib.llc_bytes, "units",
+                                  r->calib.threads));
   json_object_set_new(j, "stdout", safe_string(r->cand_stdout));
   json_object_set_new(j, "stderr", safe_string(r->cand_stderr));
   json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
@@ -713,7 +1055,8 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
   spec.scratch_base = s.scratch;
   spec.read_paths[spec.nread++] = s.objdir;
   spec.sandbox = o->sandbox;
-  spec.start_deadline_s = 10;
+  spec.start_deadline_s = s.sf->worker_start_s;
+  spec.surface = s.sf->worker_runtime;
   if (kv_worker_start(&s.cw, &spec, err, errlen) < 0)
     return -1;
   s.cw_up = 1;
@@ -744,4 +1087,71 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
   json_decref(rep);
   session_release(&s);
   return 0;
+}
+
+/* A worker of o's surface (cuda), started for a question about the device. */
+static int device_worker(struct session *s, const struct kv_gate_opts *o, char *err,
+                         size_t errlen) {
+  static struct kv_task dummy;
+  if (session_init(s, &dummy, o, err, errlen) < 0)
+    return -1;
+  if (!s->sf->device_in_worker)
+    return kv_error(err, errlen, "--surface %s: the worker does not own a device here",
+                    s->sf->name);
+  struct kv_worker_spec spec = {0};
+  spec.worker_path = s->worker_path;
+  spec.scratch_base = s->scratch;
+  spec.sandbox = o->sandbox;
+  spec.start_deadline_s = s->sf->worker_start_s;
+  spec.surface = s->sf->worker_runtime;
+  if (kv_worker_start(&s->cw, &spec, err, errlen) < 0)
+    return -1;
+  s->cw_up = 1;
+  json_t *c = hello_cuda(&s->cw);
+  if (!json_is_true(json_object_get(c, "ok"))) {
+    const char *e = json_string_value(json_object_get(c, "error"));
+    return kv_error(err, errlen, "--surface %s: %s", s->sf->name,
+                    e ? e : "the worker cannot use the device");
+  }
+  return 0;
+}
+
+int kv_gate_calibrate(const struct kv_gate_opts *o, int force, struct kv_calib *c, int *measured,
+                      char *err, size_t errlen) {
+  struct kv_gate_opts defaults;
+  if (!o) {
+    kv_gate_opts_default(&defaults);
+    o = &defaults;
+  }
+  struct session s;
+  int rc = device_worker(&s, o, err, errlen);
+  if (rc == 0)
+    rc = device_calib(&s, &s.cw, force, c, measured, err, errlen);
+  session_release(&s);
+  return rc;
+}
+
+int kv_gate_cuda_device(const struct kv_gate_opts *o, char *out, size_t cap, char *err,
+                        size_t errlen) {
+  struct kv_gate_opts co;
+  if (o)
+    co = *o;
+  else
+    kv_gate_opts_default(&co);
+  co.surface = "cuda";
+  struct session s;
+  int rc = device_worker(&s, &co, err, errlen);
+  if (rc == 0) {
+    json_t *c = hello_cuda(&s.cw);
+    int drv = (int)json_integer_value(json_object_get(c, "driver"));
+    snprintf(out, cap, "%s, %s, %d SMs, %.1f MiB L2, %.1f GiB, driver %d.%d",
+             json_string_value(json_object_get(c, "name")),
+             json_string_value(json_object_get(c, "arch")),
+             (int)json_integer_value(json_object_get(c, "sms")),
+             (double)json_integer_value(json_object_get(c, "l2_bytes")) / 1048576.0,
+             (double)json_integer_value(json_object_get(c, "mem_bytes")) / 1073741824.0, drv / 1000,
+             drv % 1000 / 10);
+  }
+  session_release(&s);
+  return rc;
 }

@@ -34,6 +34,7 @@ struct kv_worker_spec {
   int nread;
   int sandbox;
   double start_deadline_s;
+  const char *surface; /* NULL or "cpu": the CPU runtime; "cuda": the driver, device buffers */
 };
 
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
@@ -48,14 +49,17 @@ enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *r
 void kv_worker_stop(struct kv_worker *w);
 void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
 
-/* ---- compilation (compile.c) ---- */
+/* ---- compilation (compile.c, nvcc.c) ---- */
 struct kv_build {
   char so_path[4096];
+  char obj_path[4096]; /* cuda: the candidate's own object (what the policy reads) */
   char key[65];
   int ok; /* 1 built; 0 compile error (log says why) */
   int cached;
   double seconds;
-  char *log; /* capped, NUL-terminated */
+  char *log;    /* capped, NUL-terminated */
+  int nkernels; /* cuda: resources of each kernel, from the ptxas report in the log */
+  struct kv_kernel_res kernels[KV_MAX_KERNELS];
 };
 /* Compiles source file `src` (a candidate or a reference) for the task with
  * the surface's compiler; the generated prototype is force-included and the
@@ -67,8 +71,67 @@ void kv_build_release(struct kv_build *b);
  * returns the count and a "fork, system" list in `out`. -1 if nm fails. */
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
                     size_t errlen);
+/* kv_run setup for compilers: arg is the build directory, the only writable one. */
+int kv_compile_setup(void *arg);
 /* "gcc (Debian 12.2.0-14) 12.2.0" */
 const char *kv_cc_version(void);
+
+/* The CUDA compiler: `nvcc -c` of the candidate (with -Xptxas -v), then a
+ * shared object linking it with the call shim and the error guard, for the
+ * device's own architecture; same caching and sandbox as kv_build_c. */
+int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
+                  double deadline_s, struct kv_build *b, char *err, size_t errlen);
+/* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run; and its path. */
+const char *kv_nvcc_version(void);
+const char *kv_nvcc_path(void);
+/* The architecture to build for: $KEVO_CUDA_ARCH (sm_90, 90 or 9.0), else
+ * the GPU's compute capability from nvidia-smi ("sm_90"). Cached. */
+int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen);
+/* The cuda policy: the candidate's own object may not call what kv_policy_check
+ * forbids, nor a vendor library (cublas..., cudnn...) that the task's `allow`
+ * list does not name. Same return as kv_policy_check. */
+int kv_policy_check_cuda(const char *obj_path, const struct kv_task *t, char *out, size_t cap,
+                         char *err, size_t errlen);
+/* Parses ptxas -v lines into kernels[] (at most KV_MAX_KERNELS); returns the count. */
+int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max);
+
+/* Builds several sources at once (the compile pool: one thread each, at most
+ * as many running as there are cores). */
+struct kv_build_job {
+  const struct kv_task *t;
+  const char *src;
+  const char *cache_dir;
+  double deadline_s;
+  struct kv_build b;
+  int rc;
+  char err[2048];
+};
+void kv_build_pool(int (*build)(const struct kv_task *, const char *, const char *, double,
+                                struct kv_build *, char *, size_t),
+                   struct kv_build_job *jobs, int n);
+
+/* ---- surfaces (surface.c) ---- */
+/* What differs between the cpu and cuda surfaces; everything else (checks,
+ * verdicts, sandbox, worker protocol) is shared. */
+struct kv_surface {
+  const char *name;      /* "cpu", "cuda" */
+  enum kv_lang lang;     /* of the candidate, reference and prototype */
+  const char *reference; /* the task's ground truth for this surface */
+  const char *baseline;  /* also timed when the task has it; NULL: none */
+  /* Before anything is compiled: the toolchain (and, for cuda, the
+   * architecture) is there; fills a one-line description. */
+  int (*prepare)(char *desc, size_t cap, char *err, size_t errlen);
+  int (*build)(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
+               struct kv_build *b, char *err, size_t errlen);
+  int (*policy)(const struct kv_build *b, const struct kv_task *t, char *out, size_t cap, char *err,
+                size_t errlen);
+  const char *worker_runtime; /* kevo-worker --surface NAME */
+  double worker_start_s;      /* a worker's start (cuInit and a context take a while) */
+  int device_in_worker;       /* the worker names the device and measures its ceilings */
+};
+const struct kv_surface *kv_surface_find(const char *name);
+/* "cpu, cuda" */
+const char *kv_surface_names(void);
 
 /* ---- comparison (compare.c) ---- */
 struct kv_cmp {

@@ -1,5 +1,6 @@
 #include "kevo/runtime.h"
 
+#include <pthread.h>
 #include <string.h>
 
 int kv_is_output(enum kv_role r) {
@@ -88,6 +89,26 @@ int kv_is_poison(enum kv_dtype d, const void *buf, size_t i, int which) {
   }
 }
 
+uint64_t kv_poison_word(enum kv_dtype d, int which) {
+  which &= 1;
+  switch (d) {
+  case KV_F32:
+    return poison32[which];
+  case KV_F64:
+    return poison64[which];
+  case KV_F16:
+    return poison_f16[which];
+  case KV_BF16:
+    return poison_bf16[which];
+  default: {
+    uint64_t v = 0;
+    for (size_t k = 0; k < kv_dtype_size(d); k++)
+      v |= (uint64_t)poison_byte[which] << (8 * k);
+    return v;
+  }
+  }
+}
+
 void kv_fill_param(const struct kv_task *t, int p, int64_t nelem, void *buf, uint64_t seed) {
   const struct kv_param *pp = &t->params[p];
   kv_gen_fill(pp->dtype, &pp->init, seed, (uint64_t)p, buf, (size_t)nelem);
@@ -98,6 +119,75 @@ void kv_fill_inputs(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
   for (int p = 0; p < t->nparams; p++)
     if (kv_is_input(t->params[p].role) && bufs[p])
       kv_fill_param(t, p, nelem[p], bufs[p], seed);
+}
+
+/* One chunk of one param, for kv_fill_inputs_mt. */
+struct fill_chunk {
+  const struct kv_task *t;
+  int p;
+  uint64_t seed, first;
+  size_t n;
+  uint8_t *buf;
+};
+
+struct fill_work {
+  struct fill_chunk *c;
+  int n, next;
+  pthread_mutex_t mu;
+};
+
+static void *fill_main(void *arg) {
+  struct fill_work *w = arg;
+  for (;;) {
+    pthread_mutex_lock(&w->mu);
+    int i = w->next < w->n ? w->next++ : -1;
+    pthread_mutex_unlock(&w->mu);
+    if (i < 0)
+      return NULL;
+    struct fill_chunk *c = &w->c[i];
+    const struct kv_param *pp = &c->t->params[c->p];
+    size_t sz = kv_dtype_size(pp->dtype);
+    kv_gen_fill_at(pp->dtype, &pp->init, c->seed, (uint64_t)c->p, c->first, c->buf + c->first * sz,
+                   c->n);
+  }
+}
+
+#define FILL_CHUNK ((size_t)1 << 20) /* elements */
+#define FILL_MAX_CHUNKS 4096
+#define FILL_MAX_THREADS 32
+
+void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                       void *const bufs[KV_MAX_PARAMS], uint64_t seed, int threads) {
+  size_t total = 0;
+  for (int p = 0; p < t->nparams; p++)
+    if (kv_is_input(t->params[p].role) && bufs[p])
+      total += (size_t)nelem[p];
+  static struct fill_chunk chunks[FILL_MAX_CHUNKS];
+  if (threads <= 1 || total < 2 * FILL_CHUNK ||
+      total / FILL_CHUNK + KV_MAX_PARAMS > FILL_MAX_CHUNKS) {
+    kv_fill_inputs(t, nelem, bufs, seed);
+    return;
+  }
+  struct fill_work w = {chunks, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+  for (int p = 0; p < t->nparams; p++) {
+    if (!kv_is_input(t->params[p].role) || !bufs[p])
+      continue;
+    for (size_t first = 0; first < (size_t)nelem[p]; first += FILL_CHUNK) {
+      size_t n = (size_t)nelem[p] - first < FILL_CHUNK ? (size_t)nelem[p] - first : FILL_CHUNK;
+      chunks[w.n++] = (struct fill_chunk){t, p, seed, first, n, bufs[p]};
+    }
+  }
+  if (threads > FILL_MAX_THREADS)
+    threads = FILL_MAX_THREADS;
+  pthread_t th[FILL_MAX_THREADS];
+  int started = 0;
+  for (int i = 1; i < threads; i++)
+    if (pthread_create(&th[started], NULL, fill_main, &w) == 0)
+      started++;
+  fill_main(&w);
+  for (int i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&w.mu);
 }
 
 static uint64_t mix64(uint64_t z) {
@@ -115,6 +205,17 @@ static void perturb_plan(const struct kv_task *t, int p, int64_t n, uint64_t see
   for (int j = 0; j < KV_PERTURB_POINTS; j++)
     pos[j] = (size_t)(mix64(key + (uint64_t)j) % (uint64_t)n);
   kv_gen_fill(pp->dtype, &pp->init, key, 0x7e57u + (uint64_t)p, vals, KV_PERTURB_POINTS);
+}
+
+void kv_perturb_points(const struct kv_task *t, int p, int64_t n, uint64_t seed, uint64_t iter,
+                       size_t pos[KV_PERTURB_POINTS]) {
+  uint8_t vals[KV_PERTURB_POINTS * 8];
+  if (n <= 0) {
+    for (int j = 0; j < KV_PERTURB_POINTS; j++)
+      pos[j] = 0;
+    return;
+  }
+  perturb_plan(t, p, n, seed, iter, pos, vals);
 }
 
 void kv_perturb(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],

@@ -214,6 +214,10 @@ static enum kv_layer_state apply_rlimits(const struct kv_sandbox_opts *o,
   if (o->mem_limit_bytes > 0)
     bad |= set_limit(RLIMIT_AS, (rlim_t)o->mem_limit_bytes, "as", st);
 #endif
+#if !(defined(KEVO_SANITIZED) && KEVO_SANITIZED)
+  if (o->data_limit_bytes > 0)
+    bad |= set_limit(RLIMIT_DATA, (rlim_t)o->data_limit_bytes, "data", st);
+#endif
   return bad ? KV_LAYER_FAILED : KV_LAYER_ACTIVE;
 }
 

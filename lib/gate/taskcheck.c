@@ -107,9 +107,13 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     kv_gate_opts_default(&defaults);
     o = &defaults;
   }
-  if (o->surface && strcmp(o->surface, "cpu") != 0)
-    return kv_error(err, errlen, "--surface %s: this build checks the cpu surface only",
-                    o->surface);
+  const struct kv_surface *sf = kv_surface_find(o->surface);
+  if (!sf)
+    return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,
+                    kv_surface_names());
+  char desc[512];
+  if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
+    return -1;
   char cache[PATH_MAX], objdir[PATH_MAX + 8], scratch[PATH_MAX + 16], wpath[PATH_MAX];
   if (o->cache_dir)
     snprintf(cache, sizeof cache, "%s", o->cache_dir);
@@ -129,9 +133,13 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     snprintf(wpath, sizeof wpath, "%s/kevo-worker", dir);
   }
   char refsrc[PATH_MAX];
-  snprintf(refsrc, sizeof refsrc, "%s/reference.c", t->dir && *t->dir ? t->dir : ".");
+  snprintf(refsrc, sizeof refsrc, "%s/%s", t->dir && *t->dir ? t->dir : ".", sf->reference);
+  if (!kv_path_exists(refsrc))
+    return kv_error(err, errlen,
+                    "%s: not found; the %s surface needs the task's ground truth there", refsrc,
+                    sf->name);
   struct kv_build b;
-  if (kv_build_c(t, refsrc, cache, o->compile_deadline_s, &b, err, errlen) < 0)
+  if (sf->build(t, refsrc, cache, o->compile_deadline_s, &b, err, errlen) < 0)
     return -1;
   r->compile_s = b.seconds;
   r->compile_log = b.log;
@@ -146,9 +154,24 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   spec.scratch_base = scratch;
   spec.read_paths[spec.nread++] = objdir;
   spec.sandbox = o->sandbox;
-  spec.start_deadline_s = 10;
-  if (kv_worker_start(&w, &spec, err, errlen) < 0)
+  spec.start_deadline_s = sf->worker_start_s;
+  spec.surface = sf->worker_runtime;
+  if (kv_worker_start(&w, &spec, err, errlen) < 0) {
+    kv_build_release(&b);
     return -1;
+  }
+  if (sf->device_in_worker) {
+    json_t *c = json_object_get(w.hello, "cuda");
+    if (!json_is_true(json_object_get(c, "ok"))) {
+      kv_error(err, errlen, "--surface %s: %s", sf->name,
+               json_string_value(json_object_get(c, "error"))
+                   ? json_string_value(json_object_get(c, "error"))
+                   : "the worker cannot use the device");
+      kv_worker_stop(&w);
+      kv_build_release(&b);
+      return -1;
+    }
+  }
   int rc = 0;
   json_t *rep = NULL;
   char d[1024];

@@ -74,6 +74,34 @@ static const char *const migrations[] = {
     "CREATE INDEX evaluations_task_id ON evaluations(task_id);\n"
     "CREATE INDEX evaluations_verdict ON evaluations(verdict);\n"
     "PRAGMA user_version = 1;\n",
+    /* 2: every call to a model (the LLM layer's log, and replay's source). */
+    "CREATE TABLE llm_calls (\n"
+    "  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  run_id        INTEGER,\n"
+    "  node_id       INTEGER,\n"
+    "  role          TEXT NOT NULL,\n"
+    "  provider      TEXT NOT NULL,\n"
+    "  model         TEXT NOT NULL,\n"
+    "  base_url      TEXT,\n"
+    "  cache_key     TEXT NOT NULL,\n"
+    "  sample        INTEGER NOT NULL DEFAULT 0,\n"
+    "  request_json  TEXT NOT NULL,\n"
+    "  response_body TEXT,\n"
+    "  reply_text    TEXT,\n"
+    "  status        TEXT NOT NULL,\n"
+    "  error         TEXT,\n"
+    "  http_status   INTEGER,\n"
+    "  attempts      INTEGER NOT NULL CHECK (attempts >= 0),\n"
+    "  latency_s     REAL CHECK (latency_s IS NULL OR latency_s >= 0),\n"
+    "  input_tokens  INTEGER CHECK (input_tokens IS NULL OR input_tokens >= 0),\n"
+    "  output_tokens INTEGER CHECK (output_tokens IS NULL OR output_tokens >= 0),\n"
+    "  cost_usd      REAL CHECK (cost_usd IS NULL OR cost_usd >= 0),\n"
+    "  created       INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  kevo_version  TEXT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX llm_calls_cache_key ON llm_calls(cache_key);\n"
+    "CREATE INDEX llm_calls_run_id ON llm_calls(run_id);\n"
+    "PRAGMA user_version = 2;\n",
 };
 #undef NOW_UNIX
 
@@ -747,4 +775,249 @@ char *kv_store_get_source(struct kv_store *s, const char *hash, size_t *len) {
   }
   sqlite3_finalize(st);
   return text;
+}
+
+/* ---- LLM calls (schema v2) ---------------------------------------------- */
+
+/* Binds an id; <= 0 means none: NULL. */
+static int bind_id(sqlite3_stmt *st, int i, int64_t v) {
+  if (v <= 0)
+    return sqlite3_bind_null(st, i);
+  return sqlite3_bind_int64(st, i, v);
+}
+
+/* Binds a count; < 0 means unknown: NULL. */
+static int bind_count(sqlite3_stmt *st, int i, int64_t v) {
+  if (v < 0)
+    return sqlite3_bind_null(st, i);
+  return sqlite3_bind_int64(st, i, v);
+}
+
+int kv_store_add_llm_call(struct kv_store *s, const struct kv_llm_call_record *r, int64_t *id,
+                          char *err, size_t errlen) {
+  if (!s || !r || !r->role || !r->provider || !r->model || !r->cache_key || !r->request_json ||
+      !r->status) {
+    seterr(err, errlen,
+           "store: add_llm_call needs a store and a record with a role, provider, model, cache "
+           "key, request and status (a bug in the caller)");
+    return -1;
+  }
+  sqlite3_stmt *ins = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "INSERT INTO llm_calls (run_id, node_id, role, provider, model, base_url, cache_key, "
+              "sample, request_json, response_body, reply_text, status, error, http_status, "
+              "attempts, latency_s, input_tokens, output_tokens, cost_usd, kevo_version) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+              "?17, ?18, ?19, ?20)",
+              &ins, err, errlen) != 0)
+    goto fail;
+  bind_id(ins, 1, r->run_id);
+  bind_id(ins, 2, r->node_id);
+  bind_str(ins, 3, r->role);
+  bind_str(ins, 4, r->provider);
+  bind_str(ins, 5, r->model);
+  bind_str(ins, 6, r->base_url);
+  bind_str(ins, 7, r->cache_key);
+  sqlite3_bind_int(ins, 8, r->sample);
+  bind_str(ins, 9, r->request_json);
+  bind_str(ins, 10, r->response_body);
+  bind_str(ins, 11, r->reply_text);
+  bind_str(ins, 12, r->status);
+  bind_str(ins, 13, r->error);
+  if (r->http_status > 0)
+    sqlite3_bind_int(ins, 14, r->http_status);
+  else
+    sqlite3_bind_null(ins, 14);
+  sqlite3_bind_int(ins, 15, r->attempts < 0 ? 0 : r->attempts);
+  bind_time(ins, 16, r->latency_s);
+  bind_count(ins, 17, r->input_tokens);
+  bind_count(ins, 18, r->output_tokens);
+  bind_time(ins, 19, r->cost_usd);
+  bind_str(ins, 20, KEVO_VERSION);
+  if (sqlite3_step(ins) != SQLITE_DONE) {
+    db_fail(s, "cannot insert the LLM call", err, errlen);
+    goto fail;
+  }
+  int64_t rowid = sqlite3_last_insert_rowid(s->db);
+  sqlite3_finalize(ins);
+  ins = NULL;
+  if (commit(s, err, errlen) != 0)
+    return -1;
+  if (id)
+    *id = rowid;
+  return 0;
+fail:
+  sqlite3_finalize(ins);
+  rollback(s);
+  return -1;
+}
+
+#define LLM_CALL_COLUMNS                                                                           \
+  "id, run_id, node_id, created, role, provider, model, base_url, cache_key, request_json, "       \
+  "response_body, reply_text, status, error, sample, http_status, attempts, latency_s, cost_usd, " \
+  "input_tokens, output_tokens"
+
+static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t none) {
+  if (sqlite3_column_type(st, i) == SQLITE_NULL)
+    return none;
+  return sqlite3_column_int64(st, i);
+}
+
+/* Fills *out from a row selected with LLM_CALL_COLUMNS; -1 when out of memory. */
+static int llm_row(sqlite3_stmt *st, struct kv_llm_call_row *out) {
+  memset(out, 0, sizeof *out);
+  out->id = sqlite3_column_int64(st, 0);
+  out->run_id = col_int_or(st, 1, 0);
+  out->node_id = col_int_or(st, 2, 0);
+  out->created_unix = sqlite3_column_int64(st, 3);
+  int bad = 0;
+  bad |= dup_col(st, 4, &out->role);
+  bad |= dup_col(st, 5, &out->provider);
+  bad |= dup_col(st, 6, &out->model);
+  bad |= dup_col(st, 7, &out->base_url);
+  bad |= dup_col(st, 8, &out->cache_key);
+  bad |= dup_col(st, 9, &out->request_json);
+  bad |= dup_col(st, 10, &out->response_body);
+  bad |= dup_col(st, 11, &out->reply_text);
+  bad |= dup_col(st, 12, &out->status);
+  bad |= dup_col(st, 13, &out->error);
+  out->sample = (int)sqlite3_column_int64(st, 14);
+  out->http_status = (int)col_int_or(st, 15, 0);
+  out->attempts = (int)sqlite3_column_int64(st, 16);
+  out->latency_s = col_time(st, 17);
+  out->cost_usd = col_time(st, 18);
+  out->input_tokens = col_int_or(st, 19, -1);
+  out->output_tokens = col_int_or(st, 20, -1);
+  if (bad) {
+    kv_llm_call_row_release(out);
+    return -1;
+  }
+  return 0;
+}
+
+void kv_llm_call_row_release(struct kv_llm_call_row *r) {
+  if (!r)
+    return;
+  free(r->role);
+  free(r->provider);
+  free(r->model);
+  free(r->base_url);
+  free(r->cache_key);
+  free(r->request_json);
+  free(r->response_body);
+  free(r->reply_text);
+  free(r->status);
+  free(r->error);
+  memset(r, 0, sizeof *r);
+}
+
+/* Runs a query expected to give at most one call row: 1 found, 0 none, -1 error. */
+static int llm_one(struct kv_store *s, sqlite3_stmt *st, const char *what,
+                   struct kv_llm_call_row *out, char *err, size_t errlen) {
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    sqlite3_finalize(st);
+    return 0;
+  }
+  if (rc != SQLITE_ROW) {
+    db_fail(s, what, err, errlen);
+    sqlite3_finalize(st);
+    return -1;
+  }
+  int bad = llm_row(st, out);
+  sqlite3_finalize(st);
+  if (bad) {
+    seterr(err, errlen, "store: %s: out of memory reading an LLM call", s->path);
+    return -1;
+  }
+  return 1;
+}
+
+int kv_store_get_llm_call(struct kv_store *s, int64_t id, struct kv_llm_call_row *out, char *err,
+                          size_t errlen) {
+  if (!s || !out) {
+    seterr(err, errlen, "store: get_llm_call needs a store and a row (a bug in the caller)");
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st;
+  if (prepare(s, "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE id = ?1", &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, id);
+  int rc = llm_one(s, st, "cannot read the LLM call", out, err, errlen);
+  if (rc == 0) {
+    seterr(err, errlen, "store: %s: LLM call %lld not found", s->path, (long long)id);
+    return -1;
+  }
+  return rc < 0 ? -1 : 0;
+}
+
+int kv_store_find_llm_call(struct kv_store *s, const char *cache_key, struct kv_llm_call_row *out,
+                           char *err, size_t errlen) {
+  if (!s || !cache_key || !out) {
+    seterr(err, errlen,
+           "store: find_llm_call needs a store, a cache key and a row (a bug in the caller)");
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st;
+  if (prepare(s,
+              "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE cache_key = ?1 AND status = 'ok' "
+              "AND provider <> 'replay' ORDER BY id DESC LIMIT 1",
+              &st, err, errlen) != 0)
+    return -1;
+  bind_str(st, 1, cache_key);
+  return llm_one(s, st, "cannot look up a recorded LLM call", out, err, errlen);
+}
+
+int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
+                            int (*cb)(void *arg, const struct kv_llm_call_row *row), void *arg,
+                            char *err, size_t errlen) {
+  if (!s || !cb) {
+    seterr(err, errlen, "store: list_llm_calls needs a store and a callback (a bug in the caller)");
+    return -1;
+  }
+  sqlite3_stmt *st;
+  if (prepare(s, "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE id > ?1 ORDER BY id LIMIT ?2",
+              &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, after_id);
+  sqlite3_bind_int64(st, 2, limit > 0 ? (sqlite3_int64)limit : -1);
+  int n = 0;
+  for (;;) {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+      break;
+    if (rc != SQLITE_ROW) {
+      db_fail(s, "cannot list LLM calls", err, errlen);
+      sqlite3_finalize(st);
+      return -1;
+    }
+    struct kv_llm_call_row row;
+    if (llm_row(st, &row) != 0) {
+      sqlite3_finalize(st);
+      seterr(err, errlen, "store: %s: out of memory listing LLM calls", s->path);
+      return -1;
+    }
+    n++;
+    int stop = cb(arg, &row);
+    kv_llm_call_row_release(&row);
+    if (stop)
+      break;
+  }
+  sqlite3_finalize(st);
+  return n;
+}
+
+int64_t kv_store_count_llm_calls(struct kv_store *s) {
+  sqlite3_stmt *st;
+  if (!s || prepare(s, "SELECT count(*) FROM llm_calls", &st, NULL, 0) != 0)
+    return -1;
+  int64_t n = -1;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return n;
 }

@@ -121,12 +121,13 @@ static void test_open_migrate_reopen(void **state) {
   raw_query(path, "PRAGMA journal_mode", v, sizeof v);
   assert_string_equal(v, "wal");
   raw_query(path, "PRAGMA user_version", v, sizeof v);
-  assert_string_equal(v, "1");
+  assert_int_equal(atoi(v), KV_STORE_SCHEMA_VERSION);
   raw_query(path,
             "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
-  assert_string_equal(v, "evaluations,evaluations_task_id,evaluations_verdict,meta,sources,tasks");
+  assert_string_equal(v, "evaluations,evaluations_task_id,evaluations_verdict,llm_calls,"
+                         "llm_calls_cache_key,llm_calls_run_id,meta,sources,tasks");
 
   /* Reopening migrates nothing and keeps data. */
   s = open_ok(path);
@@ -355,7 +356,10 @@ static void test_refuse_newer_schema(void **state) {
   assert_true(kv_store_open(path, &s, err, sizeof err) < 0);
   assert_null(s);
   assert_non_null(strstr(err, path));
-  assert_non_null(strstr(err, "database schema version 7 is newer than this kevo (1)"));
+  char newer[96];
+  snprintf(newer, sizeof newer, "database schema version 7 is newer than this kevo (%d)",
+           KV_STORE_SCHEMA_VERSION);
+  assert_non_null(strstr(err, newer));
   assert_non_null(strstr(err, "upgrade kevo or use another --db"));
   /* Refusing touched nothing. */
   raw_query(path, "PRAGMA user_version", v, sizeof v);
@@ -709,6 +713,205 @@ static void test_concurrent_writers(void **state) {
   }
 }
 
+/* ---- LLM calls (schema v2) ---------------------------------------------- */
+
+static int64_t add_call_ok(struct kv_store *s, const struct kv_llm_call_record *r) {
+  int64_t id = -1;
+  char err[1024] = "";
+  int rc = kv_store_add_llm_call(s, r, &id, err, sizeof err);
+  if (rc != 0)
+    print_error("add_llm_call: %s\n", err);
+  assert_int_equal(rc, 0);
+  assert_true(id > 0);
+  return id;
+}
+
+static void test_llm_call_roundtrip(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "", v[64];
+  path_in(path, sizeof path, "llm.db");
+  struct kv_store *s = open_ok(path);
+  assert_int_equal(kv_store_count_llm_calls(s), 0);
+  struct kv_llm_call_record r = {
+      .role = "coder",
+      .provider = "anthropic",
+      .model = "claude-x",
+      .base_url = "http://127.0.0.1:1",
+      .cache_key = "k1",
+      .sample = 3,
+      .request_json = "{\"model\":\"claude-x\"}",
+      .response_body = "{\"content\":[]}",
+      .reply_text = "it's \"quoted\"\nline two",
+      .status = "ok",
+      .http_status = 200,
+      .attempts = 2,
+      .latency_s = 1.5,
+      .input_tokens = 1234,
+      .output_tokens = 567,
+      .cost_usd = 0.012207,
+      .run_id = 7,
+      .node_id = 42,
+  };
+  int64_t a = add_call_ok(s, &r);
+  /* An unknown-usage failure with no run: NULLs come back as 0 / -1 / NULL. */
+  struct kv_llm_call_record f = {
+      .role = "ask",
+      .provider = "openai",
+      .model = "gpt-x",
+      .cache_key = "k2",
+      .request_json = "{}",
+      .status = "malformed",
+      .error = "not JSON",
+      .attempts = 1,
+      .latency_s = 0.25,
+      .input_tokens = -1,
+      .output_tokens = -1,
+      .cost_usd = -1,
+  };
+  int64_t b = add_call_ok(s, &f);
+  assert_true(b > a);
+  assert_int_equal(kv_store_count_llm_calls(s), 2);
+
+  struct kv_llm_call_row row;
+  assert_int_equal(kv_store_get_llm_call(s, a, &row, err, sizeof err), 0);
+  assert_int_equal(row.id, a);
+  assert_int_equal(row.run_id, 7);
+  assert_int_equal(row.node_id, 42);
+  assert_string_equal(row.role, "coder");
+  assert_string_equal(row.provider, "anthropic");
+  assert_string_equal(row.model, "claude-x");
+  assert_string_equal(row.base_url, "http://127.0.0.1:1");
+  assert_string_equal(row.cache_key, "k1");
+  assert_int_equal(row.sample, 3);
+  assert_string_equal(row.request_json, r.request_json);
+  assert_string_equal(row.response_body, r.response_body);
+  assert_string_equal(row.reply_text, r.reply_text);
+  assert_string_equal(row.status, "ok");
+  assert_null(row.error);
+  assert_int_equal(row.http_status, 200);
+  assert_int_equal(row.attempts, 2);
+  assert_true(row.latency_s == 1.5);
+  assert_int_equal(row.input_tokens, 1234);
+  assert_int_equal(row.output_tokens, 567);
+  assert_true(row.cost_usd == 0.012207);
+  assert_true(row.created_unix > 0);
+  kv_llm_call_row_release(&row);
+
+  assert_int_equal(kv_store_get_llm_call(s, b, &row, err, sizeof err), 0);
+  assert_int_equal(row.run_id, 0);
+  assert_int_equal(row.node_id, 0);
+  assert_null(row.base_url);
+  assert_null(row.reply_text);
+  assert_null(row.response_body);
+  assert_int_equal(row.http_status, 0);
+  assert_int_equal(row.input_tokens, -1);
+  assert_int_equal(row.output_tokens, -1);
+  assert_true(row.cost_usd < 0);
+  assert_string_equal(row.error, "not JSON");
+  kv_llm_call_row_release(&row);
+
+  assert_true(kv_store_get_llm_call(s, 999, &row, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "LLM call 999 not found"));
+  /* A record without its required fields is refused, naming them. */
+  struct kv_llm_call_record empty = {0};
+  assert_true(kv_store_add_llm_call(s, &empty, NULL, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "cache key"));
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) FROM llm_calls WHERE run_id IS NULL AND cost_usd IS NULL", v,
+            sizeof v);
+  assert_string_equal(v, "1");
+}
+
+struct list_acc {
+  int64_t ids[16];
+  int n, stop_at;
+};
+
+static int collect_ids(void *arg, const struct kv_llm_call_row *row) {
+  struct list_acc *a = arg;
+  assert_true(a->n < 16);
+  assert_non_null(row->status);
+  a->ids[a->n++] = row->id;
+  return a->stop_at > 0 && a->n >= a->stop_at;
+}
+
+static void test_llm_call_find_and_list(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "";
+  path_in(path, sizeof path, "llm-find.db");
+  struct kv_store *s = open_ok(path);
+  struct kv_llm_call_record r = {
+      .role = "ask",
+      .provider = "openai",
+      .model = "m",
+      .cache_key = "key-a",
+      .request_json = "{}",
+      .status = "ok",
+      .reply_text = "first",
+      .attempts = 1,
+  };
+  struct kv_llm_call_row row;
+  assert_int_equal(kv_store_find_llm_call(s, "key-a", &row, err, sizeof err), 0);
+  add_call_ok(s, &r);
+  r.reply_text = "second";
+  int64_t second = add_call_ok(s, &r);
+  /* Failures and replays of the same key never answer a replay. */
+  r.status = "timeout";
+  r.reply_text = NULL;
+  add_call_ok(s, &r);
+  r.status = "ok";
+  r.provider = "replay";
+  r.reply_text = "replayed";
+  add_call_ok(s, &r);
+  r.provider = "openai";
+  r.cache_key = "key-b";
+  r.reply_text = "other";
+  add_call_ok(s, &r);
+
+  assert_int_equal(kv_store_find_llm_call(s, "key-a", &row, err, sizeof err), 1);
+  assert_int_equal(row.id, second);
+  assert_string_equal(row.reply_text, "second");
+  kv_llm_call_row_release(&row);
+  assert_int_equal(kv_store_find_llm_call(s, "key-c", &row, err, sizeof err), 0);
+
+  struct list_acc acc = {.stop_at = 0};
+  assert_int_equal(kv_store_list_llm_calls(s, 0, 0, collect_ids, &acc, err, sizeof err), 5);
+  assert_int_equal(acc.n, 5);
+  for (int i = 1; i < acc.n; i++)
+    assert_true(acc.ids[i] > acc.ids[i - 1]);
+  /* after_id and limit page through; a callback can stop early. */
+  struct list_acc page = {.stop_at = 0};
+  assert_int_equal(kv_store_list_llm_calls(s, acc.ids[1], 2, collect_ids, &page, err, sizeof err),
+                   2);
+  assert_int_equal(page.ids[0], acc.ids[2]);
+  assert_int_equal(page.ids[1], acc.ids[3]);
+  struct list_acc stop = {.stop_at = 1};
+  assert_int_equal(kv_store_list_llm_calls(s, 0, 0, collect_ids, &stop, err, sizeof err), 1);
+  kv_store_close(s);
+}
+
+/* A v1 database (as a kevo of schema 1 left it, with an evaluation) migrates
+ * to v2 keeping its data. */
+static void test_migrate_v1_to_v2(void **state) {
+  (void)state;
+  char path[1024], v[256];
+  path_in(path, sizeof path, "v1.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = put_task_ok(s, "rowsum", "hash-v1");
+  kv_store_close(s);
+  /* Back to what schema 1 had. */
+  raw_exec(path, "DROP TABLE llm_calls; PRAGMA user_version = 1;");
+  raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
+  assert_string_equal(v, "0");
+  s = open_ok(path);
+  assert_int_equal(kv_store_schema_version(s), 2);
+  assert_int_equal(kv_store_count_llm_calls(s), 0);
+  assert_int_equal(put_task_ok(s, "rowsum", "hash-v1"), task);
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
+  assert_string_equal(v, "3");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_migrate_reopen),
@@ -722,6 +925,9 @@ int main(void) {
       cmocka_unit_test(test_read_only),
       cmocka_unit_test(test_crash_safety),
       cmocka_unit_test(test_concurrent_writers),
+      cmocka_unit_test(test_llm_call_roundtrip),
+      cmocka_unit_test(test_llm_call_find_and_list),
+      cmocka_unit_test(test_migrate_v1_to_v2),
   };
   return cmocka_run_group_tests_name("store", tests, group_setup, group_teardown);
 }

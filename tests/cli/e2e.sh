@@ -52,7 +52,12 @@ expect "eval flag without value" 2 "incomplete option '--db'" -- "$K" eval "$RS"
 expect "eval bad number" 2 "--budget: 'soon' is not a positive number" -- "$K" eval --budget soon "$RS" "$RS/good.c"
 expect "eval missing task dir" 2 "task.json" -- "$K" eval "$T/nope" "$RS/good.c"
 expect "eval missing candidate" 2 "missing.c: cannot read" -- "$K" eval "$RS" "$T/missing.c"
-expect "eval cuda surface in a cpu build" 2 "--surface cuda" -- "$K" eval --surface cuda "$RS" "$RS/good.c"
+if [ ! -e /dev/nvidiactl ]; then
+  # No GPU here: the cuda surface cannot judge, says why, exits 2.
+  expect "eval cuda surface without a GPU" 2 "--surface cuda: " -- "$K" eval --surface cuda "$RS" "$RS/good.cu"
+  expect "task check cuda surface without a GPU" 2 "--surface cuda: " -- "$K" task check --surface cuda "$RS"
+fi
+expect "eval unknown surface" 2 "--surface frob: not a surface" -- "$K" eval --surface frob "$RS" "$RS/good.c"
 mkdir -p "$T/badtask"
 cp "$RS/reference.c" "$T/badtask/"
 sed 's/"dtype": "f32", "shape": \["rows"\]/"dtype": "float", "shape": ["rows"]/' "$RS/task.json" >"$T/badtask/task.json"

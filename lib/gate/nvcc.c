@@ -1,0 +1,463 @@
+/* The cuda surface's compiler. A candidate is one CUDA C++ translation unit:
+ *   nvcc -c -O3 -arch=sm_XY -Xcompiler -fPIC -Xptxas -v -include proto.h candidate.cu
+ * for the device's own architecture (never an unnamed default), then
+ *   nvcc -shared candidate.o kevo_shim.o [-lLIB for each allowed library]
+ * where kevo_shim.o (the generated call shim plus an error guard that reads
+ * the CUDA runtime's last error) is built once per task and cached. The
+ * candidate's own object is kept for the policy check (the shared object
+ * holds the CUDA runtime, which legitimately loads libraries and opens
+ * sockets). Same sandbox, deadline, capped log and cache as kv_build_c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define KV_SOURCE_MAX (1 << 20)
+
+/* Linked into every cuda object: the worker calls it after each call, so a
+ * launch the runtime refused (too much shared memory, no kernel image for
+ * this device, a bad configuration) is reported instead of guessed. */
+static const char guard_cu[] =
+    "\n/* kevo: the CUDA runtime's last error, read by kevo-worker after each call */\n"
+    "#include <stdio.h>\n"
+    "extern \"C\" __attribute__((visibility(\"default\"))) int kevo_cuda_last_error(char *buf,\n"
+    "                                                                         int cap) {\n"
+    "  cudaError_t e = cudaGetLastError();\n"
+    "  if (e != cudaSuccess && buf && cap > 0)\n"
+    "    snprintf(buf, (size_t)cap, \"%s: %s\", cudaGetErrorName(e), cudaGetErrorString(e));\n"
+    "  return (int)e;\n"
+    "}\n";
+
+const char *kv_nvcc_path(void) {
+  static char path[PATH_MAX];
+  static int done;
+  if (done)
+    return path;
+  done = 1;
+  const char *e = getenv("KEVO_NVCC");
+  if (e && *e && access(e, X_OK) == 0)
+    snprintf(path, sizeof path, "%s", e);
+  else if (kv_which("nvcc", path, sizeof path) != 0) {
+    if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
+      snprintf(path, sizeof path, "/usr/local/cuda/bin/nvcc");
+    else
+      path[0] = 0;
+  }
+  return path;
+}
+
+static char nvcc_full[1024]; /* the whole --version output: part of the cache key */
+
+const char *kv_nvcc_version(void) {
+  static char ver[256];
+  static int done;
+  if (done)
+    return ver;
+  done = 1;
+  const char *nv = kv_nvcc_path();
+  if (!nv[0])
+    return ver;
+  struct kv_buf out;
+  kv_buf_init(&out, 4096);
+  struct kv_proc_result r;
+  char *argv[] = {(char *)nv, "--version", NULL};
+  char err[256];
+  if (kv_run(argv, NULL, NULL, 30, NULL, NULL, &out, &r, err, sizeof err) == 0 && r.exited &&
+      r.status == 0 && out.data) {
+    snprintf(nvcc_full, sizeof nvcc_full, "%s", out.data);
+    const char *rel = strstr(out.data, "release ");
+    if (rel)
+      snprintf(ver, sizeof ver, "%.*s", (int)strcspn(rel, "\n"), rel);
+    else
+      snprintf(ver, sizeof ver, "%.*s", (int)strcspn(out.data, "\n"), out.data);
+  }
+  kv_buf_release(&out);
+  return ver;
+}
+
+/* "sm_90", "sm_90a", "90", "9.0" -> "sm_90" / "sm_90a"; -1 if not an architecture. */
+static int norm_arch(const char *in, char *out, size_t cap) {
+  while (*in == ' ')
+    in++;
+  if (!strncmp(in, "sm_", 3))
+    in += 3;
+  int major = 0, minor = 0, n = 0;
+  char suffix[4] = "";
+  if (strchr(in, '.')) {
+    if (sscanf(in, "%d.%d%n", &major, &minor, &n) != 2)
+      return -1;
+  } else {
+    int v;
+    if (sscanf(in, "%d%n", &v, &n) != 1 || v < 10)
+      return -1;
+    major = v / 10;
+    minor = v % 10;
+  }
+  const char *rest = in + n;
+  if (*rest == 'a' || *rest == 'f') {
+    suffix[0] = *rest++;
+    suffix[1] = 0;
+  }
+  while (*rest == ' ' || *rest == '\n' || *rest == '\r')
+    rest++;
+  if (*rest || major < 3 || major > 20 || minor < 0 || minor > 9)
+    return -1;
+  snprintf(out, cap, "sm_%d%d%s", major, minor, suffix);
+  return 0;
+}
+
+int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen) {
+  static char cached[32];
+  if (cached[0]) {
+    snprintf(out, cap, "%s", cached);
+    return 0;
+  }
+  const char *e = getenv("KEVO_CUDA_ARCH");
+  if (e && *e) {
+    if (norm_arch(e, cached, sizeof cached) < 0)
+      return kv_error(err, errlen,
+                      "KEVO_CUDA_ARCH=%s is not a CUDA architecture; write e.g. sm_90 (or unset "
+                      "it to ask the GPU)",
+                      e);
+    snprintf(out, cap, "%s", cached);
+    return 0;
+  }
+  char smi[PATH_MAX];
+  if (kv_which("nvidia-smi", smi, sizeof smi) != 0)
+    return kv_error(err, errlen,
+                    "--surface cuda: no NVIDIA GPU found (nvidia-smi is not on PATH); the cuda "
+                    "surface runs candidates on an NVIDIA GPU with its driver; to only compile, "
+                    "set KEVO_CUDA_ARCH (e.g. sm_90)");
+  /* The worker uses the first visible device; nvidia-smi counts in PCI order,
+   * as the worker does (CUDA_DEVICE_ORDER=PCI_BUS_ID). */
+  char idx[32] = "0";
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  if (vis && *vis >= '0' && *vis <= '9')
+    snprintf(idx, sizeof idx, "%.*s", (int)strspn(vis, "0123456789"), vis);
+  char *argv[] = {smi, "--query-gpu=compute_cap", "--format=csv,noheader", "-i", idx, NULL};
+  struct kv_buf b;
+  kv_buf_init(&b, 4096);
+  struct kv_proc_result r;
+  if (kv_run(argv, NULL, NULL, 30, NULL, NULL, &b, &r, err, errlen) < 0) {
+    kv_buf_release(&b);
+    return -1;
+  }
+  const char *txt = b.data ? b.data : "";
+  char line[64];
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(txt, "\n"), txt);
+  int ok = r.exited && r.status == 0 && norm_arch(line, cached, sizeof cached) == 0;
+  if (!ok) {
+    char how[128];
+    kv_proc_describe(&r, how, sizeof how);
+    kv_error(err, errlen,
+             "--surface cuda: no usable NVIDIA GPU (nvidia-smi --query-gpu=compute_cap %s: "
+             "%.300s); check the driver with nvidia-smi, or set KEVO_CUDA_ARCH to only compile",
+             how, txt);
+    cached[0] = 0;
+  }
+  kv_buf_release(&b);
+  if (!ok)
+    return -1;
+  snprintf(out, cap, "%s", cached);
+  return 0;
+}
+
+/* "-arch=sm_90"; architecture-specific targets (sm_90a) need the -gencode form. */
+static void arch_flag(const char *arch, char *out, size_t cap) {
+  size_t n = strlen(arch);
+  if (n && (arch[n - 1] == 'a' || arch[n - 1] == 'f'))
+    snprintf(out, cap, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
+  else
+    snprintf(out, cap, "-arch=%s", arch);
+}
+
+static long num_before(const char *line, const char *what) {
+  const char *p = strstr(line, what);
+  if (!p)
+    return -1;
+  while (p > line && p[-1] == ' ')
+    p--;
+  const char *q = p;
+  while (q > line && q[-1] >= '0' && q[-1] <= '9')
+    q--;
+  return q < p ? strtol(q, NULL, 10) : -1;
+}
+
+int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max) {
+  int n = 0, cur = -1;
+  char props[160] = "";
+  for (const char *line = log; line && *line;) {
+    const char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    char l[512];
+    snprintf(l, sizeof l, "%.*s", (int)(len < sizeof l ? len : sizeof l - 1), line);
+    const char *e = strstr(l, "Compiling entry function '");
+    const char *fp = strstr(l, "Function properties for ");
+    if (e && n < max) {
+      e += strlen("Compiling entry function '");
+      cur = n++;
+      memset(&k[cur], 0, sizeof k[cur]);
+      snprintf(k[cur].name, sizeof k[cur].name, "%.*s", (int)strcspn(e, "'"), e);
+    } else if (fp) {
+      fp += strlen("Function properties for ");
+      snprintf(props, sizeof props, "%.*s", (int)strcspn(fp, " \r"), fp);
+    } else if (strstr(l, "bytes stack frame") && props[0]) {
+      /* Belongs to the entry of that name, if it is one (else a device function). */
+      for (int i = 0; i < n; i++) {
+        if (strcmp(k[i].name, props) != 0)
+          continue;
+        k[i].stack_bytes = num_before(l, " bytes stack frame");
+        k[i].spill_store_bytes = num_before(l, " bytes spill stores");
+        k[i].spill_load_bytes = num_before(l, " bytes spill loads");
+      }
+      props[0] = 0;
+    } else if (strstr(l, "Used ") && strstr(l, " registers") && cur >= 0) {
+      k[cur].registers = (int)num_before(l, " registers");
+      long bar = num_before(l, " barriers");
+      k[cur].barriers = bar > 0 ? (int)bar : 0;
+      long sm = num_before(l, " bytes smem");
+      k[cur].smem_bytes = sm > 0 ? sm : 0;
+      long cm = num_before(l, " bytes cmem[0]");
+      k[cur].cmem_bytes = cm > 0 ? cm : 0;
+      cur = -1;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  return n;
+}
+
+/* Runs nvcc in dir under what is left of the deadline; appends to log.
+ * Returns 1 when it succeeded, 0 when it failed, -1 when it could not run. */
+static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *log, int *killed,
+                    char *err, size_t errlen) {
+  char path_env[PATH_MAX + 64], tmp_env[PATH_MAX + 16], home_env[PATH_MAX + 16];
+  char nvdir[PATH_MAX];
+  snprintf(nvdir, sizeof nvdir, "%s", kv_nvcc_path());
+  char *slash = strrchr(nvdir, '/');
+  if (slash)
+    *slash = 0;
+  snprintf(path_env, sizeof path_env, "PATH=%s:/usr/local/bin:/usr/bin:/bin", nvdir);
+  snprintf(tmp_env, sizeof tmp_env, "TMPDIR=%s", dir);
+  snprintf(home_env, sizeof home_env, "HOME=%s", dir);
+  char *envp[] = {path_env, "LANG=C", tmp_env, home_env, NULL};
+  double left = t_end - kv_now_s();
+  if (left < 1)
+    left = 1;
+  struct kv_proc_result pr;
+  if (kv_run(argv, envp, dir, left, kv_compile_setup, (void *)dir, log, &pr, err, errlen) < 0)
+    return -1;
+  if (pr.timed_out) {
+    kv_buf_appendf(log, "\nkevo: nvcc did not finish within the compile deadline and was killed\n");
+    *killed = 1;
+  } else if (pr.signaled) {
+    kv_buf_appendf(log, "\nkevo: nvcc was killed by signal %d\n", pr.sig);
+    *killed = 1;
+  }
+  return pr.exited && pr.status == 0;
+}
+
+int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
+                  double deadline_s, struct kv_build *b, char *err, size_t errlen) {
+  memset(b, 0, sizeof(*b));
+  double t0 = kv_now_s(), t_end = t0 + deadline_s;
+  const char *ver = kv_nvcc_version();
+  if (!ver[0])
+    return kv_error(err, errlen,
+                    "--surface cuda: nvcc not found; install the CUDA toolkit, put nvcc on PATH "
+                    "or set KEVO_NVCC to its path");
+  char arch[32], aflag[96];
+  if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0)
+    return -1;
+  arch_flag(arch, aflag, sizeof aflag);
+  char *text = NULL;
+  size_t len = 0;
+  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
+    return -1;
+  char *p_proto = malloc(65536), *p_shim = malloc(65536 + sizeof guard_cu);
+  if (!p_proto || !p_shim || kv_task_prototype(t, KV_LANG_CUDA, p_proto, 65536) < 0 ||
+      kv_task_shim(t, KV_LANG_CUDA, p_shim, 65536) < 0) {
+    free(text);
+    free(p_proto);
+    free(p_shim);
+    return kv_error(err, errlen, "%s: the task's prototype is too large", t->name);
+  }
+  strcat(p_shim, guard_cu);
+  const char *flags[] = {"-O3", aflag, "-Xcompiler", "-fPIC"};
+  /* The shim object: per task, toolkit and architecture. */
+  char shim_key[65], libs[512] = "";
+  struct kv_sha256 *h = kv_sha256_new();
+  kv_sha256_update(h, "kevo-cuda-shim-v1", 18);
+  kv_sha256_update(h, nvcc_full, strlen(nvcc_full) + 1);
+  for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
+    kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
+  kv_sha256_update(h, p_shim, strlen(p_shim) + 1);
+  kv_sha256_final(h, shim_key);
+  for (int i = 0; i < t->nallow; i++) {
+    size_t u = strlen(libs);
+    snprintf(libs + u, sizeof libs - u, "%s-l%s", u ? " " : "", t->allow[i]);
+  }
+  h = kv_sha256_new();
+  kv_sha256_update(h, "kevo-cuda-v1", 13);
+  kv_sha256_update(h, nvcc_full, strlen(nvcc_full) + 1);
+  for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
+    kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
+  kv_sha256_update(h, "-Xptxas -v", 11);
+  kv_sha256_update(h, libs, strlen(libs) + 1);
+  kv_sha256_update(h, p_proto, strlen(p_proto) + 1);
+  kv_sha256_update(h, shim_key, strlen(shim_key) + 1);
+  kv_sha256_update(h, text, len);
+  kv_sha256_final(h, b->key);
+
+  int rc = 0;
+  char objdir[3100], logp[PATH_MAX], failp[PATH_MAX], shim_o[PATH_MAX];
+  if (strlen(cache_dir) > 3000) {
+    rc = kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR", cache_dir);
+    goto done;
+  }
+  snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
+  if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  snprintf(b->so_path, sizeof b->so_path, "%s/%s.so", objdir, b->key);
+  snprintf(b->obj_path, sizeof b->obj_path, "%s/%s.o", objdir, b->key);
+  snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
+  snprintf(failp, sizeof failp, "%s/%s.fail", objdir, b->key);
+  snprintf(shim_o, sizeof shim_o, "%s/shim-%s.o", objdir, shim_key);
+  if ((kv_path_exists(b->so_path) && kv_path_exists(b->obj_path)) || kv_path_exists(failp)) {
+    b->ok = !kv_path_exists(failp);
+    b->cached = 1;
+    size_t ll;
+    if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
+      b->log = strdup("");
+    goto done;
+  }
+
+  char dir[PATH_MAX];
+  if (kv_mkdtemp(cache_dir, "build", dir, sizeof dir, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  char f_src[PATH_MAX + 32], f_proto[PATH_MAX + 32], f_shim[PATH_MAX + 32];
+  snprintf(f_src, sizeof f_src, "%s/candidate.cu", dir);
+  snprintf(f_proto, sizeof f_proto, "%s/proto.h", dir);
+  snprintf(f_shim, sizeof f_shim, "%s/kevo_shim.cu", dir);
+  if (kv_write_file(f_src, text, len, err, errlen) < 0 ||
+      kv_write_file(f_proto, p_proto, strlen(p_proto), err, errlen) < 0 ||
+      kv_write_file(f_shim, p_shim, strlen(p_shim), err, errlen) < 0) {
+    rc = -1;
+    goto cleanup;
+  }
+  struct kv_buf log;
+  kv_buf_init(&log, KV_LOG_CAP);
+  int killed = 0;
+  char *nv = (char *)kv_nvcc_path();
+  if (!kv_path_exists(shim_o)) {
+    char *argv[] = {nv,      "-c",           "-O3", aflag,    "-Xcompiler",
+                    "-fPIC", "kevo_shim.cu", "-o",  "shim.o", NULL};
+    struct kv_buf slog;
+    kv_buf_init(&slog, KV_LOG_CAP);
+    int ok = run_nvcc(argv, dir, t_end, &slog, &killed, err, errlen);
+    char built[PATH_MAX + 16];
+    snprintf(built, sizeof built, "%s/shim.o", dir);
+    if (ok < 0)
+      rc = -1;
+    else if (!ok)
+      rc = kv_error(err, errlen, "%s: kevo's generated call shim does not compile with %s: %.1500s",
+                    t->name, nv, slog.data ? slog.data : "");
+    else if (rename(built, shim_o) < 0)
+      rc = kv_error(err, errlen, "%s: cannot store the shim: %s", shim_o, strerror(errno));
+    kv_buf_release(&slog);
+    if (rc < 0) {
+      kv_buf_release(&log);
+      goto cleanup;
+    }
+  }
+  /* The link runs sandboxed (reads only system directories and the build
+   * directory): the shim goes in as a hard link (or a copy). */
+  char local_shim[PATH_MAX + 32];
+  snprintf(local_shim, sizeof local_shim, "%s/kevo_shim.o", dir);
+  if (link(shim_o, local_shim) < 0) {
+    char *bytes = NULL;
+    size_t blen = 0;
+    if (kv_read_file(shim_o, 64 << 20, &bytes, &blen, err, errlen) < 0 ||
+        kv_write_file(local_shim, bytes, blen, err, errlen) < 0) {
+      free(bytes);
+      kv_buf_release(&log);
+      rc = -1;
+      goto cleanup;
+    }
+    free(bytes);
+  }
+  char *cargv[] = {
+      nv,   "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",       "-Xptxas",
+      "-v", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o", NULL};
+  int ok = run_nvcc(cargv, dir, t_end, &log, &killed, err, errlen);
+  int compiled = ok > 0;
+  if (ok > 0) {
+    char *largv[32];
+    int a = 0;
+    largv[a++] = nv;
+    largv[a++] = "-shared";
+    largv[a++] = aflag;
+    largv[a++] = "-Xcompiler";
+    largv[a++] = "-fPIC";
+    largv[a++] = "candidate.o";
+    largv[a++] = "kevo_shim.o";
+    largv[a++] = "-o";
+    largv[a++] = "out.so";
+    char lflags[KV_MAX_ALLOW][KV_NAME_MAX + 4];
+    char rpath[PATH_MAX + 32];
+    for (int i = 0; i < t->nallow && i < KV_MAX_ALLOW; i++) {
+      snprintf(lflags[i], sizeof lflags[i], "-l%s", t->allow[i]);
+      largv[a++] = lflags[i];
+    }
+    if (t->nallow > 0) {
+      /* Vendor libraries from the toolkit the candidate was built with. */
+      char nvdir[PATH_MAX];
+      snprintf(nvdir, sizeof nvdir, "%s", nv);
+      char *sl = strrchr(nvdir, '/');
+      if (sl)
+        *sl = 0;
+      snprintf(rpath, sizeof rpath, "-rpath=%s/../lib64", nvdir);
+      largv[a++] = "-Xlinker";
+      largv[a++] = rpath;
+    }
+    largv[a] = NULL;
+    ok = run_nvcc(largv, dir, t_end, &log, &killed, err, errlen);
+  }
+  if (ok < 0) {
+    kv_buf_release(&log);
+    rc = -1;
+    goto cleanup;
+  }
+  char out_so[PATH_MAX + 16], cand_o[PATH_MAX + 16];
+  snprintf(out_so, sizeof out_so, "%s/out.so", dir);
+  snprintf(cand_o, sizeof cand_o, "%s/candidate.o", dir);
+  b->ok = ok > 0 && kv_path_exists(out_so) && kv_path_exists(cand_o);
+  if (log.truncated)
+    kv_buf_appendf(&log, "\n[log truncated]\n");
+  b->log = kv_buf_detach(&log);
+  kv_write_file(logp, b->log, strlen(b->log), NULL, 0);
+  if (b->ok) {
+    if (rename(cand_o, b->obj_path) < 0 || rename(out_so, b->so_path) < 0)
+      rc = kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
+  } else if (!killed && !compiled) {
+    kv_write_file(failp, "", 0, NULL, 0); /* a compile error is a property of the source */
+  }
+  kv_buf_release(&log);
+cleanup:
+  kv_rmtree(dir);
+done:
+  if (b->log)
+    b->nkernels = kv_parse_ptxas(b->log, b->kernels, KV_MAX_KERNELS);
+  free(text);
+  free(p_proto);
+  free(p_shim);
+  b->seconds = kv_now_s() - t0;
+  return rc;
+}

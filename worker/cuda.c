@@ -1,0 +1,792 @@
+/* kevo-worker's CUDA runtime.
+ *
+ * The worker reaches CUDA only through libcuda.so.1, loaded with dlopen after
+ * the sandbox is up, so kevo builds and runs where no driver exists. It works
+ * in the device's primary context, which the candidate's statically linked
+ * CUDA runtime shares: device pointers and the stream pass between the two.
+ *
+ * Every job allocates fresh device buffers; inputs are generated on the host
+ * (the same bytes the parent regenerates) and copied; outputs are poisoned on
+ * the device before every call; each call gets the worker's stream and is
+ * followed by a device-wide synchronization (cuCtxSynchronize, which also
+ * waits for work the candidate put on other streams) and a look at the
+ * runtime's last error (the guard linked into every object). Any CUDA error
+ * then is fatal: the reply says so and the worker exits, since a sticky error
+ * (illegal address, trap) leaves the context unusable; the parent replaces
+ * it. A kernel that never ends is the parent's business: it kills the worker
+ * at the job's deadline, and the driver reclaims the GPU with the process.
+ *
+ * Timing: events on the stream around each call, plus the host clock around
+ * the call and cuCtxSynchronize; the parent compares the two (work that ran
+ * outside the events, e.g. on a side stream, shows up only on the host
+ * clock). An L2 flush (a memset of 2x the L2 size) precedes every call. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_api.h"
+#include "kevo/runtime.h"
+#include "kevo/util.h"
+#include "kevo/wire.h"
+#include "worker.h"
+
+typedef void (*cuda_shim_fn)(void *const *args, CUstream stream);
+typedef int (*guard_fn)(char *buf, int cap);
+
+static struct kv_cu cu;
+static int ready;         /* the context, stream, events and flush buffer exist */
+static char problem[600]; /* why not */
+static CUdevice dev;
+static CUcontext ctx;
+static CUstream stream;
+static CUevent ev0, ev1;
+static int nsm, l2;
+static CUdeviceptr flushbuf;
+static size_t flush_bytes;
+static char devname[256];
+
+static const char *cu_msg(CUresult r) {
+  static char buf[300];
+  const char *name = NULL, *str = NULL;
+  if (cu.GetErrorName)
+    cu.GetErrorName(r, &name);
+  if (cu.GetErrorString)
+    cu.GetErrorString(r, &str);
+  snprintf(buf, sizeof buf, "%s (%d): %s", name ? name : "CUDA error", r, str ? str : "unknown");
+  return buf;
+}
+
+/* Any failing CUDA call in a job is fatal: the worker reports it and exits. */
+#define CK(call, ...)                                                                              \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != KV_CU_SUCCESS) {                                                                     \
+      char what_[256];                                                                             \
+      snprintf(what_, sizeof what_, __VA_ARGS__);                                                  \
+      reply_fatal("%s: %s", what_, cu_msg(r_));                                                    \
+    }                                                                                              \
+  } while (0)
+
+/* ---- before the sandbox: what the driver needs to reach ---- */
+
+static void cuda_sandbox(struct kv_sandbox_opts *o) {
+  /* The driver reserves address space far beyond any RLIMIT_AS worth setting
+   * (and cuInit fails under one); host memory is bounded by RLIMIT_DATA. */
+  o->mem_limit_bytes = 0;
+  o->data_limit_bytes = 32ULL << 30;
+  DIR *d = opendir("/dev");
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && o->ndev_paths < KV_SANDBOX_MAX_PATHS) {
+      if (strncmp(e->d_name, "nvidia", 6) != 0)
+        continue;
+      char *p = malloc(strlen(e->d_name) + 6);
+      if (!p)
+        break;
+      sprintf(p, "/dev/%s", e->d_name);
+      o->dev_paths[o->ndev_paths++] = p; /* lives as long as the process */
+    }
+    closedir(d);
+  }
+  /* What cuInit reads, found on an H200 (driver 580) by logging what the
+   * sandbox denied: without the first four it reports no device. */
+  static const char *const reads[] = {
+      "/proc/driver/nvidia", "/sys/bus/pci",  "/proc/sys/vm/mmap_min_addr",
+      "/sys/devices",        "/proc/devices", "/sys/module/nvidia"};
+  for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+    if (access(reads[i], F_OK) == 0 && o->nread_paths < KV_SANDBOX_MAX_PATHS)
+      o->read_paths[o->nread_paths++] = reads[i];
+}
+
+/* ---- after the sandbox: the driver, the device, the context ---- */
+
+static void *open_driver(void) {
+  static const char *const names[] = {"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                      "/usr/local/nvidia/lib64/libcuda.so.1",
+                                      "/usr/lib64/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"};
+  char first[300] = "";
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (h)
+      return h;
+    if (!first[0]) {
+      const char *e = dlerror();
+      snprintf(first, sizeof first, "%s", e ? e : "not found");
+    }
+  }
+  snprintf(problem, sizeof problem,
+           "no CUDA driver: %s (the cuda surface needs an NVIDIA GPU and its driver)", first);
+  return NULL;
+}
+
+static int setup(json_t *j) {
+  void *h = open_driver();
+  if (!h)
+    return -1;
+#define KV_CU_LOAD(m, sym, alt, ret, params)                                                       \
+  {                                                                                                \
+    void *f_ = dlsym(h, sym);                                                                      \
+    if (!f_ && alt[0])                                                                             \
+      f_ = dlsym(h, alt);                                                                          \
+    if (!f_) {                                                                                     \
+      snprintf(problem, sizeof problem, "libcuda.so.1 lacks %s: the driver is too old", sym);      \
+      return -1;                                                                                   \
+    }                                                                                              \
+    memcpy(&cu.m, &f_, sizeof f_);                                                                 \
+  }
+  KV_CU_FUNCS(KV_CU_LOAD)
+#undef KV_CU_LOAD
+  CUresult r;
+  int n = 0, drv = 0;
+#define STEP(call, what)                                                                           \
+  if ((r = (call)) != KV_CU_SUCCESS) {                                                             \
+    snprintf(problem, sizeof problem, "%s: %s", what, cu_msg(r));                                  \
+    return -1;                                                                                     \
+  }
+  STEP(cu.Init(0), "cuInit");
+  STEP(cu.DriverGetVersion(&drv), "cuDriverGetVersion");
+  STEP(cu.DeviceGetCount(&n), "cuDeviceGetCount");
+  if (n < 1) {
+    snprintf(problem, sizeof problem, "the driver sees no CUDA device");
+    return -1;
+  }
+  STEP(cu.DeviceGet(&dev, 0), "cuDeviceGet");
+  int major = 0, minor = 0, clock = 0, optin = 0;
+  size_t mem = 0;
+  CUuuid uuid;
+  STEP(cu.DeviceGetName(devname, sizeof devname - 1, dev), "cuDeviceGetName");
+  STEP(cu.DeviceGetAttribute(&major, KV_CU_ATTR_CC_MAJOR, dev), "cuDeviceGetAttribute");
+  STEP(cu.DeviceGetAttribute(&minor, KV_CU_ATTR_CC_MINOR, dev), "cuDeviceGetAttribute");
+  STEP(cu.DeviceGetAttribute(&nsm, KV_CU_ATTR_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute");
+  STEP(cu.DeviceGetAttribute(&l2, KV_CU_ATTR_L2_CACHE_SIZE, dev), "cuDeviceGetAttribute");
+  STEP(cu.DeviceGetAttribute(&clock, KV_CU_ATTR_CLOCK_RATE, dev), "cuDeviceGetAttribute");
+  STEP(cu.DeviceGetAttribute(&optin, KV_CU_ATTR_SMEM_PER_BLOCK_OPTIN, dev), "cuDeviceGetAttribute");
+  STEP(cu.DeviceTotalMem(&mem, dev), "cuDeviceTotalMem");
+  STEP(cu.DeviceGetUuid(&uuid, dev), "cuDeviceGetUuid");
+  STEP(cu.DevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  STEP(cu.CtxSetCurrent(ctx), "cuCtxSetCurrent");
+  /* A blocking stream: work a candidate puts on the legacy default stream is
+   * ordered with it (and so inside the events); other streams are not. */
+  STEP(cu.StreamCreate(&stream, 0), "cuStreamCreate");
+  STEP(cu.EventCreate(&ev0, KV_CU_EVENT_DEFAULT), "cuEventCreate");
+  STEP(cu.EventCreate(&ev1, KV_CU_EVENT_DEFAULT), "cuEventCreate");
+  flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
+  STEP(cu.MemAlloc(&flushbuf, flush_bytes), "cuMemAlloc (the L2 flush buffer)");
+#undef STEP
+  char arch[16], id[40], device[400];
+  snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+  const unsigned char *u = (const unsigned char *)uuid.bytes;
+  snprintf(id, sizeof id,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+           u[15]);
+  snprintf(device, sizeof device, "cuda:%s %s x%d", devname, arch, nsm);
+  json_object_set_new(j, "device", json_string(device));
+  json_object_set_new(j, "name", json_string(devname));
+  json_object_set_new(j, "arch", json_string(arch));
+  json_object_set_new(j, "sms", json_integer(nsm));
+  json_object_set_new(j, "l2_bytes", json_integer(l2));
+  json_object_set_new(j, "mem_bytes", json_integer((json_int_t)mem));
+  json_object_set_new(j, "smem_optin_bytes", json_integer(optin));
+  json_object_set_new(j, "clock_khz", json_integer(clock));
+  json_object_set_new(j, "driver", json_integer(drv));
+  json_object_set_new(j, "uuid", json_string(id));
+  return 0;
+}
+
+static void cuda_init(json_t *hello) {
+  json_t *j = json_object();
+  ready = setup(j) == 0;
+  json_object_set_new(j, "ok", json_boolean(ready));
+  if (!ready)
+    json_object_set_new(j, "error", json_string(problem));
+  json_object_set_new(hello, "cuda", j);
+}
+
+/* ---- calls ---- */
+
+static void check_guard(int slot, const char *when) {
+  guard_fn g;
+  if (!slot_guard[slot])
+    return;
+  memcpy(&g, &slot_guard[slot], sizeof g);
+  char msg[300] = "";
+  int e = g(msg, sizeof msg);
+  if (e != 0)
+    reply_fatal("%s: the CUDA runtime reported %s", when, msg[0] ? msg : "an error");
+}
+
+static int cuda_loaded(int slot) {
+  if (!ready)
+    return reply_error("the CUDA device is not usable: %s", problem), 1;
+  check_guard(slot, "after loading"); /* its constructors ran: anything amiss? */
+  return 0;
+}
+
+/* Runs the entry of `slot` on the stream and waits for the whole device. */
+static uint64_t call_and_sync(int slot, void *const *args, const char *when) {
+  cuda_shim_fn f;
+  memcpy(&f, &slot_entry[slot], sizeof f);
+  uint64_t t0 = kv_now_ns();
+  f(args, stream);
+  CUresult r = cu.CtxSynchronize();
+  uint64_t t1 = kv_now_ns();
+  fflush(stdout);
+  fflush(stderr);
+  if (r != KV_CU_SUCCESS)
+    reply_fatal("%s: the device reported %s", when, cu_msg(r));
+  check_guard(slot, when);
+  return t1 - t0;
+}
+
+static CUresult poison_dev(CUdeviceptr p, enum kv_dtype d, size_t n, int which) {
+  if (n == 0)
+    return KV_CU_SUCCESS;
+  uint64_t w = kv_poison_word(d, which);
+  switch (kv_dtype_size(d)) {
+  case 4:
+    return cu.MemsetD32Async(p, (unsigned)w, n, stream);
+  case 2:
+    return cu.MemsetD16Async(p, (unsigned short)w, n, stream);
+  case 8: {
+    CUresult r = cu.MemsetD2D32Async(p, 8, (unsigned)w, 1, n, stream);
+    return r ? r : cu.MemsetD2D32Async(p + 4, 8, (unsigned)(w >> 32), 1, n, stream);
+  }
+  default:
+    return cu.MemsetD8Async(p, (unsigned char)w, n, stream);
+  }
+}
+
+static int is_buffer(enum kv_role r) {
+  return r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
+}
+
+static CUresult dev_alloc(CUdeviceptr *p, size_t bytes) {
+  size_t sz = (bytes + 255) / 256 * 256 + 256; /* even empty buffers get an address */
+  return cu.MemAlloc(p, sz);
+}
+
+static void free_all(CUdeviceptr *d, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (d[i])
+      cu.MemFree(d[i]);
+}
+
+/* Inputs of bench sizes are hundreds of MiB: generate them on every core. */
+static int fill_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 16 ? 16 : n < 1 ? 1 : (int)n;
+}
+
+/* ---- CHECK: correctness calls at fresh device addresses ---- */
+
+static int cuda_check(json_t *req) {
+  if (!ready)
+    return reply_error("the CUDA device is not usable: %s", problem);
+  const struct kv_sizeset *s = pick_set(req);
+  int slot = (int)json_integer_value(json_object_get(req, "slot"));
+  json_t *calls = json_object_get(req, "calls");
+  int ret_inputs = json_is_true(json_object_get(req, "return_inputs"));
+  if (!s || slot < 0 || slot >= KV_SLOTS || !slot_entry[slot] || !json_is_array(calls))
+    return reply_error("bad CHECK request");
+  char err[512];
+  int64_t nelem[KV_MAX_PARAMS];
+  if (kv_layout(task, s, nelem, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  size_t per_call = 0;
+  for (int p = 0; p < task->nparams; p++)
+    if (kv_is_output(task->params[p].role) || (ret_inputs && task->params[p].role == KV_ROLE_IN))
+      per_call += kv_param_bytes(task, p, nelem);
+  size_t ncalls = json_array_size(calls);
+  size_t total = per_call * ncalls;
+  uint8_t *blob = total > 0 ? malloc(total) : NULL;
+  void *hin[KV_MAX_PARAMS] = {0};
+  CUdeviceptr d[KV_MAX_PARAMS] = {0};
+  int oom = total > 0 && !blob;
+  for (int p = 0; p < task->nparams && !oom; p++) {
+    enum kv_role r = task->params[p].role;
+    size_t b = kv_param_bytes(task, p, nelem);
+    if (!is_buffer(r))
+      continue;
+    CUresult cr = dev_alloc(&d[p], b);
+    if (cr != KV_CU_SUCCESS) {
+      free_all(d, KV_MAX_PARAMS);
+      for (int q = 0; q < KV_MAX_PARAMS; q++)
+        free(hin[q]);
+      free(blob);
+      return reply_error("cuMemAlloc(%zu bytes for %s): %s", b, task->params[p].name, cu_msg(cr));
+    }
+    if (kv_is_input(r) && !(hin[p] = malloc(b ? b : 1)))
+      oom = 1;
+  }
+  if (oom) {
+    free_all(d, KV_MAX_PARAMS);
+    for (int q = 0; q < KV_MAX_PARAMS; q++)
+      free(hin[q]);
+    free(blob);
+    return reply_error("out of memory for the buffers");
+  }
+  uint64_t scal[KV_MAX_PARAMS];
+  void *args[KV_MAX_PARAMS];
+  json_t *ns = json_array();
+  size_t off = 0;
+  for (size_t c = 0; c < ncalls; c++) {
+    json_t *call = json_array_get(calls, c);
+    uint64_t seed = (uint64_t)json_integer_value(json_object_get(call, "seed"));
+    int poison = (int)json_integer_value(json_object_get(call, "poison"));
+    json_t *jp = json_object_get(call, "perturb");
+    /* The same device addresses for every call of the job: new contents only. */
+    kv_fill_inputs_mt(task, nelem, hin, seed, fill_threads());
+    if (json_is_integer(jp) && json_integer_value(jp) >= 0)
+      kv_perturb(task, nelem, hin, seed, (uint64_t)json_integer_value(jp), NULL);
+    kv_fill_scalars(task, s, seed, scal);
+    for (int p = 0; p < task->nparams; p++) {
+      enum kv_role r = task->params[p].role;
+      size_t b = kv_param_bytes(task, p, nelem);
+      if (kv_is_input(r) && b)
+        CK(cu.MemcpyHtoD(d[p], hin[p], b), "copying input %s to the device", task->params[p].name);
+      if (r == KV_ROLE_OUT)
+        CK(poison_dev(d[p], task->params[p].dtype, (size_t)nelem[p], poison), "poisoning %s",
+           task->params[p].name);
+      args[p] = is_buffer(r) ? (void *)(uintptr_t)d[p] : (void *)&scal[p];
+    }
+    CK(cu.StreamSynchronize(stream), "preparing call %zu", c + 1);
+    char when[64];
+    snprintf(when, sizeof when, "call %zu of the job", c + 1);
+    uint64_t t = call_and_sync(slot, args, when);
+    json_array_append_new(ns, json_integer((json_int_t)t));
+    /* Outputs first (param order), then the inputs as they are now. */
+    for (int pass = 0; pass < 2; pass++) {
+      for (int p = 0; p < task->nparams; p++) {
+        enum kv_role r = task->params[p].role;
+        if (pass == 0 ? kv_is_output(r) : (ret_inputs && r == KV_ROLE_IN)) {
+          size_t b = kv_param_bytes(task, p, nelem);
+          if (b)
+            CK(cu.MemcpyDtoH(blob + off, d[p], b), "copying %s back", task->params[p].name);
+          off += b;
+        }
+      }
+    }
+  }
+  free_all(d, KV_MAX_PARAMS);
+  for (int q = 0; q < KV_MAX_PARAMS; q++)
+    free(hin[q]);
+  int rc = reply(KV_MSG_REPLY, json_pack("{s:o}", "call_ns", ns), blob, off);
+  free(blob);
+  return rc;
+}
+
+/* ---- TIME: candidate, reference (and baseline) interleaved ---- */
+
+/* Perturbing the inputs between iterations changes a few elements of each;
+ * the device copy gets them in one small copy and one launch of this kernel
+ * (thread i writes record i's bytes: {u64 address, u64 value, u32 size}),
+ * not one copy per element. Values come from the host copy after the change,
+ * so repeated positions agree whatever the order. */
+static const char scatter_ptx[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry kv_scatter(.param .u64 p_recs, .param .u32 p_n)\n{\n"
+    " .reg .pred %p;\n .reg .b32 %r<8>;\n .reg .b64 %rd<8>;\n"
+    " ld.param.u64 %rd0, [p_recs];\n ld.param.u32 %r0, [p_n];\n"
+    " mov.u32 %r1, %tid.x;\n mov.u32 %r2, %ctaid.x;\n mov.u32 %r3, %ntid.x;\n"
+    " mad.lo.u32 %r1, %r2, %r3, %r1;\n setp.ge.u32 %p, %r1, %r0;\n @%p bra $Ldone;\n"
+    " cvta.to.global.u64 %rd0, %rd0;\n mul.wide.u32 %rd1, %r1, 24;\n add.u64 %rd1, %rd0, %rd1;\n"
+    " ld.global.u64 %rd2, [%rd1];\n ld.global.u64 %rd3, [%rd1+8];\n"
+    " ld.global.u32 %r4, [%rd1+16];\n mov.u32 %r5, 0;\n"
+    "$Lloop:\n setp.ge.u32 %p, %r5, %r4;\n @%p bra $Ldone;\n"
+    " cvt.u64.u32 %rd4, %r5;\n add.u64 %rd5, %rd2, %rd4;\n shl.b32 %r6, %r5, 3;\n"
+    " shr.u64 %rd6, %rd3, %r6;\n cvt.u32.u64 %r7, %rd6;\n st.global.u8 [%rd5], %r7;\n"
+    " add.u32 %r5, %r5, 1;\n bra $Lloop;\n$Ldone:\n ret;\n}\n";
+
+struct scatter_rec {
+  uint64_t dst, val;
+  uint32_t size, pad;
+};
+#define MAX_RECS (KV_MAX_PARAMS * KV_PERTURB_POINTS)
+static CUfunction scatter_fn;
+
+#define MAX_SETS 8
+
+struct tstate {
+  const struct kv_sizeset *s;
+  int64_t nelem[KV_MAX_PARAMS];
+  uint64_t seed;
+  int nsets, nslots;
+  void *hin[MAX_SETS][KV_MAX_PARAMS];                  /* host copies of the inputs */
+  CUdeviceptr base[MAX_SETS][KV_MAX_PARAMS];           /* the inputs on the device */
+  CUdeviceptr side[KV_SLOTS][MAX_SETS][KV_MAX_PARAMS]; /* outputs (and inouts) per slot */
+  CUdeviceptr recs;                                    /* scatter records on the device */
+};
+
+static void tstate_free(struct tstate *ts) {
+  if (ts->recs)
+    cu.MemFree(ts->recs);
+  ts->recs = 0;
+  for (int k = 0; k < MAX_SETS; k++) {
+    free_all(ts->base[k], KV_MAX_PARAMS);
+    for (int p = 0; p < KV_MAX_PARAMS; p++)
+      free(ts->hin[k][p]);
+    for (int w = 0; w < KV_SLOTS; w++)
+      free_all(ts->side[w][k], KV_MAX_PARAMS);
+  }
+}
+
+/* Copies the perturbed positions of set k (host copy already changed) to the
+ * device: one copy of the records, one launch. */
+static void push_points(struct tstate *ts, int k, uint64_t iter) {
+  struct scatter_rec rec[MAX_RECS];
+  unsigned n = 0;
+  for (int p = 0; p < task->nparams; p++) {
+    if (!kv_is_input(task->params[p].role) || ts->nelem[p] <= 0)
+      continue;
+    size_t pos[KV_PERTURB_POINTS], sz = kv_dtype_size(task->params[p].dtype);
+    kv_perturb_points(task, p, ts->nelem[p], ts->seed + (uint64_t)k, iter, pos);
+    for (int j = 0; j < KV_PERTURB_POINTS && n < MAX_RECS; j++) {
+      memset(&rec[n], 0, sizeof rec[n]);
+      rec[n].dst = ts->base[k][p] + pos[j] * sz;
+      memcpy(&rec[n].val, (uint8_t *)ts->hin[k][p] + pos[j] * sz, sz);
+      rec[n].size = (uint32_t)sz;
+      n++;
+    }
+  }
+  if (!n)
+    return;
+  CK(cu.MemcpyHtoDAsync(ts->recs, rec, n * sizeof rec[0], stream), "copying input updates");
+  void *params[] = {&ts->recs, &n};
+  CK(cu.LaunchKernel(scatter_fn, 1, 1, 1, MAX_RECS, 1, 1, 0, stream, params, NULL),
+     "updating inputs");
+}
+
+/* One timed call of slot `who` on set k: event time and host time, in ns. */
+static void timed_call(struct tstate *ts, int who, int k, uint64_t iter, uint64_t *ev_ns,
+                       uint64_t *host_ns) {
+  uint64_t scal[KV_MAX_PARAMS];
+  void *args[KV_MAX_PARAMS];
+  kv_fill_scalars(task, ts->s, ts->seed + (uint64_t)k, scal);
+  for (int p = 0; p < task->nparams; p++) {
+    enum kv_role r = task->params[p].role;
+    size_t b = kv_param_bytes(task, p, ts->nelem);
+    if (r == KV_ROLE_IN) {
+      args[p] = (void *)(uintptr_t)ts->base[k][p];
+    } else if (r == KV_ROLE_INOUT) {
+      if (b)
+        CK(cu.MemcpyDtoDAsync(ts->side[who][k][p], ts->base[k][p], b, stream), "copying %s",
+           task->params[p].name);
+      args[p] = (void *)(uintptr_t)ts->side[who][k][p];
+    } else if (r == KV_ROLE_OUT) {
+      CK(poison_dev(ts->side[who][k][p], task->params[p].dtype, (size_t)ts->nelem[p],
+                    (int)(iter & 1)),
+         "poisoning %s", task->params[p].name);
+      args[p] = (void *)(uintptr_t)ts->side[who][k][p];
+    } else {
+      args[p] = &scal[p];
+    }
+  }
+  CK(cu.MemsetD32Async(flushbuf, (unsigned)(iter * 2654435761u), flush_bytes / 4, stream),
+     "flushing the L2");
+  CK(cu.StreamSynchronize(stream), "preparing a timed call");
+  cuda_shim_fn f;
+  memcpy(&f, &slot_entry[who], sizeof f);
+  uint64_t h0 = kv_now_ns();
+  CK(cu.EventRecord(ev0, stream), "cuEventRecord");
+  f(args, stream);
+  CUresult er = cu.EventRecord(ev1, stream);
+  CUresult r = cu.CtxSynchronize();
+  uint64_t h1 = kv_now_ns();
+  fflush(stdout);
+  if (r != KV_CU_SUCCESS)
+    reply_fatal("timed call of slot %d: the device reported %s", who, cu_msg(r));
+  CK(er, "cuEventRecord after the call");
+  check_guard(who, "a timed call");
+  float ms = 0;
+  CK(cu.EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
+  *ev_ns = (uint64_t)((double)ms * 1e6);
+  *host_ns = h1 - h0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int cuda_time(json_t *req) {
+  if (!ready)
+    return reply_error("the CUDA device is not usable: %s", problem);
+  struct tstate *ts = calloc(1, sizeof *ts);
+  if (!ts)
+    return reply_error("out of memory");
+  ts->s = pick_set(req);
+  ts->seed = (uint64_t)json_integer_value(json_object_get(req, "seed"));
+  ts->nsets = (int)json_integer_value(json_object_get(req, "nsets"));
+  ts->nslots = json_is_integer(json_object_get(req, "slots"))
+                   ? (int)json_integer_value(json_object_get(req, "slots"))
+                   : 2;
+  int min_iters = (int)json_integer_value(json_object_get(req, "min_iters"));
+  int max_iters = (int)json_integer_value(json_object_get(req, "max_iters"));
+  double budget = json_real_value(json_object_get(req, "budget_s"));
+  int bad = !ts->s || ts->nsets < 1 || ts->nsets > MAX_SETS || ts->nslots < 2 ||
+            ts->nslots > KV_SLOTS || min_iters < 1 || max_iters < min_iters || max_iters > 100000;
+  for (int w = 0; !bad && w < ts->nslots; w++)
+    bad = !slot_entry[w];
+  char err[512];
+  if (bad || kv_layout(task, ts->s, ts->nelem, err, sizeof err) < 0) {
+    free(ts);
+    return bad ? reply_error("bad TIME request (needs the slots it times loaded)")
+               : reply_error("%s", err);
+  }
+  uint64_t t_begin = kv_now_ns();
+  if (!scatter_fn) {
+    CUmodule mod;
+    CK(cu.ModuleLoadData(&mod, scatter_ptx), "loading kevo's input-update kernel");
+    CK(cu.ModuleGetFunction(&scatter_fn, mod, "kv_scatter"), "cuModuleGetFunction");
+  }
+  const char *oom = NULL;
+  CUresult cr = dev_alloc(&ts->recs, MAX_RECS * sizeof(struct scatter_rec));
+  if (cr != KV_CU_SUCCESS)
+    oom = "cuMemAlloc";
+  for (int k = 0; k < ts->nsets && !oom; k++) {
+    for (int p = 0; p < task->nparams && !oom; p++) {
+      enum kv_role r = task->params[p].role;
+      size_t b = kv_param_bytes(task, p, ts->nelem);
+      if (kv_is_input(r)) {
+        if (!(ts->hin[k][p] = malloc(b ? b : 1)))
+          oom = "host memory";
+        else if ((cr = dev_alloc(&ts->base[k][p], b)) != KV_CU_SUCCESS)
+          oom = "cuMemAlloc";
+      }
+      for (int w = 0; w < ts->nslots && !oom; w++)
+        if (kv_is_output(r) && (cr = dev_alloc(&ts->side[w][k][p], b)) != KV_CU_SUCCESS)
+          oom = "cuMemAlloc";
+    }
+    if (!oom) {
+      kv_fill_inputs_mt(task, ts->nelem, ts->hin[k], ts->seed + (uint64_t)k, fill_threads());
+      for (int p = 0; p < task->nparams; p++) {
+        size_t b = kv_param_bytes(task, p, ts->nelem);
+        if (kv_is_input(task->params[p].role) && b)
+          CK(cu.MemcpyHtoD(ts->base[k][p], ts->hin[k][p], b), "copying input %s",
+             task->params[p].name);
+      }
+    }
+  }
+  if (oom) {
+    int nsets = ts->nsets;
+    tstate_free(ts);
+    free(ts);
+    return reply_error("out of memory for %d input sets (%s%s%s)", nsets, oom, cr ? ": " : "",
+                       cr ? cu_msg(cr) : "");
+  }
+  /* Warm-up: two rounds, which also estimate one iteration. */
+  uint64_t est = 0;
+  for (uint64_t iter = 0; iter < 2; iter++) {
+    est = 0;
+    for (int w = 0; w < ts->nslots; w++) {
+      uint64_t e, h;
+      timed_call(ts, w, (int)(iter % (uint64_t)ts->nsets), iter, &e, &h);
+      est += e > h ? e : h;
+    }
+  }
+  /* The host clock of an empty call: two event records and a device-wide
+   * synchronization. The parent subtracts it from host times. */
+  uint64_t empty[15];
+  for (int i = 0; i < 15; i++) {
+    uint64_t h0 = kv_now_ns();
+    CK(cu.EventRecord(ev0, stream), "cuEventRecord");
+    CK(cu.EventRecord(ev1, stream), "cuEventRecord");
+    CK(cu.CtxSynchronize(), "cuCtxSynchronize");
+    empty[i] = kv_now_ns() - h0;
+  }
+  qsort(empty, 15, sizeof empty[0], cmp_u64);
+  uint64_t sync_ns = empty[7];
+  int n = max_iters;
+  if (est > 0) {
+    double want = budget * ts->nslots * 1e9 / (double)est;
+    if (want < n)
+      n = want < min_iters ? min_iters : (int)want;
+  }
+  uint64_t *ev[KV_SLOTS], *host[KV_SLOTS];
+  int nomem = 0;
+  for (int w = 0; w < KV_SLOTS; w++) {
+    ev[w] = calloc((size_t)n, sizeof(uint64_t));
+    host[w] = calloc((size_t)n, sizeof(uint64_t));
+    nomem |= !ev[w] || !host[w];
+  }
+  size_t out_bytes = 0;
+  for (int p = 0; p < task->nparams; p++)
+    if (kv_is_output(task->params[p].role))
+      out_bytes += kv_param_bytes(task, p, ts->nelem);
+  uint8_t *blob = out_bytes ? malloc(out_bytes) : NULL;
+  nomem |= out_bytes && !blob;
+  int last_set = 0;
+  uint8_t saved[KV_MAX_PARAMS * KV_PERTURB_POINTS * 8];
+  for (int i = 0; i < n && !nomem; i++) {
+    uint64_t iter = (uint64_t)i;
+    int k = i % ts->nsets;
+    kv_perturb(task, ts->nelem, ts->hin[k], ts->seed + (uint64_t)k, iter, saved);
+    push_points(ts, k, iter);
+    for (int turn = 0; turn < ts->nslots; turn++) {
+      int who = (i + turn) % ts->nslots; /* rotate who goes first */
+      timed_call(ts, who, k, iter, &ev[who][i], &host[who][i]);
+      if (who == 0 && i == n - 1) {
+        size_t off = 0;
+        for (int p = 0; p < task->nparams; p++) {
+          if (!kv_is_output(task->params[p].role))
+            continue;
+          size_t b = kv_param_bytes(task, p, ts->nelem);
+          if (b)
+            CK(cu.MemcpyDtoH(blob + off, ts->side[0][k][p], b), "copying %s back",
+               task->params[p].name);
+          off += b;
+        }
+        last_set = k;
+      }
+    }
+    if (i != n - 1) {
+      kv_unperturb(task, ts->nelem, ts->hin[k], ts->seed + (uint64_t)k, iter, saved);
+      push_points(ts, k, iter);
+    }
+  }
+  fflush(stdout);
+  fflush(stderr);
+  uint64_t t_end = kv_now_ns();
+  tstate_free(ts);
+  int nslots = ts->nslots;
+  free(ts);
+  if (nomem) {
+    for (int w = 0; w < KV_SLOTS; w++) {
+      free(ev[w]);
+      free(host[w]);
+    }
+    free(blob);
+    return reply_error("out of memory for the timing loop");
+  }
+  static const char *const names[KV_SLOTS][2] = {
+      {"cand_ns", "cand_host_ns"}, {"ref_ns", "ref_host_ns"}, {"base_ns", "base_host_ns"}};
+  json_t *rep = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I}", "last_iter", n - 1, "last_set", last_set,
+                          "t_begin", (json_int_t)t_begin, "t_end", (json_int_t)t_end, "sync_ns",
+                          (json_int_t)sync_ns, "flush_bytes", (json_int_t)flush_bytes);
+  for (int w = 0; w < nslots; w++) {
+    json_t *je = json_array(), *jh = json_array();
+    for (int i = 0; i < n; i++) {
+      json_array_append_new(je, json_integer((json_int_t)ev[w][i]));
+      json_array_append_new(jh, json_integer((json_int_t)host[w][i]));
+    }
+    json_object_set_new(rep, names[w][0], je);
+    json_object_set_new(rep, names[w][1], jh);
+  }
+  for (int w = 0; w < KV_SLOTS; w++) {
+    free(ev[w]);
+    free(host[w]);
+  }
+  int rc = reply(KV_MSG_REPLY, rep, blob, out_bytes);
+  free(blob);
+  return rc;
+}
+
+/* ---- CALIB: copy bandwidth and FP32 FMA rate ---- */
+
+#define FMA_UNROLL 4
+#define FMA_CHAINS 8
+
+/* A kernel of FMA_CHAINS independent FMA chains, unrolled FMA_UNROLL times,
+ * as PTX the driver compiles for whatever GPU this is. */
+static void fma_ptx(char *out, size_t cap) {
+  size_t u = 0;
+#define PUT(...) u += (size_t)snprintf(out + u, u < cap ? cap - u : 0, __VA_ARGS__)
+  PUT(".version 7.0\n.target sm_70\n.address_size 64\n"
+      ".visible .entry kv_fma(.param .u64 p_out, .param .u32 p_iters, .param .f32 p_m,"
+      " .param .f32 p_c)\n{\n .reg .pred %%p;\n .reg .b32 %%r<5>;\n .reg .f32 %%f<10>;\n"
+      " .reg .b64 %%rd<4>;\n ld.param.u64 %%rd0, [p_out];\n ld.param.u32 %%r0, [p_iters];\n"
+      " ld.param.f32 %%f8, [p_m];\n ld.param.f32 %%f9, [p_c];\n mov.u32 %%r1, %%tid.x;\n"
+      " mov.u32 %%r2, %%ctaid.x;\n mov.u32 %%r3, %%ntid.x;\n mad.lo.u32 %%r1, %%r2, %%r3, %%r1;\n"
+      " cvt.rn.f32.u32 %%f0, %%r1;\n");
+  for (int i = 1; i < FMA_CHAINS; i++)
+    PUT(" add.f32 %%f%d, %%f%d, 0f3F800000;\n", i, i - 1);
+  PUT(" mov.u32 %%r4, 0;\n$Lloop:\n");
+  for (int r = 0; r < FMA_UNROLL; r++)
+    for (int i = 0; i < FMA_CHAINS; i++)
+      PUT(" fma.rn.f32 %%f%d, %%f%d, %%f8, %%f9;\n", i, i);
+  PUT(" add.u32 %%r4, %%r4, 1;\n setp.lt.u32 %%p, %%r4, %%r0;\n @%%p bra $Lloop;\n");
+  for (int i = 1; i < FMA_CHAINS; i++)
+    PUT(" add.f32 %%f0, %%f0, %%f%d;\n", i);
+  PUT(" cvta.to.global.u64 %%rd1, %%rd0;\n mul.wide.u32 %%rd2, %%r1, 4;\n"
+      " add.u64 %%rd3, %%rd1, %%rd2;\n st.global.f32 [%%rd3], %%f0;\n ret;\n}\n");
+#undef PUT
+}
+
+static double elapsed_s(void) {
+  float ms = 0;
+  CK(cu.EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
+  return ms * 1e-3;
+}
+
+static int cuda_calib(json_t *req) {
+  (void)req;
+  if (!ready)
+    return reply_error("the CUDA device is not usable: %s", problem);
+  /* Bandwidth: device-to-device copies of a large buffer, bytes read plus
+   * written, best of several. */
+  size_t freeb = 0, totalb = 0;
+  CK(cu.MemGetInfo(&freeb, &totalb), "cuMemGetInfo");
+  size_t bytes = (size_t)1 << 30;
+  while (bytes > ((size_t)64 << 20) && bytes * 3 > freeb)
+    bytes /= 2;
+  CUdeviceptr a = 0, b = 0;
+  CK(cu.MemAlloc(&a, bytes), "cuMemAlloc(%zu)", bytes);
+  CK(cu.MemAlloc(&b, bytes), "cuMemAlloc(%zu)", bytes);
+  CK(cu.MemsetD32Async(a, 0x3f800000u, bytes / 4, stream), "cuMemsetD32");
+  CK(cu.MemcpyDtoDAsync(b, a, bytes, stream), "cuMemcpyDtoD");
+  CK(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  double best = 1e30;
+  for (int r = 0; r < 10; r++) {
+    CK(cu.EventRecord(ev0, stream), "cuEventRecord");
+    CK(cu.MemcpyDtoDAsync(b, a, bytes, stream), "cuMemcpyDtoD");
+    CK(cu.EventRecord(ev1, stream), "cuEventRecord");
+    CK(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+    double t = elapsed_s();
+    if (t > 0 && t < best)
+      best = t;
+  }
+  double gbs = 2.0 * (double)bytes / best / 1e9;
+  cu.MemFree(a);
+  cu.MemFree(b);
+  /* FP32 FMA rate: the PTX kernel over every multiprocessor. */
+  char *ptx = malloc(16384);
+  if (!ptx)
+    return reply_error("out of memory");
+  fma_ptx(ptx, 16384);
+  CUmodule mod;
+  CUfunction fn;
+  CK(cu.ModuleLoadData(&mod, ptx), "loading the FMA kernel");
+  free(ptx);
+  CK(cu.ModuleGetFunction(&fn, mod, "kv_fma"), "cuModuleGetFunction");
+  unsigned threads = 256, blocks = (unsigned)(nsm > 0 ? nsm : 1) * 8, iters = 4096;
+  CUdeviceptr out = 0;
+  CK(cu.MemAlloc(&out, (size_t)threads * blocks * 4), "cuMemAlloc");
+  float m = 0.9999f, c = 1e-4f;
+  void *params[] = {&out, &iters, &m, &c};
+  CK(cu.LaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, NULL), "cuLaunchKernel");
+  CK(cu.StreamSynchronize(stream), "the FMA kernel");
+  double fbest = 1e30;
+  for (int r = 0; r < 5; r++) {
+    CK(cu.EventRecord(ev0, stream), "cuEventRecord");
+    CK(cu.LaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, NULL), "cuLaunchKernel");
+    CK(cu.EventRecord(ev1, stream), "cuEventRecord");
+    CK(cu.StreamSynchronize(stream), "the FMA kernel");
+    double t = elapsed_s();
+    if (t > 0 && t < fbest)
+      fbest = t;
+  }
+  cu.MemFree(out);
+  double flops = 2.0 * FMA_CHAINS * FMA_UNROLL * (double)iters * threads * blocks;
+  double gflops = flops / fbest / 1e9;
+  json_t *rep = json_pack("{s:f,s:f,s:i,s:i,s:I,s:f,s:f}", "bandwidth_gbs", gbs, "fma_gflops",
+                          gflops, "l2_bytes", l2, "sms", nsm, "copy_bytes", (json_int_t)bytes,
+                          "copy_s", best, "fma_s", fbest);
+  return reply(KV_MSG_REPLY, rep, NULL, 0);
+}
+
+const struct worker_runtime wcuda_runtime = {"cuda",    cuda_sandbox, cuda_init,  cuda_check,
+                                             cuda_time, cuda_calib,   cuda_loaded};

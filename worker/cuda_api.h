@@ -1,0 +1,83 @@
+/* The few CUDA driver API types and entry points kevo-worker uses, declared
+ * here so that kevo builds where no CUDA toolkit is installed. The worker
+ * loads libcuda.so.1 with dlopen at run time and looks each one up by name
+ * (the _v2 names are what cuda.h maps the plain names to). */
+#ifndef KEVO_CUDA_API_H
+#define KEVO_CUDA_API_H
+
+#include <stddef.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct {
+  char bytes[16];
+} CUuuid;
+
+#define KV_CU_SUCCESS 0
+#define KV_CU_STREAM_NON_BLOCKING 0x1
+#define KV_CU_EVENT_DEFAULT 0x0
+#define KV_CU_ATTR_CLOCK_RATE 13
+#define KV_CU_ATTR_MULTIPROCESSOR_COUNT 16
+#define KV_CU_ATTR_L2_CACHE_SIZE 38
+#define KV_CU_ATTR_CC_MAJOR 75
+#define KV_CU_ATTR_CC_MINOR 76
+#define KV_CU_ATTR_SMEM_PER_BLOCK_OPTIN 97
+
+/* X(member, symbol, fallback symbol or "", return, parameters) */
+#define KV_CU_FUNCS(X)                                                                             \
+  X(Init, "cuInit", "", CUresult, (unsigned int))                                                  \
+  X(DriverGetVersion, "cuDriverGetVersion", "", CUresult, (int *))                                 \
+  X(DeviceGet, "cuDeviceGet", "", CUresult, (CUdevice *, int))                                     \
+  X(DeviceGetCount, "cuDeviceGetCount", "", CUresult, (int *))                                     \
+  X(DeviceGetName, "cuDeviceGetName", "", CUresult, (char *, int, CUdevice))                       \
+  X(DeviceGetAttribute, "cuDeviceGetAttribute", "", CUresult, (int *, int, CUdevice))              \
+  X(DeviceTotalMem, "cuDeviceTotalMem_v2", "", CUresult, (size_t *, CUdevice))                     \
+  X(DeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid", CUresult, (CUuuid *, CUdevice))        \
+  X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", "", CUresult, (CUcontext *, CUdevice))     \
+  X(CtxSetCurrent, "cuCtxSetCurrent", "", CUresult, (CUcontext))                                   \
+  X(CtxSynchronize, "cuCtxSynchronize", "", CUresult, (void))                                      \
+  X(MemGetInfo, "cuMemGetInfo_v2", "", CUresult, (size_t *, size_t *))                             \
+  X(StreamCreate, "cuStreamCreate", "", CUresult, (CUstream *, unsigned int))                      \
+  X(StreamSynchronize, "cuStreamSynchronize", "", CUresult, (CUstream))                            \
+  X(EventCreate, "cuEventCreate", "", CUresult, (CUevent *, unsigned int))                         \
+  X(EventRecord, "cuEventRecord", "", CUresult, (CUevent, CUstream))                               \
+  X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", CUresult,                     \
+    (float *, CUevent, CUevent))                                                                   \
+  X(MemAlloc, "cuMemAlloc_v2", "", CUresult, (CUdeviceptr *, size_t))                              \
+  X(MemFree, "cuMemFree_v2", "", CUresult, (CUdeviceptr))                                          \
+  X(MemcpyHtoD, "cuMemcpyHtoD_v2", "", CUresult, (CUdeviceptr, const void *, size_t))              \
+  X(MemcpyDtoH, "cuMemcpyDtoH_v2", "", CUresult, (void *, CUdeviceptr, size_t))                    \
+  X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "", CUresult,                                         \
+    (CUdeviceptr, const void *, size_t, CUstream))                                                 \
+  X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", "", CUresult,                                         \
+    (CUdeviceptr, CUdeviceptr, size_t, CUstream))                                                  \
+  X(MemsetD8Async, "cuMemsetD8Async", "", CUresult,                                                \
+    (CUdeviceptr, unsigned char, size_t, CUstream))                                                \
+  X(MemsetD16Async, "cuMemsetD16Async", "", CUresult,                                              \
+    (CUdeviceptr, unsigned short, size_t, CUstream))                                               \
+  X(MemsetD32Async, "cuMemsetD32Async", "", CUresult,                                              \
+    (CUdeviceptr, unsigned int, size_t, CUstream))                                                 \
+  X(MemsetD2D32Async, "cuMemsetD2D32Async", "", CUresult,                                          \
+    (CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream))                                 \
+  X(GetErrorName, "cuGetErrorName", "", CUresult, (CUresult, const char **))                       \
+  X(GetErrorString, "cuGetErrorString", "", CUresult, (CUresult, const char **))                   \
+  X(ModuleLoadData, "cuModuleLoadData", "", CUresult, (CUmodule *, const void *))                  \
+  X(ModuleGetFunction, "cuModuleGetFunction", "", CUresult,                                        \
+    (CUfunction *, CUmodule, const char *))                                                        \
+  X(LaunchKernel, "cuLaunchKernel", "", CUresult,                                                  \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,   \
+     void **, void **))
+
+#define KV_CU_MEMBER(m, sym, alt, ret, params) ret(*m) params;
+struct kv_cu {
+  KV_CU_FUNCS(KV_CU_MEMBER)
+};
+#undef KV_CU_MEMBER
+
+#endif
