@@ -22,6 +22,14 @@ static const struct kv_command commands[] = {
      "[--timeout S] [--db PATH] [--config FILE] [--max-tokens N] PROMPT | kevo llm calls "
      "[--db PATH]",
      "talk to a model (reply on stdout, usage and cost on stderr); list the recorded calls"},
+    {"run", cmd_run,
+     "kevo run [--strategy tune] [--steps N] [--seed S] [--budget SECONDS] [--surface cpu|cuda] "
+     "[--starter FILE] [--db PATH] [-o FILE] TASK_DIR",
+     "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
+    {"runs", cmd_runs, "kevo runs [--db PATH]", "list runs, newest first"},
+    {"resume", cmd_resume, "kevo resume [--db PATH] RUN", "continue a stopped or killed run"},
+    {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
+     "the fastest accepted kernel of a run (the most recent by default)"},
 };
 
 int cli_fail(const char *fmt, ...) {

@@ -92,7 +92,8 @@ static void cuda_sandbox(struct kv_sandbox_opts *o) {
     closedir(d);
   }
   /* What cuInit reads, found on an H200 (driver 580) by logging what the
-   * sandbox denied: without the first four it reports no device. */
+   * sandbox denied: without these and the device nodes it reports no device
+   * (and then looks for /proc/modules and modprobe, which stay closed). */
   static const char *const reads[] = {
       "/proc/driver/nvidia", "/sys/bus/pci",  "/proc/sys/vm/mmap_min_addr",
       "/sys/devices",        "/proc/devices", "/sys/module/nvidia"};

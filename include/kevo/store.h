@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 2
+#define KV_STORE_SCHEMA_VERSION 3
 
 /* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
@@ -117,5 +117,52 @@ int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
                             int (*cb)(void *arg, const struct kv_llm_call_row *row), void *arg,
                             char *err, size_t errlen);
 int64_t kv_store_count_llm_calls(struct kv_store *s);
+
+/* ---- runs (kevo run) and their nodes: one evaluated candidate each ---- */
+int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strategy,
+                        const char *config_json, int64_t *run_id, char *err, size_t errlen);
+/* "running", "done", "stopped" */
+int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
+                            size_t errlen);
+
+struct kv_node_record {
+  int64_t run_id, parent_id; /* parent 0: none */
+  int step;                  /* unique per run */
+  const char *source_hash;
+  int64_t eval_id;
+  const char *action; /* "starter", "exhaustive", "random", "climb", ... */
+  const char *params; /* "NACC=4 BLOCK=64" or NULL */
+  const char *verdict;
+  double speedup; /* < 0: not accepted or not timed */
+};
+int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_t *id, char *err,
+                      size_t errlen);
+
+struct kv_run_row {
+  int64_t id, task_id;
+  char *task_name, *spec_hash, *strategy, *status, *config_json;
+  int64_t created_unix;
+  int nnodes;
+  double best_speedup; /* 0 when nothing was accepted */
+  char *best_hash;     /* source of the fastest accepted node, or NULL */
+  int64_t best_eval_id;
+};
+/* run_id <= 0: the most recent run. */
+int kv_store_run_get(struct kv_store *s, int64_t run_id, struct kv_run_row *out, char *err,
+                     size_t errlen);
+/* The most recent runs first, at most `limit`; free each with kv_run_row_release, then *rows. */
+int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limit, char *err,
+                  size_t errlen);
+void kv_run_row_release(struct kv_run_row *r);
+
+struct kv_node_row {
+  int64_t id, eval_id;
+  int step;
+  char *source_hash, *action, *params, *verdict;
+  double speedup; /* -1 when NULL */
+};
+int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **rows, int *n,
+                       char *err, size_t errlen);
+void kv_node_rows_free(struct kv_node_row *rows, int n);
 
 #endif

@@ -102,6 +102,33 @@ static const char *const migrations[] = {
     "CREATE INDEX llm_calls_cache_key ON llm_calls(cache_key);\n"
     "CREATE INDEX llm_calls_run_id ON llm_calls(run_id);\n"
     "PRAGMA user_version = 2;\n",
+    /* 3: runs (searches) and their nodes (one evaluated candidate each). */
+    "CREATE TABLE runs (\n"
+    "  id          INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  task_id     INTEGER NOT NULL REFERENCES tasks(id),\n"
+    "  strategy    TEXT NOT NULL,\n"
+    "  config_json TEXT NOT NULL,\n"
+    "  status      TEXT NOT NULL,\n"
+    "  created     INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  updated     INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  kevo_version TEXT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE nodes (\n"
+    "  id          INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  run_id      INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  parent_id   INTEGER REFERENCES nodes(id),\n"
+    "  step        INTEGER NOT NULL CHECK (step >= 0),\n"
+    "  source_hash TEXT NOT NULL REFERENCES sources(hash),\n"
+    "  eval_id     INTEGER REFERENCES evaluations(id),\n"
+    "  action      TEXT NOT NULL,\n"
+    "  params      TEXT,\n"
+    "  verdict     TEXT NOT NULL,\n"
+    "  speedup     REAL,\n"
+    "  created     INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  UNIQUE (run_id, step)\n"
+    ");\n"
+    "CREATE INDEX nodes_run_id ON nodes(run_id);\n"
+    "PRAGMA user_version = 3;\n",
 };
 #undef NOW_UNIX
 
@@ -1020,4 +1047,243 @@ int64_t kv_store_count_llm_calls(struct kv_store *s) {
     n = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
   return n;
+}
+
+/* ---- runs and nodes ------------------------------------------------------ */
+
+int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strategy,
+                        const char *config_json, int64_t *run_id, char *err, size_t errlen) {
+  sqlite3_stmt *ins = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "INSERT INTO runs (task_id, strategy, config_json, status, kevo_version) "
+              "VALUES (?1, ?2, ?3, 'running', ?4)",
+              &ins, err, errlen) != 0)
+    goto fail;
+  sqlite3_bind_int64(ins, 1, task_id);
+  bind_str(ins, 2, strategy);
+  bind_str(ins, 3, config_json);
+  bind_str(ins, 4, KEVO_VERSION);
+  if (sqlite3_step(ins) != SQLITE_DONE) {
+    db_fail(s, "cannot create the run", err, errlen);
+    goto fail;
+  }
+  *run_id = sqlite3_last_insert_rowid(s->db);
+  sqlite3_finalize(ins);
+  return commit(s, err, errlen);
+fail:
+  sqlite3_finalize(ins);
+  rollback(s);
+  return -1;
+}
+
+int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
+                            size_t errlen) {
+  sqlite3_stmt *up = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "UPDATE runs SET status = ?1, updated = (CAST(strftime('%s', 'now') AS INTEGER)) "
+              "WHERE id = ?2",
+              &up, err, errlen) != 0)
+    goto fail;
+  bind_str(up, 1, status);
+  sqlite3_bind_int64(up, 2, run_id);
+  if (sqlite3_step(up) != SQLITE_DONE) {
+    db_fail(s, "cannot update the run", err, errlen);
+    goto fail;
+  }
+  sqlite3_finalize(up);
+  return commit(s, err, errlen);
+fail:
+  sqlite3_finalize(up);
+  rollback(s);
+  return -1;
+}
+
+int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_t *id, char *err,
+                      size_t errlen) {
+  sqlite3_stmt *ins = NULL;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  if (prepare(s,
+              "INSERT INTO nodes (run_id, parent_id, step, source_hash, eval_id, action, params, "
+              "verdict, speedup) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+              &ins, err, errlen) != 0)
+    goto fail;
+  sqlite3_bind_int64(ins, 1, n->run_id);
+  if (n->parent_id > 0)
+    sqlite3_bind_int64(ins, 2, n->parent_id);
+  else
+    sqlite3_bind_null(ins, 2);
+  sqlite3_bind_int(ins, 3, n->step);
+  bind_str(ins, 4, n->source_hash);
+  if (n->eval_id > 0)
+    sqlite3_bind_int64(ins, 5, n->eval_id);
+  else
+    sqlite3_bind_null(ins, 5);
+  bind_str(ins, 6, n->action);
+  bind_str(ins, 7, n->params);
+  bind_str(ins, 8, n->verdict);
+  bind_time(ins, 9, n->speedup);
+  if (sqlite3_step(ins) != SQLITE_DONE) {
+    db_fail(s, "cannot insert the node", err, errlen);
+    goto fail;
+  }
+  int64_t rowid = sqlite3_last_insert_rowid(s->db);
+  sqlite3_finalize(ins);
+  if (commit(s, err, errlen) != 0)
+    return -1;
+  if (id)
+    *id = rowid;
+  return 0;
+fail:
+  sqlite3_finalize(ins);
+  rollback(s);
+  return -1;
+}
+
+#define RUN_SELECT                                                                                 \
+  "SELECT r.id, r.task_id, t.name, t.spec_hash, r.strategy, r.status, r.config_json, r.created, "  \
+  "(SELECT count(*) FROM nodes n WHERE n.run_id = r.id), "                                         \
+  "(SELECT n.speedup FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                     \
+  " AND n.speedup IS NOT NULL ORDER BY n.speedup DESC, n.step LIMIT 1), "                          \
+  "(SELECT n.source_hash FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                 \
+  " AND n.speedup IS NOT NULL ORDER BY n.speedup DESC, n.step LIMIT 1), "                          \
+  "(SELECT n.eval_id FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                     \
+  " AND n.speedup IS NOT NULL ORDER BY n.speedup DESC, n.step LIMIT 1) "                           \
+  "FROM runs r JOIN tasks t ON t.id = r.task_id "
+
+static int run_row(sqlite3_stmt *st, struct kv_run_row *o) {
+  memset(o, 0, sizeof *o);
+  o->id = sqlite3_column_int64(st, 0);
+  o->task_id = sqlite3_column_int64(st, 1);
+  int bad = dup_col(st, 2, &o->task_name) | dup_col(st, 3, &o->spec_hash) |
+            dup_col(st, 4, &o->strategy) | dup_col(st, 5, &o->status) |
+            dup_col(st, 6, &o->config_json) | dup_col(st, 10, &o->best_hash);
+  o->created_unix = sqlite3_column_int64(st, 7);
+  o->nnodes = sqlite3_column_int(st, 8);
+  o->best_speedup = sqlite3_column_type(st, 9) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 9);
+  o->best_eval_id = sqlite3_column_int64(st, 11);
+  return bad ? -1 : 0;
+}
+
+void kv_run_row_release(struct kv_run_row *r) {
+  free(r->task_name);
+  free(r->spec_hash);
+  free(r->strategy);
+  free(r->status);
+  free(r->config_json);
+  free(r->best_hash);
+  memset(r, 0, sizeof *r);
+}
+
+int kv_store_run_get(struct kv_store *s, int64_t run_id, struct kv_run_row *out, char *err,
+                     size_t errlen) {
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st;
+  const char *sql =
+      run_id > 0 ? RUN_SELECT "WHERE r.id = ?1" : RUN_SELECT "ORDER BY r.id DESC LIMIT 1";
+  if (prepare(s, sql, &st, err, errlen) != 0)
+    return -1;
+  if (run_id > 0)
+    sqlite3_bind_int64(st, 1, run_id);
+  int rc = sqlite3_step(st);
+  int ret = 0;
+  if (rc == SQLITE_ROW && run_row(st, out) != 0) {
+    seterr(err, errlen, "store: out of memory");
+    ret = -1;
+  } else if (rc == SQLITE_ROW) {
+    ret = 0;
+  } else if (rc == SQLITE_DONE) {
+    if (run_id > 0)
+      seterr(err, errlen, "run %lld is not in %s; see 'kevo runs'", (long long)run_id, s->path);
+    else
+      seterr(err, errlen, "%s holds no runs yet; start one with 'kevo run'", s->path);
+    ret = -1;
+  } else
+    ret = db_fail(s, "cannot read the run", err, errlen);
+  sqlite3_finalize(st);
+  if (ret != 0)
+    kv_run_row_release(out);
+  return ret;
+}
+
+int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limit, char *err,
+                  size_t errlen) {
+  *rows = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  if (prepare(s, RUN_SELECT "ORDER BY r.id DESC LIMIT ?1", &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int(st, 1, limit > 0 ? limit : 100);
+  struct kv_run_row *out = calloc((size_t)(limit > 0 ? limit : 100), sizeof *out);
+  int k = 0, rc;
+  while (out && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    run_row(st, &out[k++]);
+  sqlite3_finalize(st);
+  if (!out) {
+    seterr(err, errlen, "store: out of memory");
+    return -1;
+  }
+  *rows = out;
+  *n = k;
+  return 0;
+}
+
+int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **rows, int *n,
+                       char *err, size_t errlen) {
+  *rows = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  if (prepare(s,
+              "SELECT id, eval_id, step, source_hash, action, params, verdict, speedup "
+              "FROM nodes WHERE run_id = ?1 ORDER BY step",
+              &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, run_id);
+  int cap = 0, k = 0, rc;
+  struct kv_node_row *out = NULL;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k == cap) {
+      cap = cap ? cap * 2 : 64;
+      struct kv_node_row *g = realloc(out, (size_t)cap * sizeof *g);
+      if (!g) {
+        kv_node_rows_free(out, k);
+        sqlite3_finalize(st);
+        seterr(err, errlen, "store: out of memory");
+        return -1;
+      }
+      out = g;
+    }
+    struct kv_node_row *o = &out[k++];
+    memset(o, 0, sizeof *o);
+    o->id = sqlite3_column_int64(st, 0);
+    o->eval_id = sqlite3_column_int64(st, 1);
+    o->step = sqlite3_column_int(st, 2);
+    dup_col(st, 3, &o->source_hash);
+    dup_col(st, 4, &o->action);
+    dup_col(st, 5, &o->params);
+    dup_col(st, 6, &o->verdict);
+    o->speedup = col_time(st, 7);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    kv_node_rows_free(out, k);
+    return db_fail(s, "cannot read the nodes", err, errlen);
+  }
+  *rows = out;
+  *n = k;
+  return 0;
+}
+
+void kv_node_rows_free(struct kv_node_row *rows, int n) {
+  for (int i = 0; rows && i < n; i++) {
+    free(rows[i].source_hash);
+    free(rows[i].action);
+    free(rows[i].params);
+    free(rows[i].verdict);
+  }
+  free(rows);
 }

@@ -126,8 +126,10 @@ static void test_open_migrate_reopen(void **state) {
             "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
-  assert_string_equal(v, "evaluations,evaluations_task_id,evaluations_verdict,llm_calls,"
-                         "llm_calls_cache_key,llm_calls_run_id,meta,sources,tasks");
+  assert_string_equal(v,
+                      "evaluations,evaluations_task_id,evaluations_verdict,llm_calls,"
+                      "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,runs,sources,"
+                      "tasks");
 
   /* Reopening migrates nothing and keeps data. */
   s = open_ok(path);
@@ -900,16 +902,94 @@ static void test_migrate_v1_to_v2(void **state) {
   int64_t task = put_task_ok(s, "rowsum", "hash-v1");
   kv_store_close(s);
   /* Back to what schema 1 had. */
-  raw_exec(path, "DROP TABLE llm_calls; PRAGMA user_version = 1;");
+  raw_exec(path,
+           "DROP TABLE nodes; DROP TABLE runs; DROP TABLE llm_calls; PRAGMA user_version = 1;");
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
   assert_string_equal(v, "0");
   s = open_ok(path);
-  assert_int_equal(kv_store_schema_version(s), 2);
+  assert_int_equal(kv_store_schema_version(s), KV_STORE_SCHEMA_VERSION);
   assert_int_equal(kv_store_count_llm_calls(s), 0);
   assert_int_equal(put_task_ok(s, "rowsum", "hash-v1"), task);
   kv_store_close(s);
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
   assert_string_equal(v, "3");
+}
+
+static void test_runs_and_nodes(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "";
+  path_in(path, sizeof path, "runs.db");
+  struct kv_store *s = open_ok(path);
+  struct kv_run_row run;
+  assert_int_equal(kv_store_run_get(s, 0, &run, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no runs yet"));
+  int64_t task = 0, rid = 0, eid = 0;
+  assert_int_equal(kv_store_put_task(s, "rowsum", "/t", "h1", "{}", &task, err, sizeof err), 0);
+  assert_int_equal(kv_store_put_source(s, "aa", "a", 1, err, sizeof err), 0);
+  assert_int_equal(kv_store_put_source(s, "bb", "b", 1, err, sizeof err), 0);
+  assert_int_equal(kv_store_run_create(s, task, "tune", "{\"steps\":3}", &rid, err, sizeof err), 0);
+  struct kv_eval_record e = {.task_id = task,
+                             .source_hash = "bb",
+                             .surface = "cpu",
+                             .verdict = "ok",
+                             .median_us = 5,
+                             .speedup = 3};
+  assert_int_equal(kv_store_add_eval(s, &e, &eid, err, sizeof err), 0);
+  struct kv_node_record n0 = {.run_id = rid,
+                              .step = 0,
+                              .source_hash = "aa",
+                              .action = "exhaustive",
+                              .params = "N=1",
+                              .verdict = "wrong_output",
+                              .speedup = -1};
+  struct kv_node_record n1 = {.run_id = rid,
+                              .step = 1,
+                              .source_hash = "bb",
+                              .eval_id = eid,
+                              .action = "exhaustive",
+                              .params = "N=2",
+                              .verdict = "ok",
+                              .speedup = 3};
+  struct kv_node_record n2 = {.run_id = rid,
+                              .step = 2,
+                              .source_hash = "aa",
+                              .action = "climb",
+                              .params = "N=4",
+                              .verdict = "ok",
+                              .speedup = 2};
+  assert_int_equal(kv_store_node_add(s, &n0, NULL, err, sizeof err), 0);
+  assert_int_equal(kv_store_node_add(s, &n1, NULL, err, sizeof err), 0);
+  assert_int_equal(kv_store_node_add(s, &n2, NULL, err, sizeof err), 0);
+  /* A step is recorded once: a replayed step is refused, not duplicated. */
+  assert_int_equal(kv_store_node_add(s, &n2, NULL, err, sizeof err), -1);
+  assert_int_equal(kv_store_run_set_status(s, rid, "done", err, sizeof err), 0);
+  assert_int_equal(kv_store_run_get(s, 0, &run, err, sizeof err), 0);
+  assert_true(run.id == rid);
+  assert_int_equal(run.nnodes, 3);
+  assert_string_equal(run.status, "done");
+  assert_string_equal(run.task_name, "rowsum");
+  assert_string_equal(run.spec_hash, "h1");
+  assert_string_equal(run.best_hash, "bb"); /* the fastest accepted node */
+  assert_true(run.best_speedup == 3.0);
+  assert_true(run.best_eval_id == eid);
+  kv_run_row_release(&run);
+  struct kv_node_row *rows;
+  int nr;
+  assert_int_equal(kv_store_run_nodes(s, rid, &rows, &nr, err, sizeof err), 0);
+  assert_int_equal(nr, 3);
+  assert_string_equal(rows[0].params, "N=1");
+  assert_true(rows[0].speedup < 0);
+  assert_string_equal(rows[2].action, "climb");
+  kv_node_rows_free(rows, nr);
+  struct kv_run_row *list;
+  int nl;
+  assert_int_equal(kv_store_runs(s, &list, &nl, 10, err, sizeof err), 0);
+  assert_int_equal(nl, 1);
+  kv_run_row_release(&list[0]);
+  free(list);
+  assert_int_equal(kv_store_run_get(s, 999, &run, err, sizeof err), -1);
+  assert_non_null(strstr(err, "run 999 is not in"));
+  kv_store_close(s);
 }
 
 int main(void) {
@@ -928,6 +1008,7 @@ int main(void) {
       cmocka_unit_test(test_llm_call_roundtrip),
       cmocka_unit_test(test_llm_call_find_and_list),
       cmocka_unit_test(test_migrate_v1_to_v2),
+      cmocka_unit_test(test_runs_and_nodes),
   };
   return cmocka_run_group_tests_name("store", tests, group_setup, group_teardown);
 }

@@ -1,0 +1,434 @@
+/* The run loop and the strategies that need no LLM. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "kevo/reply.h"
+#include "kevo/run.h"
+#include "kevo/util.h"
+
+#define MAX_TUNABLES 8
+#define SOURCE_MAX (1 << 20)
+
+/* A point of the search space: an index into each tunable's values. */
+struct point {
+  int idx[MAX_TUNABLES];
+  double speedup; /* 0 unless accepted */
+};
+
+struct search {
+  const struct kv_task *task;
+  char *starter;
+  size_t starter_len;
+  struct kv_tunable tun[MAX_TUNABLES];
+  int ntun;
+  uint64_t space; /* product of value counts */
+  uint64_t rng;
+  int steps;
+  struct point *pts; /* evaluated, in step order */
+  int npts;
+};
+
+struct proposal {
+  int idx[MAX_TUNABLES];
+  const char *action; /* "starter", "exhaustive", "random", "climb" */
+};
+
+struct strategy {
+  const char *name;
+  int needs_llm;
+  /* 0: a proposal; 1: nothing left to try */
+  int (*propose)(struct search *s, struct proposal *p);
+};
+
+static uint64_t next_rand(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void point_of(const struct search *s, uint64_t k, int *idx) {
+  for (int i = s->ntun - 1; i >= 0; i--) {
+    idx[i] = (int)(k % (uint64_t)s->tun[i].nvalues);
+    k /= (uint64_t)s->tun[i].nvalues;
+  }
+}
+
+static int visited(const struct search *s, const int *idx) {
+  for (int i = 0; i < s->npts; i++)
+    if (!memcmp(s->pts[i].idx, idx, sizeof(int) * (size_t)s->ntun))
+      return 1;
+  return 0;
+}
+
+/* tune: exhaustive when the space fits in the steps, else a third random,
+ * then hill-climbing from the best point (one value moved by one position),
+ * with a random restart when every neighbour has been tried. */
+static int tune_propose(struct search *s, struct proposal *p) {
+  if ((uint64_t)s->npts >= s->space)
+    return 1;
+  if (s->space <= (uint64_t)s->steps) {
+    for (uint64_t k = 0; k < s->space; k++) {
+      point_of(s, k, p->idx);
+      if (!visited(s, p->idx)) {
+        p->action = "exhaustive";
+        return 0;
+      }
+    }
+    return 1;
+  }
+  int best = -1;
+  for (int i = 0; i < s->npts; i++)
+    if (s->pts[i].speedup > 0 && (best < 0 || s->pts[i].speedup > s->pts[best].speedup))
+      best = i;
+  if (best >= 0 && s->npts >= s->steps / 3) {
+    for (int t = 0; t < s->ntun; t++) {
+      for (int d = -1; d <= 1; d += 2) {
+        memcpy(p->idx, s->pts[best].idx, sizeof p->idx);
+        p->idx[t] += d;
+        if (p->idx[t] < 0 || p->idx[t] >= s->tun[t].nvalues || visited(s, p->idx))
+          continue;
+        p->action = "climb";
+        return 0;
+      }
+    }
+  }
+  for (int tries = 0; tries < 10000; tries++) {
+    point_of(s, next_rand(&s->rng) % s->space, p->idx);
+    if (!visited(s, p->idx)) {
+      p->action = "random";
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static const struct strategy strategies[] = {
+    {"tune", 0, tune_propose},
+};
+
+const char *const *kv_run_strategies(void) {
+  static const char *names[KV_ARRAY_LEN(strategies) + 1];
+  for (size_t i = 0; i < KV_ARRAY_LEN(strategies); i++)
+    names[i] = strategies[i].name;
+  return names;
+}
+
+static const struct strategy *find_strategy(const char *name) {
+  for (size_t i = 0; i < KV_ARRAY_LEN(strategies); i++)
+    if (!strcmp(strategies[i].name, name))
+      return &strategies[i];
+  return NULL;
+}
+
+/* "NACC=4 BLOCK=64" */
+static void format_params(const struct search *s, const int *idx, char *out, size_t cap) {
+  size_t used = 0;
+  out[0] = 0;
+  for (int i = 0; i < s->ntun && used < cap; i++)
+    used += (size_t)snprintf(out + used, cap - used, "%s%s=%s", i ? " " : "", s->tun[i].name,
+                             s->tun[i].values[idx[i]]);
+}
+
+/* The starter with the chosen values defined first (tunables are read with
+ * #ifndef NAME, so these definitions win). */
+static char *variant_source(const struct search *s, const int *idx, size_t *len) {
+  if (s->ntun == 0) {
+    *len = s->starter_len;
+    char *c = malloc(s->starter_len + 1);
+    if (c) {
+      memcpy(c, s->starter, s->starter_len);
+      c[s->starter_len] = 0;
+    }
+    return c;
+  }
+  struct kv_buf b;
+  kv_buf_init(&b, SOURCE_MAX + 4096);
+  char params[512];
+  format_params(s, idx, params, sizeof params);
+  kv_buf_appendf(&b, "/* kevo:tuned %s */\n", params);
+  for (int i = 0; i < s->ntun; i++)
+    kv_buf_appendf(&b, "#define %s %s\n", s->tun[i].name, s->tun[i].values[idx[i]]);
+  kv_buf_appendf(&b, "#line 1\n");
+  kv_buf_append(&b, s->starter, s->starter_len);
+  *len = b.len;
+  return kv_buf_detach(&b);
+}
+
+static int load_tunables(struct search *s, char *err, size_t errlen) {
+  s->ntun = kv_tunables_parse(s->starter, s->tun, MAX_TUNABLES, err, errlen);
+  if (s->ntun < 0)
+    return -1;
+  s->space = 1;
+  for (int i = 0; i < s->ntun; i++) {
+    char guard[96];
+    snprintf(guard, sizeof guard, "#ifndef %s", s->tun[i].name);
+    if (!strstr(s->starter, guard))
+      return kv_error(err, errlen,
+                      "tunable %s: the kernel must read it with '#ifndef %s / #define %s ...' so "
+                      "that kevo's value wins",
+                      s->tun[i].name, s->tun[i].name, s->tun[i].name);
+    if (s->space > (uint64_t)1 << 40)
+      return kv_error(err, errlen, "the tunables span more than 2^40 variants; narrow them");
+    s->space *= (uint64_t)s->tun[i].nvalues;
+  }
+  return 0;
+}
+
+/* Evaluates one source; records the source, the evaluation and the node. */
+static int step(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
+                int stepno, const char *src, size_t len, const char *action, const char *params,
+                const struct kv_gate_opts *g, struct kv_gate_result *r, char *err, size_t errlen) {
+  char cache[PATH_MAX - 64], dir[PATH_MAX - 32], path[PATH_MAX];
+  if (kv_cache_dir(cache, sizeof cache) < 0)
+    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
+  if (kv_mkdtemp(cache, "run", dir, sizeof dir, err, errlen) < 0)
+    return -1;
+  int cuda = g->surface && !strcmp(g->surface, "cuda");
+  snprintf(path, sizeof path, "%s/candidate.%s", dir, cuda ? "cu" : "c");
+  int rc = kv_write_file(path, src, len, err, errlen);
+  if (rc == 0)
+    rc = kv_gate_eval(t, path, g, r, err, errlen);
+  kv_rmtree(dir);
+  if (rc < 0)
+    return -1;
+  char *js = kv_gate_result_json(r);
+  struct kv_eval_record e = {0};
+  e.task_id = task_id;
+  e.source_hash = r->source_hash;
+  e.surface = r->surface;
+  e.device = r->device;
+  e.verdict = kv_verdict_name(r->verdict);
+  e.detail = r->detail;
+  e.median_us = r->timed ? r->timing.cand.median_us : -1;
+  e.speedup = r->timed ? r->timing.speedup : -1;
+  e.result_json = js;
+  int64_t eval_id = 0;
+  rc = kv_store_put_source(st, r->source_hash, src, len, err, errlen);
+  if (rc == 0)
+    rc = kv_store_add_eval(st, &e, &eval_id, err, errlen);
+  if (rc == 0) {
+    struct kv_node_record n = {0};
+    n.run_id = run_id;
+    n.step = stepno;
+    n.source_hash = r->source_hash;
+    n.eval_id = eval_id;
+    n.action = action;
+    n.params = params;
+    n.verdict = e.verdict;
+    n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
+    rc = kv_store_node_add(st, &n, NULL, err, errlen);
+  }
+  free(js);
+  return rc;
+}
+
+static int drive(struct kv_store *st, struct search *s, const struct strategy *strat,
+                 int64_t task_id, int64_t run_id, const struct kv_gate_opts *g,
+                 const struct kv_run_hooks *h, struct kv_run_progress *pr, char *err,
+                 size_t errlen) {
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  if (!r)
+    return kv_error(err, errlen, "out of memory");
+  int rc = 0, stopped = 0;
+  /* Without tunables the only candidate is the starter itself. */
+  int limit = s->ntun == 0 ? 1 : s->steps;
+  while (s->npts < limit) {
+    if (h && h->stop && *h->stop) {
+      stopped = 1;
+      break;
+    }
+    struct proposal p;
+    memset(&p, 0, sizeof p);
+    if (s->ntun == 0)
+      p.action = "starter";
+    else if (strat->propose(s, &p) != 0)
+      break;
+    size_t len = 0;
+    char *src = variant_source(s, p.idx, &len);
+    if (!src) {
+      rc = kv_error(err, errlen, "out of memory");
+      break;
+    }
+    char params[512];
+    format_params(s, p.idx, params, sizeof params);
+    memset(r, 0, sizeof *r);
+    rc = step(st, s->task, task_id, run_id, s->npts, src, len, p.action, params, g, r, err, errlen);
+    free(src);
+    if (rc < 0) {
+      kv_gate_result_release(r);
+      break;
+    }
+    struct point *pt = &s->pts[s->npts++];
+    memcpy(pt->idx, p.idx, sizeof pt->idx);
+    pt->speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
+    pr->step = s->npts;
+    pr->counts[r->verdict]++;
+    if (pt->speedup > pr->best_speedup)
+      pr->best_speedup = pt->speedup;
+    pr->last_verdict = kv_verdict_name(r->verdict);
+    pr->last_params = params;
+    if (h && h->progress)
+      h->progress(h->ud, pr);
+    kv_gate_result_release(r);
+  }
+  free(r);
+  if (rc == 0)
+    rc = kv_store_run_set_status(st, run_id, stopped ? "stopped" : "done", err, errlen);
+  return rc;
+}
+
+static int search_init(struct search *s, const struct kv_task *t, char *src, size_t len, int steps,
+                       uint64_t seed, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->task = t;
+  s->starter = src;
+  s->starter_len = len;
+  s->steps = steps > 0 ? steps : 1;
+  s->rng = seed;
+  s->pts = calloc((size_t)s->steps, sizeof *s->pts);
+  if (!s->pts)
+    return kv_error(err, errlen, "out of memory");
+  return load_tunables(s, err, errlen);
+}
+
+int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
+               const struct kv_run_config *c, const struct kv_gate_opts *g,
+               const struct kv_run_hooks *h, int64_t *run_id, char *err, size_t errlen) {
+  const struct strategy *strat = find_strategy(c->strategy ? c->strategy : "tune");
+  if (!strat)
+    return kv_error(err, errlen, "--strategy %s: not in this build; use tune", c->strategy);
+  char *src;
+  size_t len;
+  if (kv_read_file(starter, SOURCE_MAX, &src, &len, err, errlen) < 0)
+    return -1;
+  struct search s;
+  if (search_init(&s, t, src, len, c->steps, c->seed, err, errlen) < 0) {
+    free(s.pts);
+    free(src);
+    return -1;
+  }
+  char spec_hash[65], src_hash[65];
+  kv_sha256_hex(t->json, strlen(t->json), spec_hash);
+  kv_sha256_hex(src, len, src_hash);
+  int64_t task_id;
+  int rc = kv_store_put_task(st, t->name, t->dir, spec_hash, t->json, &task_id, err, errlen);
+  if (rc == 0)
+    rc = kv_store_put_source(st, src_hash, src, len, err, errlen);
+  json_t *cfg = json_pack("{s:s,s:i,s:I,s:s,s:s,s:s}", "strategy", strat->name, "steps", s.steps,
+                          "seed", (json_int_t)c->seed, "starter", src_hash, "surface",
+                          g->surface ? g->surface : "cpu", "task_dir", t->dir);
+  char *cj = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(cfg);
+  if (rc == 0)
+    rc = kv_store_run_create(st, task_id, strat->name, cj, run_id, err, errlen);
+  free(cj);
+  struct kv_run_progress pr = {0};
+  pr.run_id = *run_id;
+  pr.steps = s.ntun ? (s.space < (uint64_t)s.steps ? (int)s.space : s.steps) : 1;
+  if (rc == 0)
+    rc = drive(st, &s, strat, task_id, *run_id, g, h, &pr, err, errlen);
+  free(s.pts);
+  free(src);
+  return rc;
+}
+
+/* Finds the index of the value recorded for tunable k in "A=1 B=2". */
+static int recorded_index(const struct kv_tunable *tu, const char *params) {
+  char key[80];
+  snprintf(key, sizeof key, "%s=", tu->name);
+  for (const char *at = params ? strstr(params, key) : NULL; at; at = strstr(at + 1, key)) {
+    if (at != params && at[-1] != ' ')
+      continue;
+    const char *val = at + strlen(key);
+    for (int v = 0; v < tu->nvalues; v++) {
+      size_t vl = strlen(tu->values[v]);
+      if (!strncmp(val, tu->values[v], vl) && (val[vl] == ' ' || val[vl] == 0))
+        return v;
+    }
+  }
+  return -1;
+}
+
+int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts *g,
+                  const struct kv_run_hooks *h, char *err, size_t errlen) {
+  struct kv_run_row run;
+  if (kv_store_run_get(st, run_id, &run, err, errlen) < 0)
+    return -1;
+  int rc = -1;
+  struct kv_task *t = NULL;
+  char *src = NULL;
+  struct search s;
+  memset(&s, 0, sizeof s);
+  json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
+  const char *sname = json_string_value(json_object_get(cfg, "strategy"));
+  const char *starter = json_string_value(json_object_get(cfg, "starter"));
+  const char *dir = json_string_value(json_object_get(cfg, "task_dir"));
+  const struct strategy *strat = sname ? find_strategy(sname) : NULL;
+  size_t len = 0;
+  struct kv_node_row *nodes = NULL;
+  int nn = 0;
+  if (!strat || !starter || !dir) {
+    kv_error(err, errlen, "run %lld: its configuration in the store is unreadable",
+             (long long)run_id);
+    goto out;
+  }
+  if (kv_task_load(dir, &t, err, errlen) < 0)
+    goto out;
+  char spec_hash[65];
+  kv_sha256_hex(t->json, strlen(t->json), spec_hash);
+  if (strcmp(spec_hash, run.spec_hash ? run.spec_hash : "") != 0) {
+    kv_error(err, errlen, "%s: the task changed since run %lld started; start a new run", dir,
+             (long long)run_id);
+    goto out;
+  }
+  src = kv_store_get_source(st, starter, &len);
+  if (!src) {
+    kv_error(err, errlen, "run %lld: its starter kernel is missing from the store",
+             (long long)run_id);
+    goto out;
+  }
+  int steps = (int)json_integer_value(json_object_get(cfg, "steps"));
+  uint64_t seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
+  if (search_init(&s, t, src, len, steps, seed, err, errlen) < 0)
+    goto out;
+  if (kv_store_run_nodes(st, run_id, &nodes, &nn, err, errlen) < 0)
+    goto out;
+  struct kv_run_progress pr = {0};
+  pr.run_id = run_id;
+  pr.steps = s.ntun ? (s.space < (uint64_t)s.steps ? (int)s.space : s.steps) : 1;
+  /* The search state is the evaluated points: rebuild them in step order. */
+  for (int i = 0; i < nn && s.npts < s.steps; i++) {
+    struct point *pt = &s.pts[s.npts];
+    int ok = 1;
+    for (int k = 0; k < s.ntun; k++)
+      ok &= (pt->idx[k] = recorded_index(&s.tun[k], nodes[i].params)) >= 0;
+    if (!ok)
+      continue;
+    pt->speedup = nodes[i].speedup > 0 ? nodes[i].speedup : 0;
+    int vi = kv_verdict_from_name(nodes[i].verdict);
+    if (vi >= 0)
+      pr.counts[vi]++;
+    if (pt->speedup > pr.best_speedup)
+      pr.best_speedup = pt->speedup;
+    s.npts++;
+  }
+  pr.step = s.npts;
+  rc = kv_store_run_set_status(st, run_id, "running", err, errlen);
+  if (rc == 0)
+    rc = drive(st, &s, strat, run.task_id, run_id, g, h, &pr, err, errlen);
+out:
+  kv_node_rows_free(nodes, nn);
+  json_decref(cfg);
+  kv_run_row_release(&run);
+  free(s.pts);
+  free(src);
+  kv_task_free(t);
+  return rc;
+}

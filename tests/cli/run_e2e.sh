@@ -1,0 +1,83 @@
+#!/bin/sh
+# End-to-end tests of kevo run / runs / best / resume (the tune strategy, no LLM).
+# usage: run_e2e.sh KEVO_BINARY SOURCE_DIR
+set -u
+K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC="$2"
+T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-run-e2e-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
+export KEVO_DB="$T/run.db"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+expect() {
+  name=$1 code=$2 pat=$3
+  shift 4
+  "$@" >"$T/out" 2>&1
+  got=$?
+  if [ "$got" != "$code" ]; then
+    bad "$name: exit $got, expected $code"
+    tail -15 "$T/out" | sed 's/^/    /'
+  elif [ -n "$pat" ] && ! grep -qE -- "$pat" "$T/out"; then
+    bad "$name: output lacks /$pat/"
+    tail -15 "$T/out" | sed 's/^/    /'
+  else
+    ok "$name"
+  fi
+}
+q() { sqlite3 "$KEVO_DB" "$1" 2>/dev/null; }
+
+RS="$SRC/examples/tasks/rowsum"
+cd "$T" || exit 1
+
+expect "run needs a task" 2 "needs a task directory" -- "$K" run
+expect "run unknown strategy" 2 "--strategy ada: not in this build" -- "$K" run --strategy ada "$RS"
+expect "run unknown flag" 2 "unknown or incomplete option" -- "$K" run --frob "$RS"
+expect "run missing starter" 2 "no starter kernel" -- "$K" run --starter "$T/none.c" "$RS"
+sed 's/#ifndef NACC/#if 1/' "$RS/starter.c" >"$T/unguarded.c"
+expect "unguarded tunable explained" 2 "must read it with '#ifndef NACC" -- "$K" run --starter "$T/unguarded.c" "$RS"
+
+# A full tune: every NACC value of the starter, the fastest accepted kept.
+expect "tune rowsum" 0 "best kernel of run 1" -- "$K" run --budget 0.1 -o "$T/best.c" "$RS"
+grep -q "no LLM configured" "$T/out" && ok "says it tunes without an LLM" || bad "no tune notice"
+n=$(q "select count(*) from nodes where run_id = 1")
+nv=$(grep -o 'kevo:tune NACC=[0-9,]*' "$RS/starter.c" | tr ',' '\n' | wc -l)
+[ "$n" = "$nv" ] && ok "one node per tunable value ($n)" || bad "nodes $n, values $nv"
+[ "$(q "select status from runs where id = 1")" = done ] && ok "run done" || bad "run status"
+head -1 "$T/best.c" | grep -q "kevo best of run 1: task rowsum, verdict ok, .*x the reference" &&
+  ok "best file header" || bad "best file header: $(head -1 "$T/best.c")"
+want=$(q "select params from nodes where run_id = 1 and verdict = 'ok' order by speedup desc limit 1")
+[ -n "$want" ] && grep -q "kevo:tuned $want \*/" "$T/best.c" && ok "best is the fastest accepted node ($want)" ||
+  bad "best file is not $want"
+expect "best file is accepted" 0 "verdict: ok" -- "$K" eval --no-timing "$RS" "$T/best.c"
+expect "runs lists it" 0 "^1 +rowsum +tune +done" -- "$K" runs
+expect "best of the latest run" 0 "kevo:tuned" -- "$K" best
+expect "best of an unknown run" 2 "run 42 is not in" -- "$K" best 42
+expect "resume needs a number" 2 "needs a run number" -- "$K" resume
+
+# kill -9 in the middle of a run, then resume: nothing committed is lost,
+# no step is repeated, the run completes.
+"$K" run --budget 0.3 --seed 7 "$SRC/examples/tasks/softmax" >"$T/killed.out" 2>&1 &
+pid=$!
+i=0
+while [ "$(q "select count(*) from nodes where run_id = 2")" -lt 2 ] 2>/dev/null && [ $i -lt 600 ]; do
+  sleep 0.1
+  i=$((i + 1))
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+before=$(q "select count(*) from nodes where run_id = 2")
+[ "$before" -ge 2 ] && ok "killed after $before committed steps" || bad "kill timing: $before nodes"
+[ "$(q "pragma integrity_check")" = ok ] && ok "store intact after kill -9" || bad "integrity"
+expect "resume the killed run" 0 "run 2 finished" -- "$K" resume 2
+nv=$(grep -o 'kevo:tune NACC=[0-9,]*' "$SRC/examples/tasks/softmax/starter.c" | tr ',' '\n' | wc -l)
+after=$(q "select count(*) from nodes where run_id = 2")
+distinct=$(q "select count(distinct params) from nodes where run_id = 2")
+[ "$after" = "$nv" ] && [ "$distinct" = "$nv" ] && ok "resumed run covers every value once ($after)" ||
+  bad "after resume: $after nodes, $distinct distinct, want $nv"
+[ "$(q "select status from runs where id = 2")" = done ] && ok "resumed run done" || bad "status"
+
+echo "run e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]
