@@ -8,6 +8,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include <jansson.h>
+
+#include "kevo/llm.h"
+#include "kevo/prompt.h"
 #include "kevo/run.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
@@ -27,12 +31,50 @@ static void progress(void *ud, const struct kv_run_progress *p) {
   for (int v = 0; v < KV_V_COUNT; v++)
     if (v != KV_V_OK)
       bad += p->counts[v];
-  fprintf(stderr, "\rrun %lld  step %d/%d  best %.2fx  accepted %d  rejected %d  last: %s %s   ",
-          (long long)p->run_id, p->step, p->steps, p->best_speedup, p->counts[KV_V_OK], bad,
-          p->last_params && *p->last_params ? p->last_params : "starter", p->last_verdict);
-  if (p->step >= p->steps)
+  char spend[96] = "";
+  if (p->llm_calls > 0 || p->usd > 0)
+    snprintf(spend, sizeof spend, "  $%.4f (%lld calls, %d in flight)", p->usd,
+             (long long)p->llm_calls, p->in_flight);
+  fprintf(stderr, "\rrun %lld  step %d/%d  best %.2fx  accepted %d  rejected %d%s  last: %s %s   ",
+          (long long)p->run_id, p->step, p->steps, p->best_speedup, p->counts[KV_V_OK], bad, spend,
+          p->last_params && *p->last_params ? p->last_params : "starter",
+          p->last_verdict ? p->last_verdict : "-");
+  if (p->step >= p->steps || p->stop_reason)
     fputc('\n', stderr);
+  if (p->stop_reason)
+    fprintf(stderr, "kevo: run %lld ends early: %s\n", (long long)p->run_id, p->stop_reason);
   fflush(stderr);
+}
+
+/* The LLM client of a run: NULL in *out when no LLM is configured. */
+static int make_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
+                    struct kv_store *s, struct kv_llm **out, char *model_json, size_t mj_cap) {
+  char err[2048];
+  *out = NULL;
+  struct kv_llm_config *cfg = NULL;
+  if (kv_llm_config_load(NULL, NULL, config, &cfg, err, sizeof err) != 0)
+    return cli_fail("%s", err);
+  struct kv_llm_model m;
+  struct kv_llm_budget b;
+  int rc = kv_llm_config_resolve(cfg, f, &m, &b, err, sizeof err);
+  kv_llm_config_free(cfg);
+  if (rc != 0 && !flags_given && !config)
+    return 0; /* no model named anywhere: no LLM */
+  if (rc != 0)
+    return cli_fail("%s", err);
+  if (!flags_given && !m.name[0])
+    return 0;
+  /* The variable's name (never a key) lets a resumed run find its key. */
+  json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "provider", m.provider, "model", m.model,
+                        "base_url", m.base_url, "name", m.name, "api_key_env", m.api_key_env);
+  char *t = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+  snprintf(model_json, mj_cap, "%s", t ? t : "{}");
+  free(t);
+  json_decref(j);
+  struct kv_llm_opts o = {.model = &m, .store = s, .budget = b};
+  if (kv_llm_new(&o, out, err, sizeof err) != 0)
+    return cli_fail("%s", err);
+  return 0;
 }
 
 static int open_store(const char *db, struct kv_store **s) {
@@ -95,33 +137,87 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) 
 int cmd_run(int argc, char **argv) {
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
-  struct kv_run_config c = {"tune", 16, 0};
-  const char *db = NULL, *dir = NULL, *starter = NULL, *out = NULL;
+  struct kv_run_config c = {.strategy = NULL, .steps = 16};
+  kv_run_llm_defaults(&c.llm);
+  struct kv_llm_flags f;
+  kv_llm_flags_init(&f);
+  const char *db = NULL, *dir = NULL, *starter = NULL, *out = NULL, *config = NULL;
+  int llm_flags = 0;
   double v;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--strategy") && i + 1 < argc)
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--strategy") && val)
       c.strategy = argv[++i];
-    else if (!strcmp(a, "--steps") && i + 1 < argc) {
+    else if (!strcmp(a, "--steps") && val) {
       if (cli_number("--steps", argv[++i], &v))
         return 2;
       c.steps = (int)v;
-    } else if (!strcmp(a, "--seed") && i + 1 < argc) {
+    } else if (!strcmp(a, "--seed") && val) {
       if (cli_number("--seed", argv[++i], &v))
         return 2;
       c.seed = (uint64_t)v;
-    } else if (!strcmp(a, "--budget") && i + 1 < argc) {
+    } else if (!strcmp(a, "--budget") && val) {
       if (cli_number("--budget", argv[++i], &v))
         return 2;
       g.time_budget_s = v;
-    } else if (!strcmp(a, "--surface") && i + 1 < argc)
+    } else if (!strcmp(a, "--no-timing"))
+      g.timing = 0;
+    else if (!strcmp(a, "--surface") && val)
       g.surface = argv[++i];
-    else if (!strcmp(a, "--db") && i + 1 < argc)
+    else if (!strcmp(a, "--db") && val)
       db = argv[++i];
-    else if (!strcmp(a, "--starter") && i + 1 < argc)
+    else if (!strcmp(a, "--starter") && val)
       starter = argv[++i];
-    else if (!strcmp(a, "-o") && i + 1 < argc)
+    else if (!strcmp(a, "-o") && val)
       out = argv[++i];
+    else if (!strcmp(a, "--config") && val)
+      config = argv[++i];
+    else if (!strcmp(a, "--provider") && val)
+      f.provider = argv[++i], llm_flags = 1;
+    else if (!strcmp(a, "--base-url") && val)
+      f.base_url = argv[++i], llm_flags = 1;
+    else if (!strcmp(a, "--model") && val)
+      f.model = argv[++i], llm_flags = 1;
+    else if (!strcmp(a, "--api-key-env") && val)
+      f.api_key_env = argv[++i];
+    else if (!strcmp(a, "--budget-usd") && val) {
+      if (cli_number("--budget-usd", argv[++i], &v))
+        return 2;
+      f.max_usd = v;
+    } else if (!strcmp(a, "--concurrency") && val) {
+      if (cli_number("--concurrency", argv[++i], &v) || v < 1 || v > 64)
+        return v < 1 || v > 64 ? cli_fail("--concurrency: between 1 and 64") : 2;
+      c.llm.concurrency = (int)v;
+    } else if (!strcmp(a, "--plan-mode") && val) {
+      const char *pm = argv[++i];
+      if (strcmp(pm, "explicit") && strcmp(pm, "implicit"))
+        return cli_fail("--plan-mode %s: use explicit or implicit", pm);
+      c.llm.plan_explicit = !strcmp(pm, "explicit");
+    } else if (!strcmp(a, "--prompt-blocks") && val) {
+      char err[512];
+      if (kv_prompt_blocks_parse(argv[++i], &c.llm.prompt_mask, err, sizeof err) < 0)
+        return cli_fail("--prompt-blocks: %s", err);
+    } else if (!strcmp(a, "--prompts") && val)
+      c.llm.prompt_dir = argv[++i];
+    else if (!strcmp(a, "--p-large") && val) {
+      if (cli_number("--p-large", argv[++i], &v) || v < 0 || v > 1)
+        return v < 0 || v > 1 ? cli_fail("--p-large: a probability in [0, 1]") : 2;
+      c.llm.p_large = v;
+    } else if (!strcmp(a, "--small-limit") && val) {
+      if (cli_number("--small-limit", argv[++i], &v))
+        return 2;
+      c.llm.small_limit = (int)v;
+    } else if (!strcmp(a, "--explore") && val) {
+      if (cli_number("--explore", argv[++i], &v))
+        return 2;
+      c.llm.c_explore = v;
+    } else if (!strcmp(a, "--rule-threshold") && val) {
+      if (cli_number("--rule-threshold", argv[++i], &v))
+        return 2;
+      c.llm.rule_threshold = (int)v;
+    } else if (!strcmp(a, "--rules-llm"))
+      c.llm.rules_llm = 1;
     else if (a[0] == '-') {
       cli_fail("run: unknown or incomplete option '%s'", a);
       return cli_usage("run");
@@ -136,38 +232,68 @@ int cmd_run(int argc, char **argv) {
     cli_fail("run: needs a task directory");
     return cli_usage("run");
   }
+  if (c.strategy && kv_run_strategy_needs_llm(c.strategy) < 0)
+    return cli_fail("--strategy %s: not in this build; use tune, greedy, best-of-n or ada",
+                    c.strategy);
+  if (c.llm.prompt_dir && access(c.llm.prompt_dir, R_OK | X_OK) != 0)
+    return cli_fail("--prompts %s: not a readable directory", c.llm.prompt_dir);
   int cuda = !strcmp(g.surface, "cuda");
-  char spath[PATH_MAX];
-  if (!starter) {
-    snprintf(spath, sizeof spath, "%s/starter.%s", dir, cuda ? "cu" : "c");
-    starter = spath;
-  }
-  if (access(starter, R_OK) != 0)
-    return cli_fail("%s: no starter kernel; write one or pass --starter FILE", starter);
-  if (!strcmp(c.strategy, "tune"))
-    fprintf(stderr,
-            "kevo: no LLM configured for this run: tuning the `// kevo:tune` parameters of %s\n",
-            starter);
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)
     return cli_fail("%s", err);
-  struct kv_calib cal;
-  if (cli_calib(&cal, 0, 0) != 0) {
-    kv_task_free(t);
-    return 2;
-  }
-  g.calib = &cal;
   struct kv_store *s;
   if (open_store(db, &s)) {
     kv_task_free(t);
     return 2;
   }
+  struct kv_llm *llm = NULL;
+  char model_json[1024] = "";
+  int code = 0;
+  int needs = c.strategy ? kv_run_strategy_needs_llm(c.strategy) : -1;
+  if (needs != 0 && make_llm(&f, config, llm_flags, s, &llm, model_json, sizeof model_json))
+    code = 2;
+  if (!code && !c.strategy)
+    c.strategy = llm ? "ada" : "tune";
+  if (!code && needs == 1 && !llm)
+    code = cli_fail("--strategy %s needs an LLM: configure a model (kevo.json, --model, "
+                    "--base-url) or use --strategy tune",
+                    c.strategy);
+  char spath[PATH_MAX];
+  int llm_strategy = !code && kv_run_strategy_needs_llm(c.strategy) == 1;
+  if (!code && !starter && !llm_strategy) {
+    snprintf(spath, sizeof spath, "%s/starter.%s", dir, cuda ? "cu" : "c");
+    starter = spath;
+  }
+  if (!code && starter && access(starter, R_OK) != 0)
+    code = cli_fail("%s: no starter kernel; write one or pass --starter FILE", starter);
+  if (!code && !strcmp(c.strategy, "tune"))
+    fprintf(stderr,
+            "kevo: no LLM configured for this run: tuning the `// kevo:tune` parameters of %s\n",
+            starter);
+  else if (!code)
+    fprintf(stderr, "kevo: strategy %s with %s\n", c.strategy, model_json);
+  struct kv_calib cal;
+  if (!code && cli_calib(&cal, 0, 0) != 0)
+    code = 2;
+  if (code) {
+    kv_llm_free(llm);
+    kv_store_close(s);
+    kv_task_free(t);
+    return code;
+  }
+  g.calib = &cal;
+  c.llm_json = model_json[0] ? model_json : NULL;
   signal(SIGINT, on_sigint);
-  struct kv_run_hooks h = {progress, NULL, &stop_flag};
+  struct kv_run_hooks h = {.progress = progress, .stop = &stop_flag, .llm = llm};
   int64_t run_id = 0;
   int rc = kv_run_new(s, t, starter, &c, &g, &h, &run_id, err, sizeof err);
-  int code = 0;
+  if (llm) {
+    struct kv_llm_spend sp;
+    kv_llm_spent(llm, &sp);
+    fprintf(stderr, "kevo: spent $%.6f (%lld calls, %lld tokens in, %lld out)\n", sp.usd,
+            (long long)sp.calls, (long long)sp.input_tokens, (long long)sp.output_tokens);
+  }
   if (rc < 0)
     code = cli_fail("%s", err);
   else if (stop_flag)
@@ -180,23 +306,50 @@ int cmd_run(int argc, char **argv) {
     }
     code = print_best(s, run_id, out);
   }
+  kv_llm_free(llm);
   kv_store_close(s);
   kv_task_free(t);
   return code;
 }
 
 int cmd_resume(int argc, char **argv) {
-  const char *db = NULL;
+  const char *db = NULL, *config = NULL;
   int64_t id = 0;
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
+  struct kv_llm_flags f;
+  kv_llm_flags_init(&f);
+  int llm_flags = 0;
+  double v;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--db") && i + 1 < argc)
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (!strcmp(a, "--db") && has)
       db = argv[++i];
-    else if (argv[i][0] != '-' && !id)
-      id = strtoll(argv[i], NULL, 10);
+    else if (!strcmp(a, "--config") && has)
+      config = argv[++i];
+    else if (!strcmp(a, "--provider") && has)
+      f.provider = argv[++i], llm_flags = 1;
+    else if (!strcmp(a, "--base-url") && has)
+      f.base_url = argv[++i], llm_flags = 1;
+    else if (!strcmp(a, "--model") && has)
+      f.model = argv[++i], llm_flags = 1;
+    else if (!strcmp(a, "--api-key-env") && has)
+      f.api_key_env = argv[++i];
+    else if (!strcmp(a, "--budget-usd") && has) {
+      if (cli_number("--budget-usd", argv[++i], &v))
+        return 2;
+      f.max_usd = v;
+    } else if (!strcmp(a, "--budget") && has) {
+      if (cli_number("--budget", argv[++i], &v))
+        return 2;
+      g.time_budget_s = v;
+    } else if (!strcmp(a, "--no-timing"))
+      g.timing = 0;
+    else if (a[0] != '-' && !id)
+      id = strtoll(a, NULL, 10);
     else {
-      cli_fail("resume: unexpected argument '%s'", argv[i]);
+      cli_fail("resume: unexpected argument '%s'", a);
       return cli_usage("resume");
     }
   }
@@ -207,20 +360,52 @@ int cmd_resume(int argc, char **argv) {
   struct kv_store *s;
   if (open_store(db, &s))
     return 2;
-  struct kv_calib cal;
-  if (cli_calib(&cal, 0, 0) != 0) {
-    kv_store_close(s);
-    return 2;
-  }
-  g.calib = &cal;
-  signal(SIGINT, on_sigint);
-  struct kv_run_hooks h = {progress, NULL, &stop_flag};
   char err[4096];
+  struct kv_run_row run;
+  if (kv_store_run_get(s, id, &run, err, sizeof err) < 0) {
+    kv_store_close(s);
+    return cli_fail("%s", err);
+  }
+  struct kv_llm *llm = NULL;
   int code = 0;
-  if (kv_run_resume(s, id, &g, &h, err, sizeof err) < 0)
-    code = cli_fail("%s", err);
-  else
-    fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id, stop_flag ? "stopped" : "finished");
+  json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
+  if (kv_run_strategy_needs_llm(run.strategy) == 1) {
+    /* The model the run started with, unless flags say otherwise. */
+    json_t *m = json_object_get(cfg, "model");
+    const char *name = json_string_value(json_object_get(m, "name"));
+    if (!llm_flags && m) {
+      if (name && *name)
+        f.model = name;
+      else {
+        f.provider = json_string_value(json_object_get(m, "provider"));
+        f.model = json_string_value(json_object_get(m, "model"));
+        f.base_url = json_string_value(json_object_get(m, "base_url"));
+      }
+      if (!f.api_key_env)
+        f.api_key_env = json_string_value(json_object_get(m, "api_key_env"));
+    }
+    char mj[1024];
+    if (make_llm(&f, config, 1, s, &llm, mj, sizeof mj))
+      code = 2;
+  }
+  const char *surface = json_string_value(json_object_get(cfg, "surface"));
+  if (surface)
+    g.surface = surface;
+  struct kv_calib cal;
+  if (!code && cli_calib(&cal, 0, 0) != 0)
+    code = 2;
+  if (!code) {
+    g.calib = &cal;
+    signal(SIGINT, on_sigint);
+    struct kv_run_hooks h = {.progress = progress, .stop = &stop_flag, .llm = llm};
+    if (kv_run_resume(s, id, &g, &h, err, sizeof err) < 0)
+      code = cli_fail("%s", err);
+    else
+      fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id, stop_flag ? "stopped" : "finished");
+  }
+  json_decref(cfg);
+  kv_run_row_release(&run);
+  kv_llm_free(llm);
   kv_store_close(s);
   return code;
 }

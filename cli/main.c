@@ -23,11 +23,20 @@ static const struct kv_command commands[] = {
      "[--db PATH]",
      "talk to a model (reply on stdout, usage and cost on stderr); list the recorded calls"},
     {"run", cmd_run,
-     "kevo run [--strategy tune] [--steps N] [--seed S] [--budget SECONDS] [--surface cpu|cuda] "
-     "[--starter FILE] [--db PATH] [-o FILE] TASK_DIR",
+     "kevo run [--strategy ada|greedy|best-of-n|tune] [--provider P] [--base-url URL] "
+     "[--model ID] [--config FILE] [--steps N] [--budget-usd X] [--concurrency K] "
+     "[--plan-mode explicit|implicit] [--prompt-blocks LIST] [--prompts DIR] [--p-large P] "
+     "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--seed S] "
+     "[--budget SECONDS] [--no-timing] [--surface cpu|cuda] [--starter FILE] [--db PATH] "
+     "[-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
     {"runs", cmd_runs, "kevo runs [--db PATH]", "list runs, newest first"},
-    {"resume", cmd_resume, "kevo resume [--db PATH] RUN", "continue a stopped or killed run"},
+    {"resume", cmd_resume,
+     "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] RUN",
+     "continue a stopped or killed run"},
+    {"rules", cmd_rules,
+     "kevo rules list [--all] | show ID | export FILE | import FILE  [--db PATH]",
+     "the validity rules learnt from failures (list shows those seen at least twice)"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
 };

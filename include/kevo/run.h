@@ -13,10 +13,30 @@
 #include "kevo/store.h"
 #include "kevo/task.h"
 
+struct kv_llm;
+
+/* Settings of the LLM strategies (kept in the run's configuration, so a
+ * resumed run continues with them); kv_run_llm_defaults fills them. */
+struct kv_run_llm_settings {
+  int concurrency;        /* LLM requests in flight at once (>= 1) */
+  unsigned prompt_mask;   /* KV_PB_* blocks in prompts */
+  const char *prompt_dir; /* template overrides; NULL: the embedded ones */
+  int plan_explicit;      /* plan_mode explicit: a planner call, then a coder call */
+  double p_large;         /* ada: probability of a large step */
+  int small_limit;        /* ada: small steps per chain before a large step */
+  double c_explore;       /* ada: UCB exploration weight */
+  int pool_max;           /* ada: kernels in a large step's pool */
+  int rule_threshold;     /* rules seen this often enter prompts */
+  int rules_llm;          /* 1: failures also go to a rule_extractor call */
+};
+void kv_run_llm_defaults(struct kv_run_llm_settings *s);
+
 struct kv_run_config {
-  const char *strategy; /* "tune" */
-  int steps;            /* evaluations, the starter's included */
-  uint64_t seed;        /* search randomness */
+  const char *strategy;           /* "tune", "greedy", "best-of-n", "ada" */
+  int steps;                      /* evaluations, the starter's included */
+  uint64_t seed;                  /* search randomness */
+  struct kv_run_llm_settings llm; /* LLM strategies only */
+  const char *llm_json; /* LLM strategies: {"provider","model","base_url"} to resume with */
 };
 
 struct kv_run_progress {
@@ -26,6 +46,11 @@ struct kv_run_progress {
   double best_speedup; /* 0 until something is accepted */
   const char *last_verdict;
   const char *last_params; /* "NACC=4" */
+  /* LLM strategies */
+  double usd; /* spent so far (this process) */
+  int64_t llm_calls;
+  int in_flight;
+  const char *stop_reason; /* NULL, or why the run ended early ("USD budget reached") */
 };
 typedef void (*kv_run_progress_fn)(void *ud, const struct kv_run_progress *p);
 
@@ -33,16 +58,20 @@ struct kv_run_hooks {
   kv_run_progress_fn progress;
   void *ud;
   volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to end after the current step */
+  struct kv_llm *llm;          /* the client the LLM strategies use (not owned) */
 };
 
-/* Starts a run of `starter` (a kernel that may declare `// kevo:tune` lines). */
+/* Starts a run of `starter` (a kernel that may declare `// kevo:tune` lines;
+ * LLM strategies: may be NULL, else it becomes the first node). */
 int kv_run_new(struct kv_store *s, const struct kv_task *t, const char *starter,
                const struct kv_run_config *c, const struct kv_gate_opts *g,
                const struct kv_run_hooks *h, int64_t *run_id, char *err, size_t errlen);
 /* Continues a run from what the store holds. */
 int kv_run_resume(struct kv_store *s, int64_t run_id, const struct kv_gate_opts *g,
                   const struct kv_run_hooks *h, char *err, size_t errlen);
-/* Names of the strategies this build has ("tune"). */
+/* Names of the strategies this build has ("tune", "greedy", "best-of-n", "ada"). */
 const char *const *kv_run_strategies(void);
+/* 1 when the strategy needs an LLM, 0 when not, -1 when unknown. */
+int kv_run_strategy_needs_llm(const char *name);
 
 #endif

@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 3
+#define KV_STORE_SCHEMA_VERSION 4
 
 /* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
@@ -134,6 +134,9 @@ struct kv_node_record {
   const char *params; /* "NACC=4 BLOCK=64" or NULL */
   const char *verdict;
   double speedup; /* < 0: not accepted or not timed */
+  /* schema v4 (zero-initialised records store reward 0 and no plan) */
+  double reward;    /* the search's value of the node; < 0: none (stored NULL) */
+  const char *plan; /* the plan the candidate was written from, or NULL */
 };
 int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_t *id, char *err,
                       size_t errlen);
@@ -159,10 +162,31 @@ struct kv_node_row {
   int64_t id, eval_id;
   int step;
   char *source_hash, *action, *params, *verdict;
-  double speedup; /* -1 when NULL */
+  double speedup;    /* -1 when NULL */
+  int64_t parent_id; /* 0: none */
+  double reward;     /* -1 when NULL */
+  char *plan;        /* NULL when none */
 };
 int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **rows, int *n,
                        char *err, size_t errlen);
 void kv_node_rows_free(struct kv_node_row *rows, int n);
+
+/* ---- validity rules (schema v4): "You cannot ..." learnt from failures ---- */
+/* A new rule seen `count` times (>= 1), linked to evaluation eval_id (<= 0: none). */
+int kv_store_rule_add(struct kv_store *s, const char *text, const char *origin, int count,
+                      int64_t eval_id, int64_t *id, char *err, size_t errlen);
+/* Rule rule_id was seen `add` more times, once by evaluation eval_id (<= 0: none). */
+int kv_store_rule_seen(struct kv_store *s, int64_t rule_id, int add, int64_t eval_id, char *err,
+                       size_t errlen);
+struct kv_rule_row {
+  int64_t id;
+  char *text, *origin; /* origin: "compiler", "llm", "import" */
+  int count;
+  int64_t created_unix, updated_unix;
+  char *evals; /* "12 15 31": the first 64 evaluation ids behind it, or NULL */
+};
+/* Every rule in id order; free with kv_rule_rows_free. */
+int kv_store_rules(struct kv_store *s, struct kv_rule_row **rows, int *n, char *err, size_t errlen);
+void kv_rule_rows_free(struct kv_rule_row *rows, int n);
 
 #endif

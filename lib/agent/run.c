@@ -10,7 +10,9 @@
 
 #include "kevo/reply.h"
 #include "kevo/run.h"
+#include "kevo/prompt.h"
 #include "kevo/util.h"
+#include "agent.h"
 
 #define MAX_TUNABLES 8
 #define SOURCE_MAX (1 << 20)
@@ -109,9 +111,32 @@ static int tune_propose(struct search *s, struct proposal *p) {
   return 1;
 }
 
+/* The LLM strategies' proposals live in search.c (propose is NULL here). */
 static const struct strategy strategies[] = {
     {"tune", 0, tune_propose},
+    {"greedy", 1, NULL},
+    {"best-of-n", 1, NULL},
+    {"ada", 1, NULL},
 };
+
+void kv_run_llm_defaults(struct kv_run_llm_settings *s) {
+  memset(s, 0, sizeof *s);
+  s->concurrency = 2;
+  s->prompt_mask = KV_PB_ALL;
+  s->p_large = 0.3;
+  s->small_limit = 4;
+  s->c_explore = 1.0;
+  s->pool_max = 3;
+  s->rule_threshold = 2;
+  s->rules_llm = 0;
+}
+
+int kv_run_strategy_needs_llm(const char *name) {
+  for (size_t i = 0; i < KV_ARRAY_LEN(strategies); i++)
+    if (name && !strcmp(strategies[i].name, name))
+      return strategies[i].needs_llm;
+  return -1;
+}
 
 const char *const *kv_run_strategies(void) {
   static const char *names[KV_ARRAY_LEN(strategies) + 1];
@@ -181,10 +206,12 @@ static int load_tunables(struct search *s, char *err, size_t errlen) {
   return 0;
 }
 
-/* Evaluates one source; records the source, the evaluation and the node. */
-static int step(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
-                int stepno, const char *src, size_t len, const char *action, const char *params,
-                const struct kv_gate_opts *g, struct kv_gate_result *r, char *err, size_t errlen) {
+/* Evaluates one source; records the source, the evaluation and the node
+ * (n's source_hash, eval_id, verdict and speedup are filled in here). */
+int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
+                 const struct kv_node_record *node, const char *src, size_t len,
+                 const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
+                 struct kv_step_out *out, char *err, size_t errlen) {
   char cache[PATH_MAX - 64], dir[PATH_MAX - 32], path[PATH_MAX];
   if (kv_cache_dir(cache, sizeof cache) < 0)
     return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
@@ -209,23 +236,24 @@ static int step(struct kv_store *st, const struct kv_task *t, int64_t task_id, i
   e.median_us = r->timed ? r->timing.cand.median_us : -1;
   e.speedup = r->timed ? r->timing.speedup : -1;
   e.result_json = js;
-  int64_t eval_id = 0;
+  int64_t eval_id = 0, node_id = 0;
   rc = kv_store_put_source(st, r->source_hash, src, len, err, errlen);
   if (rc == 0)
     rc = kv_store_add_eval(st, &e, &eval_id, err, errlen);
   if (rc == 0) {
-    struct kv_node_record n = {0};
-    n.run_id = run_id;
-    n.step = stepno;
+    struct kv_node_record n = *node;
     n.source_hash = r->source_hash;
     n.eval_id = eval_id;
-    n.action = action;
-    n.params = params;
     n.verdict = e.verdict;
     n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
-    rc = kv_store_node_add(st, &n, NULL, err, errlen);
+    n.reward = want_reward ? kv_ada_reward((int)r->verdict, n.speedup) : -1;
+    rc = kv_store_node_add(st, &n, &node_id, err, errlen);
   }
   free(js);
+  if (out) {
+    out->node_id = node_id;
+    out->eval_id = eval_id;
+  }
   return rc;
 }
 
@@ -259,7 +287,12 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
     char params[512];
     format_params(s, p.idx, params, sizeof params);
     memset(r, 0, sizeof *r);
-    rc = step(st, s->task, task_id, run_id, s->npts, src, len, p.action, params, g, r, err, errlen);
+    struct kv_node_record nr = {0};
+    nr.run_id = run_id;
+    nr.step = s->npts;
+    nr.action = p.action;
+    nr.params = params;
+    rc = kv__run_step(st, s->task, task_id, &nr, src, len, g, r, 0, NULL, err, errlen);
     free(src);
     if (rc < 0) {
       kv_gate_result_release(r);
@@ -298,12 +331,117 @@ static int search_init(struct search *s, const struct kv_task *t, char *src, siz
   return load_tunables(s, err, errlen);
 }
 
+static json_t *llm_settings_json(const struct kv_run_llm_settings *l) {
+  return json_pack("{s:i,s:I,s:s?,s:s,s:f,s:i,s:f,s:i,s:i,s:b}", "concurrency", l->concurrency,
+                   "prompt_mask", (json_int_t)l->prompt_mask, "prompt_dir", l->prompt_dir,
+                   "plan_mode", l->plan_explicit ? "explicit" : "implicit", "p_large", l->p_large,
+                   "small_limit", l->small_limit, "c_explore", l->c_explore, "pool_max",
+                   l->pool_max, "rule_threshold", l->rule_threshold, "rules_llm", l->rules_llm);
+}
+
+/* Reads the settings back (prompt_dir points into j). */
+static void llm_settings_read(json_t *j, struct kv_run_llm_settings *l) {
+  kv_run_llm_defaults(l);
+  if (!j)
+    return;
+  json_t *v;
+  if ((v = json_object_get(j, "concurrency")))
+    l->concurrency = (int)json_integer_value(v);
+  if ((v = json_object_get(j, "prompt_mask")))
+    l->prompt_mask = (unsigned)json_integer_value(v);
+  l->prompt_dir = json_string_value(json_object_get(j, "prompt_dir"));
+  const char *pm = json_string_value(json_object_get(j, "plan_mode"));
+  l->plan_explicit = pm && !strcmp(pm, "explicit");
+  if ((v = json_object_get(j, "p_large")))
+    l->p_large = json_number_value(v);
+  if ((v = json_object_get(j, "small_limit")))
+    l->small_limit = (int)json_integer_value(v);
+  if ((v = json_object_get(j, "c_explore")))
+    l->c_explore = json_number_value(v);
+  if ((v = json_object_get(j, "pool_max")))
+    l->pool_max = (int)json_integer_value(v);
+  if ((v = json_object_get(j, "rule_threshold")))
+    l->rule_threshold = (int)json_integer_value(v);
+  l->rules_llm = json_is_true(json_object_get(j, "rules_llm"));
+}
+
+/* A new run of an LLM strategy: the starter (when given) is its first node. */
+static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
+                       const struct kv_run_config *c, const struct kv_gate_opts *g,
+                       const struct kv_run_hooks *h, int64_t *run_id, char *err, size_t errlen) {
+  if (!h || !h->llm)
+    return kv_error(err, errlen,
+                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
+                    "--base-url) or use --strategy tune",
+                    c->strategy);
+  char spec_hash[65];
+  kv_sha256_hex(t->json, strlen(t->json), spec_hash);
+  int64_t task_id;
+  if (kv_store_put_task(st, t->name, t->dir, spec_hash, t->json, &task_id, err, errlen) < 0)
+    return -1;
+  json_t *cfg = json_pack("{s:s,s:i,s:I,s:s,s:s,s:o}", "strategy", c->strategy, "steps",
+                          c->steps > 0 ? c->steps : 1, "seed", (json_int_t)c->seed, "surface",
+                          g->surface ? g->surface : "cpu", "task_dir", t->dir, "llm",
+                          llm_settings_json(&c->llm));
+  json_t *model = c->llm_json ? json_loads(c->llm_json, 0, NULL) : NULL;
+  if (model)
+    json_object_set_new(cfg, "model", model);
+  char *cj = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(cfg);
+  int rc = kv_store_run_create(st, task_id, c->strategy, cj, run_id, err, errlen);
+  free(cj);
+  struct kv_node_row first = {0};
+  int nfirst = 0;
+  struct kv_gate_result *r = NULL;
+  if (rc == 0 && starter) {
+    char *src;
+    size_t len;
+    r = calloc(1, sizeof *r);
+    if (!r)
+      rc = kv_error(err, errlen, "out of memory");
+    if (rc == 0)
+      rc = kv_read_file(starter, SOURCE_MAX, &src, &len, err, errlen);
+    if (rc == 0) {
+      struct kv_node_record nr = {0};
+      nr.run_id = *run_id;
+      nr.step = 0;
+      nr.action = "starter";
+      struct kv_step_out out = {0};
+      rc = kv__run_step(st, t, task_id, &nr, src, len, g, r, 1, &out, err, errlen);
+      if (rc == 0) {
+        first.id = out.node_id;
+        first.eval_id = out.eval_id;
+        first.source_hash = r->source_hash;
+        first.action = "starter";
+        first.verdict = (char *)kv_verdict_name(r->verdict);
+        first.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
+        nfirst = 1;
+      }
+      free(src);
+    }
+  }
+  struct kv_run_config cc = *c;
+  if (cc.steps <= 0)
+    cc.steps = 1;
+  if (rc == 0)
+    rc = kv__search_llm(st, t, task_id, *run_id, c->strategy, &cc, g, h, &first, nfirst, err,
+                        errlen);
+  if (r)
+    kv_gate_result_release(r);
+  free(r);
+  return rc;
+}
+
 int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
                const struct kv_run_config *c, const struct kv_gate_opts *g,
                const struct kv_run_hooks *h, int64_t *run_id, char *err, size_t errlen) {
   const struct strategy *strat = find_strategy(c->strategy ? c->strategy : "tune");
   if (!strat)
-    return kv_error(err, errlen, "--strategy %s: not in this build; use tune", c->strategy);
+    return kv_error(err, errlen,
+                    "--strategy %s: not in this build; use tune, greedy, best-of-n or ada",
+                    c->strategy);
+  if (strat->needs_llm)
+    return llm_run_new(st, t, starter, c, g, h, run_id, err, errlen);
   char *src;
   size_t len;
   if (kv_read_file(starter, SOURCE_MAX, &src, &len, err, errlen) < 0)
@@ -374,6 +512,31 @@ int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts
   size_t len = 0;
   struct kv_node_row *nodes = NULL;
   int nn = 0;
+  if (strat && strat->needs_llm && dir) {
+    struct kv_run_config lc = {0};
+    lc.strategy = strat->name;
+    lc.steps = (int)json_integer_value(json_object_get(cfg, "steps"));
+    lc.seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
+    llm_settings_read(json_object_get(cfg, "llm"), &lc.llm);
+    if (kv_task_load(dir, &t, err, errlen) < 0)
+      goto out;
+    char sh[65];
+    kv_sha256_hex(t->json, strlen(t->json), sh);
+    if (strcmp(sh, run.spec_hash ? run.spec_hash : "") != 0) {
+      kv_error(err, errlen, "%s: the task changed since run %lld started; start a new run", dir,
+               (long long)run_id);
+      goto out;
+    }
+    if (kv_store_run_nodes(st, run_id, &nodes, &nn, err, errlen) < 0)
+      goto out;
+    rc = kv_store_run_set_status(st, run_id, "running", err, errlen);
+    /* Resume with a different seed stream than the first session's. */
+    lc.seed ^= (uint64_t)nn * 0x9e3779b97f4a7c15ull;
+    if (rc == 0)
+      rc = kv__search_llm(st, t, run.task_id, run_id, strat->name, &lc, g, h, nodes, nn, err,
+                          errlen);
+    goto out;
+  }
   if (!strat || !starter || !dir) {
     kv_error(err, errlen, "run %lld: its configuration in the store is unreadable",
              (long long)run_id);

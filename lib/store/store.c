@@ -129,6 +129,24 @@ static const char *const migrations[] = {
     ");\n"
     "CREATE INDEX nodes_run_id ON nodes(run_id);\n"
     "PRAGMA user_version = 3;\n",
+    /* 4: the agent: a node's reward and plan, and the memory of validity rules
+     * (with the evaluations that gave rise to each). */
+    "ALTER TABLE nodes ADD COLUMN reward REAL;\n"
+    "ALTER TABLE nodes ADD COLUMN plan TEXT;\n"
+    "CREATE TABLE rules (\n"
+    "  id          INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  text        TEXT NOT NULL,\n"
+    "  origin      TEXT NOT NULL,\n"
+    "  count       INTEGER NOT NULL DEFAULT 1,\n"
+    "  created     INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  updated     INTEGER NOT NULL DEFAULT " NOW_UNIX "\n"
+    ");\n"
+    "CREATE TABLE rule_evals (\n"
+    "  rule_id     INTEGER NOT NULL REFERENCES rules(id),\n"
+    "  eval_id     INTEGER NOT NULL,\n"
+    "  UNIQUE (rule_id, eval_id)\n"
+    ");\n"
+    "PRAGMA user_version = 4;\n",
 };
 #undef NOW_UNIX
 
@@ -1109,7 +1127,8 @@ int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_
     return -1;
   if (prepare(s,
               "INSERT INTO nodes (run_id, parent_id, step, source_hash, eval_id, action, params, "
-              "verdict, speedup) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+              "verdict, speedup, reward, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+              "?11)",
               &ins, err, errlen) != 0)
     goto fail;
   sqlite3_bind_int64(ins, 1, n->run_id);
@@ -1127,6 +1146,8 @@ int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_
   bind_str(ins, 7, n->params);
   bind_str(ins, 8, n->verdict);
   bind_time(ins, 9, n->speedup);
+  bind_time(ins, 10, n->reward);
+  bind_str(ins, 11, n->plan);
   if (sqlite3_step(ins) != SQLITE_DONE) {
     db_fail(s, "cannot insert the node", err, errlen);
     goto fail;
@@ -1148,11 +1169,11 @@ fail:
   "SELECT r.id, r.task_id, t.name, t.spec_hash, r.strategy, r.status, r.config_json, r.created, "  \
   "(SELECT count(*) FROM nodes n WHERE n.run_id = r.id), "                                         \
   "(SELECT n.speedup FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                     \
-  " AND n.speedup IS NOT NULL ORDER BY n.speedup DESC, n.step LIMIT 1), "                          \
+  " ORDER BY n.speedup IS NULL, n.speedup DESC, n.step LIMIT 1), "                                 \
   "(SELECT n.source_hash FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                 \
-  " AND n.speedup IS NOT NULL ORDER BY n.speedup DESC, n.step LIMIT 1), "                          \
+  " ORDER BY n.speedup IS NULL, n.speedup DESC, n.step LIMIT 1), "                                 \
   "(SELECT n.eval_id FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                     \
-  " AND n.speedup IS NOT NULL ORDER BY n.speedup DESC, n.step LIMIT 1) "                           \
+  " ORDER BY n.speedup IS NULL, n.speedup DESC, n.step LIMIT 1) "                                  \
   "FROM runs r JOIN tasks t ON t.id = r.task_id "
 
 static int run_row(sqlite3_stmt *st, struct kv_run_row *o) {
@@ -1238,8 +1259,8 @@ int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **
   *n = 0;
   sqlite3_stmt *st;
   if (prepare(s,
-              "SELECT id, eval_id, step, source_hash, action, params, verdict, speedup "
-              "FROM nodes WHERE run_id = ?1 ORDER BY step",
+              "SELECT id, eval_id, step, source_hash, action, params, verdict, speedup, "
+              "parent_id, reward, plan FROM nodes WHERE run_id = ?1 ORDER BY step",
               &st, err, errlen) != 0)
     return -1;
   sqlite3_bind_int64(st, 1, run_id);
@@ -1267,6 +1288,9 @@ int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **
     dup_col(st, 5, &o->params);
     dup_col(st, 6, &o->verdict);
     o->speedup = col_time(st, 7);
+    o->parent_id = sqlite3_column_int64(st, 8);
+    o->reward = col_time(st, 9);
+    dup_col(st, 10, &o->plan);
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
@@ -1284,6 +1308,140 @@ void kv_node_rows_free(struct kv_node_row *rows, int n) {
     free(rows[i].action);
     free(rows[i].params);
     free(rows[i].verdict);
+    free(rows[i].plan);
+  }
+  free(rows);
+}
+
+/* ---- validity rules (schema v4) ----------------------------------------- */
+
+static int rule_link(struct kv_store *s, int64_t rule_id, int64_t eval_id, char *err,
+                     size_t errlen) {
+  if (eval_id <= 0)
+    return 0;
+  sqlite3_stmt *st;
+  if (prepare(s, "INSERT OR IGNORE INTO rule_evals (rule_id, eval_id) VALUES (?1, ?2)", &st, err,
+              errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, rule_id);
+  sqlite3_bind_int64(st, 2, eval_id);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : db_fail(s, "cannot record a rule's evaluation", err, errlen);
+}
+
+int kv_store_rule_add(struct kv_store *s, const char *text, const char *origin, int count,
+                      int64_t eval_id, int64_t *id, char *err, size_t errlen) {
+  if (!text || !*text || !origin)
+    return seterr(err, errlen, "store: a rule needs a text and an origin"), -1;
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  sqlite3_stmt *st;
+  if (prepare(s, "INSERT INTO rules (text, origin, count) VALUES (?1, ?2, ?3)", &st, err, errlen) !=
+      0) {
+    rollback(s);
+    return -1;
+  }
+  bind_str(st, 1, text);
+  bind_str(st, 2, origin);
+  sqlite3_bind_int(st, 3, count > 0 ? count : 1);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  int64_t rowid = sqlite3_last_insert_rowid(s->db);
+  if (rc != SQLITE_DONE) {
+    db_fail(s, "cannot insert the rule", err, errlen);
+    rollback(s);
+    return -1;
+  }
+  if (rule_link(s, rowid, eval_id, err, errlen) != 0 || commit(s, err, errlen) != 0) {
+    rollback(s);
+    return -1;
+  }
+  if (id)
+    *id = rowid;
+  return 0;
+}
+
+int kv_store_rule_seen(struct kv_store *s, int64_t rule_id, int add, int64_t eval_id, char *err,
+                       size_t errlen) {
+  if (begin(s, err, errlen) != 0)
+    return -1;
+  sqlite3_stmt *st;
+  if (prepare(s,
+              "UPDATE rules SET count = count + ?2, updated = CAST(strftime('%s', 'now') AS "
+              "INTEGER) WHERE id = ?1",
+              &st, err, errlen) != 0) {
+    rollback(s);
+    return -1;
+  }
+  sqlite3_bind_int64(st, 1, rule_id);
+  sqlite3_bind_int(st, 2, add);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
+    if (rc != SQLITE_DONE)
+      db_fail(s, "cannot update the rule", err, errlen);
+    else
+      seterr(err, errlen, "store: no rule %lld", (long long)rule_id);
+    rollback(s);
+    return -1;
+  }
+  if (rule_link(s, rule_id, eval_id, err, errlen) != 0 || commit(s, err, errlen) != 0) {
+    rollback(s);
+    return -1;
+  }
+  return 0;
+}
+
+int kv_store_rules(struct kv_store *s, struct kv_rule_row **rows, int *n, char *err,
+                   size_t errlen) {
+  *rows = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  if (prepare(s,
+              "SELECT r.id, r.text, r.origin, r.count, r.created, r.updated, "
+              "(SELECT group_concat(e.eval_id, ' ') FROM (SELECT eval_id FROM rule_evals WHERE "
+              "rule_id = r.id ORDER BY eval_id LIMIT 64) e) FROM rules r ORDER BY r.id",
+              &st, err, errlen) != 0)
+    return -1;
+  int cap = 0, k = 0, rc;
+  struct kv_rule_row *out = NULL;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k == cap) {
+      cap = cap ? cap * 2 : 32;
+      struct kv_rule_row *g = realloc(out, (size_t)cap * sizeof *g);
+      if (!g) {
+        kv_rule_rows_free(out, k);
+        sqlite3_finalize(st);
+        return seterr(err, errlen, "store: out of memory"), -1;
+      }
+      out = g;
+    }
+    struct kv_rule_row *o = &out[k++];
+    memset(o, 0, sizeof *o);
+    o->id = sqlite3_column_int64(st, 0);
+    dup_col(st, 1, &o->text);
+    dup_col(st, 2, &o->origin);
+    o->count = sqlite3_column_int(st, 3);
+    o->created_unix = sqlite3_column_int64(st, 4);
+    o->updated_unix = sqlite3_column_int64(st, 5);
+    dup_col(st, 6, &o->evals);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    kv_rule_rows_free(out, k);
+    return db_fail(s, "cannot read the rules", err, errlen);
+  }
+  *rows = out;
+  *n = k;
+  return 0;
+}
+
+void kv_rule_rows_free(struct kv_rule_row *rows, int n) {
+  for (int i = 0; rows && i < n; i++) {
+    free(rows[i].text);
+    free(rows[i].origin);
+    free(rows[i].evals);
   }
   free(rows);
 }

@@ -126,10 +126,9 @@ static void test_open_migrate_reopen(void **state) {
             "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
-  assert_string_equal(v,
-                      "evaluations,evaluations_task_id,evaluations_verdict,llm_calls,"
-                      "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,runs,sources,"
-                      "tasks");
+  assert_string_equal(v, "evaluations,evaluations_task_id,evaluations_verdict,llm_calls,"
+                         "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,rule_evals,"
+                         "rules,runs,sources,tasks");
 
   /* Reopening migrates nothing and keeps data. */
   s = open_ok(path);
@@ -902,8 +901,8 @@ static void test_migrate_v1_to_v2(void **state) {
   int64_t task = put_task_ok(s, "rowsum", "hash-v1");
   kv_store_close(s);
   /* Back to what schema 1 had. */
-  raw_exec(path,
-           "DROP TABLE nodes; DROP TABLE runs; DROP TABLE llm_calls; PRAGMA user_version = 1;");
+  raw_exec(path, "DROP TABLE rule_evals; DROP TABLE rules; DROP TABLE nodes; DROP TABLE runs; DROP "
+                 "TABLE llm_calls; PRAGMA user_version = 1;");
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
   assert_string_equal(v, "0");
   s = open_ok(path);
@@ -912,6 +911,78 @@ static void test_migrate_v1_to_v2(void **state) {
   assert_int_equal(put_task_ok(s, "rowsum", "hash-v1"), task);
   kv_store_close(s);
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
+  assert_string_equal(v, "3");
+}
+
+/* A v3 database with a run and a node migrates to v4 keeping them; nodes
+ * gain reward and plan; rules count occurrences and keep their evaluations. */
+static void test_migrate_v3_to_v4_and_rules(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "", v[256];
+  path_in(path, sizeof path, "v3.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = 0, rid = 0;
+  assert_int_equal(kv_store_put_task(s, "rowsum", "/t", "h3", "{}", &task, err, sizeof err), 0);
+  assert_int_equal(kv_store_put_source(s, "cc", "c", 1, err, sizeof err), 0);
+  assert_int_equal(kv_store_run_create(s, task, "tune", "{}", &rid, err, sizeof err), 0);
+  kv_store_close(s);
+  raw_exec(path, "DROP TABLE rule_evals; DROP TABLE rules; ALTER TABLE nodes DROP COLUMN plan; "
+                 "ALTER TABLE nodes DROP COLUMN reward; PRAGMA user_version = 3;");
+  raw_exec(path, "INSERT INTO nodes (run_id, step, source_hash, action, verdict) "
+                 "VALUES (1, 0, 'cc', 'starter', 'ok');");
+  s = open_ok(path);
+  assert_int_equal(kv_store_schema_version(s), 4);
+  struct kv_node_record n = {.run_id = rid,
+                             .step = 1,
+                             .source_hash = "cc",
+                             .action = "refine",
+                             .verdict = "ok",
+                             .speedup = 2,
+                             .reward = 1.1,
+                             .plan = "unroll"};
+  int64_t nid = 0;
+  assert_int_equal(kv_store_node_add(s, &n, &nid, err, sizeof err), 0);
+  n.step = 2;
+  n.parent_id = nid;
+  n.reward = -1;
+  n.plan = NULL;
+  assert_int_equal(kv_store_node_add(s, &n, NULL, err, sizeof err), 0);
+  struct kv_node_row *rows = NULL;
+  int nn = 0;
+  assert_int_equal(kv_store_run_nodes(s, rid, &rows, &nn, err, sizeof err), 0);
+  assert_int_equal(nn, 3);
+  assert_int_equal(rows[0].parent_id, 0);
+  assert_true(rows[0].reward < 0);
+  assert_null(rows[0].plan);
+  assert_true(rows[1].reward > 1.09 && rows[1].reward < 1.11);
+  assert_string_equal(rows[1].plan, "unroll");
+  assert_int_equal(rows[2].parent_id, nid);
+  assert_true(rows[2].reward < 0);
+  kv_node_rows_free(rows, nn);
+
+  int64_t r1 = 0, r2 = 0;
+  assert_int_equal(kv_store_rule_add(s, "", "llm", 1, 0, &r1, err, sizeof err), -1);
+  assert_int_equal(
+      kv_store_rule_add(s, "You cannot call foo", "compiler", 1, 7, &r1, err, sizeof err), 0);
+  assert_int_equal(kv_store_rule_add(s, "You cannot use bar", "llm", 2, 0, &r2, err, sizeof err),
+                   0);
+  assert_int_equal(kv_store_rule_seen(s, r1, 1, 9, err, sizeof err), 0);
+  assert_int_equal(kv_store_rule_seen(s, r1, 1, 9, err, sizeof err), 0);
+  assert_int_equal(kv_store_rule_seen(s, 999, 1, 9, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no rule 999"));
+  struct kv_rule_row *rr = NULL;
+  int nr = 0;
+  assert_int_equal(kv_store_rules(s, &rr, &nr, err, sizeof err), 0);
+  assert_int_equal(nr, 2);
+  assert_string_equal(rr[0].text, "You cannot call foo");
+  assert_string_equal(rr[0].origin, "compiler");
+  assert_int_equal(rr[0].count, 3);
+  assert_string_equal(rr[0].evals, "7 9");
+  assert_int_equal(rr[1].count, 2);
+  assert_null(rr[1].evals);
+  kv_rule_rows_free(rr, nr);
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) FROM nodes", v, sizeof v);
   assert_string_equal(v, "3");
 }
 
@@ -1009,6 +1080,7 @@ int main(void) {
       cmocka_unit_test(test_llm_call_find_and_list),
       cmocka_unit_test(test_migrate_v1_to_v2),
       cmocka_unit_test(test_runs_and_nodes),
+      cmocka_unit_test(test_migrate_v3_to_v4_and_rules),
   };
   return cmocka_run_group_tests_name("store", tests, group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-run-e2e-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
 export KEVO_DB="$T/run.db"
+export XDG_CONFIG_HOME="$T/config" # no user LLM configuration: the default is tune
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
@@ -33,7 +34,8 @@ RS="$SRC/examples/tasks/rowsum"
 cd "$T" || exit 1
 
 expect "run needs a task" 2 "needs a task directory" -- "$K" run
-expect "run unknown strategy" 2 "--strategy ada: not in this build" -- "$K" run --strategy ada "$RS"
+expect "run unknown strategy" 2 "--strategy frob: not in this build" -- "$K" run --strategy frob "$RS"
+expect "LLM strategy without an LLM" 2 "--strategy ada needs an LLM" -- "$K" run --strategy ada "$RS"
 expect "run unknown flag" 2 "unknown or incomplete option" -- "$K" run --frob "$RS"
 expect "run missing starter" 2 "no starter kernel" -- "$K" run --starter "$T/none.c" "$RS"
 sed 's/#ifndef NACC/#if 1/' "$RS/starter.c" >"$T/unguarded.c"

@@ -66,7 +66,58 @@ struct standin {
   int active;
   int finished;
   double t_end;
+  /* scripted reply texts */
+  char *rtext;
+  int nreply, nwhen, next_reply;
+  const char *reply[MAX_STEPS];
+  const char *when[MAX_STEPS], *when_reply[MAX_STEPS];
 };
+
+/* Splits o.replies into sections (see standin.h), in place in s->rtext. */
+static void parse_replies(struct standin *s) {
+  if (!s->o.replies)
+    return;
+  s->rtext = strdup(s->o.replies);
+  if (!s->rtext)
+    return;
+  char *p = s->rtext;
+  char **body = NULL;
+  while (p && *p) {
+    char *eol = strchr(p, '\n');
+    if (!strncmp(p, "=== ", 4)) {
+      if (eol)
+        *eol = 0;
+      if (body)
+        p[-1] = p[-1] == '\n' ? 0 : p[-1];
+      if (!strncmp(p + 4, "when ", 5) && s->nwhen < MAX_STEPS) {
+        s->when[s->nwhen] = p + 9;
+        body = (char **)&s->when_reply[s->nwhen++];
+      } else if (s->nreply < MAX_STEPS) {
+        body = (char **)&s->reply[s->nreply++];
+      } else {
+        body = NULL;
+      }
+      if (body)
+        *body = eol ? eol + 1 : p + strlen(p);
+      p = eol ? eol + 1 : NULL;
+      continue;
+    }
+    p = eol ? eol + 1 : NULL;
+  }
+}
+
+/* The scripted text for a request whose last message is `content`, or NULL. */
+static const char *pick_reply(struct standin *s, const char *content) {
+  for (int i = 0; i < s->nwhen; i++)
+    if (content && strstr(content, s->when[i]))
+      return s->when_reply[i];
+  if (!s->nreply)
+    return NULL;
+  pthread_mutex_lock(&s->mu);
+  const char *r = s->reply[s->next_reply++ % s->nreply];
+  pthread_mutex_unlock(&s->mu);
+  return r;
+}
 
 /* ---- script ------------------------------------------------------------- */
 
@@ -210,7 +261,12 @@ static char *ok_body(struct standin *s, int anthropic, json_t *req, int usage, i
   json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
   const char *content = json_string_value(json_object_get(last, "content"));
   char *text = NULL;
-  if (asprintf(&text, "echo %d: %s", n, content ? content : "") < 0)
+  const char *scripted = pick_reply(s, content);
+  if (scripted)
+    text = strdup(scripted);
+  else if (asprintf(&text, "echo %d: %s", n, content ? content : "") < 0)
+    return NULL;
+  if (!text)
     return NULL;
   json_int_t in = s->o.input_tokens ? s->o.input_tokens : 11;
   json_int_t out = s->o.output_tokens ? s->o.output_tokens : 7;
@@ -448,6 +504,7 @@ struct standin *standin_start(const struct standin_opts *o, char *err, size_t er
   pthread_mutex_init(&s->mu, NULL);
   if (parse_script(s, o->script, err, errlen) < 0)
     goto fail;
+  parse_replies(s);
   s->conns = calloc((size_t)s->o.max_requests, sizeof *s->conns);
   s->reqs = calloc((size_t)s->o.max_requests, sizeof *s->reqs);
   if (!s->conns || !s->reqs || pipe(s->stop_pipe) != 0) {
@@ -479,6 +536,7 @@ fail:
   }
   free(s->conns);
   free(s->reqs);
+  free(s->rtext);
   pthread_mutex_destroy(&s->mu);
   free(s);
   return NULL;
@@ -545,6 +603,7 @@ void standin_stop(struct standin *s) {
   close(s->stop_pipe[1]);
   free(s->conns);
   free(s->reqs);
+  free(s->rtext);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

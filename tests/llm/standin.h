@@ -29,6 +29,11 @@ struct standin_opts {
   int64_t output_tokens; /* (0: 7) */
   int max_requests;      /* stops accepting after this many (0: 64) */
   double lifetime_s;     /* stops after this long (0: 30) */
+  /* Reply texts for "ok" steps (NULL: "echo N: <last message>"). Sections
+   * start with a line "=== reply" (served in turn, cycling, to requests no
+   * "when" section matches) or "=== when TEXT" (served to every request whose
+   * last message contains TEXT; the first such section wins). */
+  const char *replies;
 };
 
 struct standin_request {

@@ -1,7 +1,7 @@
 /* llm_standin: the stand-in server as a process, for end-to-end tests of the
  * kevo binary.
  *   llm_standin --port-file F [--key K] [--script S] [--usage IN,OUT]
- *               [--max-requests N] [--lifetime S] [--log F]
+ *               [--max-requests N] [--lifetime S] [--log F] [--replies FILE]
  * Writes the port to F once listening; serves until the lifetime passes, N
  * requests were served, or SIGTERM; then writes one line per request to the
  * log ("PATH STATUS AUTH-OK") and exits 0. */
@@ -23,6 +23,7 @@ static void on_term(int sig) {
 int main(int argc, char **argv) {
   struct standin_opts o = {0};
   const char *port_file = NULL, *log = NULL;
+  char *replies = NULL;
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) {
@@ -46,7 +47,15 @@ int main(int argc, char **argv) {
       o.lifetime_s = atof(v);
     else if (!strcmp(a, "--log"))
       log = v;
-    else {
+    else if (!strcmp(a, "--replies")) {
+      char rerr[512];
+      size_t len;
+      if (kv_read_file(v, 4u << 20, &replies, &len, rerr, sizeof rerr) < 0) {
+        fprintf(stderr, "llm_standin: %s\n", rerr);
+        return 2;
+      }
+      o.replies = replies;
+    } else {
       fprintf(stderr, "llm_standin: unknown option %s\n", a);
       return 2;
     }
@@ -83,5 +92,6 @@ int main(int argc, char **argv) {
   if (f)
     fclose(f);
   standin_stop(s);
+  free(replies);
   return 0;
 }

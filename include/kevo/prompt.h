@@ -1,0 +1,92 @@
+/* Prompts made of named blocks. A prompt is the enabled blocks, in a fixed
+ * order, followed by the instruction of its kind (write, refine, debug, plan,
+ * rule); each block and instruction is a template a user can override with a
+ * file of the same name in a directory. A block whose data is absent (no
+ * parent, no compiler output, no profile) is left out whatever the mask says.
+ * The mask is an argument of every build, so a caller can switch blocks per
+ * request. Never prints, never exits. */
+#ifndef KEVO_PROMPT_H
+#define KEVO_PROMPT_H
+
+#include <stddef.h>
+
+#include "kevo/gate.h"
+#include "kevo/task.h"
+#include "kevo/util.h"
+
+enum kv_prompt_block {
+  KV_PB_TASK,        /* summary, signature, reference code, sizes, surface, device */
+  KV_PB_PARENT,      /* the parent kernel's code */
+  KV_PB_COMPILE,     /* compiler diagnostics (capped) */
+  KV_PB_CORRECTNESS, /* verdict, first mismatches */
+  KV_PB_PERFORMANCE, /* median, speedup, roofline fraction */
+  KV_PB_PROFILE,     /* registers, shared memory, spills (when the result has them) */
+  KV_PB_RULES,       /* validity rules learnt from earlier failures */
+  KV_PB_PLAN,        /* a plan to implement */
+  KV_PB_HISTORY,     /* earlier attempts (and kernels of a pool) */
+  KV_PB_COUNT
+};
+#define KV_PB_ALL ((1u << KV_PB_COUNT) - 1)
+
+/* Instructions: what the model is asked to produce. */
+enum kv_prompt_kind {
+  KV_PK_WRITE,  /* a new kernel (from the task, or from a pool of earlier ones) */
+  KV_PK_REFINE, /* a faster version of the parent */
+  KV_PK_DEBUG,  /* a fixed version of a failed parent */
+  KV_PK_PLAN,   /* a plan only (plan_mode explicit: the planner's call) */
+  KV_PK_RULE,   /* validity rules from a failure's evidence (rule_extractor) */
+  KV_PK_COUNT
+};
+
+const char *kv_prompt_block_name(int b);
+const char *kv_prompt_kind_name(int k);
+
+/* "task,parent,compile" (exactly these), "all", "all,-history" or "-profile"
+ * (everything but these). Unknown names are errors that list the known ones. */
+int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t errlen);
+
+/* Caps on what a block carries. */
+#define KV_PROMPT_MAX (512u << 10)
+#define KV_PROMPT_LOG_MAX 4000   /* compiler output, bytes (first lines kept) */
+#define KV_PROMPT_CODE_MAX 64000 /* any one kernel or reference, bytes */
+#define KV_PROMPT_MISMATCH_MAX 3 /* failing checks shown */
+
+struct kv_prompt_attempt { /* one line of history, or a pool member when code is set */
+  int step;
+  const char *action;
+  const char *verdict;
+  double speedup;   /* <= 0: not accepted or not timed */
+  const char *code; /* NULL: a line only */
+};
+
+struct kv_prompt_ctx {
+  const struct kv_task *task;
+  const char *surface;   /* "cpu" | "cuda" */
+  const char *device;    /* may be NULL */
+  const char *reference; /* the reference's source, may be NULL */
+  const char *parent_code;
+  int parent_step;
+  const struct kv_gate_result *parent; /* its judgement: feeds the four feedback blocks */
+  const char *const *rules;
+  int nrules;
+  const char *plan;
+  const struct kv_prompt_attempt *history;
+  int nhistory;
+};
+
+struct kv_prompts;
+/* Embedded defaults, each overridden by DIR/<name>.md when dir is non-NULL
+ * and the file exists (names: the blocks', the kinds' and "system"). A
+ * template may use only its own {{variables}}: an unknown one is an error
+ * naming the file and the variables it may use. */
+int kv_prompts_load(const char *dir, struct kv_prompts **out, char *err, size_t errlen);
+void kv_prompts_free(struct kv_prompts *p);
+/* The system prompt. */
+const char *kv_prompts_system(const struct kv_prompts *p);
+
+/* Assembles a prompt of `kind` from the blocks in `mask` that have data.
+ * Returns the malloc'd text (NUL-terminated) or NULL with a message. */
+char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsigned mask,
+                      const struct kv_prompt_ctx *c, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,436 @@
+/* Prompts made of named blocks (see prompt.h). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kevo/prompt.h"
+
+#define NTMPL (KV_PB_COUNT + KV_PK_COUNT + 1)
+#define TMPL_MAX (64u << 10)
+
+static const char *const block_names[KV_PB_COUNT] = {"task",        "parent",      "compile",
+                                                     "correctness", "performance", "profile",
+                                                     "rules",       "plan",        "history"};
+static const char *const kind_names[KV_PK_COUNT] = {"write", "refine", "debug", "planner",
+                                                    "rule_extractor"};
+
+struct tmpl_def {
+  const char *vars; /* the variables it may use, space-separated */
+  const char *text;
+};
+
+/* Defaults, in the order: blocks, kinds, system. */
+static const struct tmpl_def defaults[NTMPL] = {
+    {"name summary surface lang device sizes signature reference",
+     "## Task: {{name}}\n{{summary}}\n\nSurface: {{surface}}; device: {{device}}; timed at "
+     "{{sizes}}.\n\nDefine exactly this entry point (kevo includes the prototype for you):\n"
+     "```{{lang}}\n{{signature}}```\n\nReference implementation (correct, slow):\n```{{lang}}\n"
+     "{{reference}}```\n"},
+    {"step lang code", "## Current kernel (step {{step}})\n```{{lang}}\n{{code}}```\n"},
+    {"verdict log", "## Compiler output ({{verdict}})\n```\n{{log}}```\n"},
+    {"verdict detail mismatches",
+     "## Correctness\nVerdict: {{verdict}}: {{detail}}\n{{mismatches}}"},
+    {"median_us reference_us speedup sizes roofline",
+     "## Performance\nMedian {{median_us}} us against the reference's {{reference_us}} us at "
+     "{{sizes}}: {{speedup}}x; {{roofline}} of the roofline.\n"},
+    {"kernels", "## Profile (from the compiler)\n{{kernels}}"},
+    {"rules", "## Rules learnt from earlier failures (obey every one)\n{{rules}}"},
+    {"plan", "## Plan to implement\n{{plan}}\n"},
+    {"history", "## Earlier attempts\n{{history}}"},
+    {"lang entry",
+     "Write a new kernel for this task that is correct and as fast as you can make it. Answer "
+     "with a short `## Plan` section, then the complete source in one ```{{lang}} block that "
+     "defines `{{entry}}`.\n"},
+    {"lang entry",
+     "Make the current kernel faster while keeping it correct. Answer with a short `## Plan` "
+     "section, then the complete new source in one ```{{lang}} block that defines `{{entry}}`.\n"},
+    {"lang entry",
+     "The current kernel failed as shown above. Fix it, keeping what is fast about it. Answer "
+     "with a short `## Plan` section, then the complete fixed source in one ```{{lang}} block "
+     "that defines `{{entry}}`.\n"},
+    {"lang entry",
+     "Do not write code yet. Answer with a `## Plan` section only: the concrete changes that "
+     "will make a correct and faster `{{entry}}`, in order.\n"},
+    {"lang entry",
+     "The kernel above failed. State what it did that a kernel for this task must never do, "
+     "as one to three lines, each starting with \"You cannot \" and naming the construct "
+     "(for example \"You cannot call __syncthreads() inside a divergent branch.\"). Answer "
+     "with those lines only.\n"},
+    {"", "You are an expert performance engineer who writes fast, correct C and CUDA kernels. "
+         "Your kernels are judged by a strict gate that checks results on fresh inputs and "
+         "times them honestly."},
+};
+
+struct kv_prompts {
+  char *text[NTMPL];
+};
+
+static const char *tmpl_name(int i) {
+  if (i < KV_PB_COUNT)
+    return block_names[i];
+  if (i < KV_PB_COUNT + KV_PK_COUNT)
+    return kind_names[i - KV_PB_COUNT];
+  return "system";
+}
+
+const char *kv_prompt_block_name(int b) {
+  return b >= 0 && b < KV_PB_COUNT ? block_names[b] : "?";
+}
+const char *kv_prompt_kind_name(int k) {
+  return k >= 0 && k < KV_PK_COUNT ? kind_names[k] : "?";
+}
+
+static int block_index(const char *s, size_t n) {
+  for (int b = 0; b < KV_PB_COUNT; b++)
+    if (strlen(block_names[b]) == n && !strncmp(block_names[b], s, n))
+      return b;
+  return -1;
+}
+
+int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t errlen) {
+  if (!list || !*list)
+    return kv_error(err, errlen,
+                    "prompt blocks: the list is empty; name blocks such as "
+                    "\"all\" or \"task,parent,compile\"");
+  unsigned m = 0;
+  int first = 1;
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    int neg = n > 0 && p[0] == '-';
+    const char *w = p + neg;
+    size_t wn = n - (size_t)neg;
+    if (first && neg)
+      m = KV_PB_ALL;
+    first = 0;
+    if (wn == 3 && !strncmp(w, "all", 3)) {
+      m = neg ? 0 : KV_PB_ALL;
+    } else {
+      int b = block_index(w, wn);
+      if (b < 0) {
+        char known[256] = "";
+        for (int k = 0; k < KV_PB_COUNT; k++)
+          snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "",
+                   block_names[k]);
+        return kv_error(err, errlen, "prompt blocks: unknown block '%.*s'; known: all, %s",
+                        (int)(wn > 64 ? 64 : wn), w, known);
+      }
+      if (neg)
+        m &= ~(1u << b);
+      else
+        m |= 1u << b;
+    }
+    p += n;
+    if (*p == ',')
+      p++;
+  }
+  *mask = m;
+  return 0;
+}
+
+/* Every {{var}} of `text` is one of `vars`. */
+static int check_vars(const char *origin, const char *text, const char *vars, char *err,
+                      size_t errlen) {
+  for (const char *p = strstr(text, "{{"); p; p = strstr(p + 2, "{{")) {
+    const char *e = strstr(p + 2, "}}");
+    if (!e)
+      return kv_error(err, errlen, "%s: '{{' without '}}'; close it or remove it", origin);
+    size_t n = (size_t)(e - p - 2);
+    int found = 0;
+    for (const char *v = vars; *v;) {
+      size_t vn = strcspn(v, " ");
+      if (vn == n && !strncmp(v, p + 2, n))
+        found = 1;
+      v += vn;
+      while (*v == ' ')
+        v++;
+    }
+    if (!found)
+      return kv_error(err, errlen, "%s: unknown variable {{%.*s}}; this template may use: %s",
+                      origin, (int)(n > 64 ? 64 : n), p + 2, *vars ? vars : "none");
+  }
+  return 0;
+}
+
+int kv_prompts_load(const char *dir, struct kv_prompts **out, char *err, size_t errlen) {
+  *out = NULL;
+  struct kv_prompts *p = calloc(1, sizeof *p);
+  if (!p)
+    return kv_error(err, errlen, "out of memory");
+  for (int i = 0; i < NTMPL; i++) {
+    char path[PATH_MAX];
+    if (dir)
+      snprintf(path, sizeof path, "%s/%s.md", dir, tmpl_name(i));
+    if (dir && access(path, F_OK) == 0) {
+      size_t len;
+      if (kv_read_file(path, TMPL_MAX, &p->text[i], &len, err, errlen) < 0 ||
+          check_vars(path, p->text[i], defaults[i].vars, err, errlen) < 0) {
+        kv_prompts_free(p);
+        return -1;
+      }
+    } else {
+      p->text[i] = strdup(defaults[i].text);
+      if (!p->text[i]) {
+        kv_prompts_free(p);
+        return kv_error(err, errlen, "out of memory");
+      }
+    }
+  }
+  *out = p;
+  return 0;
+}
+
+void kv_prompts_free(struct kv_prompts *p) {
+  if (!p)
+    return;
+  for (int i = 0; i < NTMPL; i++)
+    free(p->text[i]);
+  free(p);
+}
+
+const char *kv_prompts_system(const struct kv_prompts *p) {
+  return p->text[NTMPL - 1];
+}
+
+/* Variables of one rendering. */
+struct vars {
+  int n;
+  const char *key[12];
+  const char *val[12];
+};
+
+static void var(struct vars *v, const char *k, const char *val) {
+  if (v->n < 12) {
+    v->key[v->n] = k;
+    v->val[v->n++] = val ? val : "";
+  }
+}
+
+static void render(const char *t, const struct vars *v, struct kv_buf *b) {
+  for (;;) {
+    const char *p = strstr(t, "{{");
+    const char *e = p ? strstr(p + 2, "}}") : NULL;
+    if (!e) {
+      kv_buf_append(b, t, strlen(t));
+      return;
+    }
+    kv_buf_append(b, t, (size_t)(p - t));
+    size_t n = (size_t)(e - p - 2);
+    for (int i = 0; i < v->n; i++)
+      if (strlen(v->key[i]) == n && !strncmp(v->key[i], p + 2, n))
+        kv_buf_append(b, v->val[i], strlen(v->val[i]));
+    t = e + 2;
+  }
+}
+
+/* At most cap bytes of s, cut at a line, ending in a newline, with a note of
+ * what was cut; malloc'd. */
+static char *capped(const char *s, size_t cap) {
+  size_t n = strlen(s);
+  struct kv_buf b;
+  kv_buf_init(&b, cap + 128);
+  if (n <= cap) {
+    kv_buf_append(&b, s, n);
+  } else {
+    size_t k = cap;
+    while (k > 0 && s[k - 1] != '\n')
+      k--;
+    if (k == 0)
+      k = cap;
+    kv_buf_append(&b, s, k);
+    if (k && s[k - 1] != '\n')
+      kv_buf_append(&b, "\n", 1);
+    kv_buf_appendf(&b, "[... %zu more bytes cut]\n", n - k);
+  }
+  if (b.len && b.data[b.len - 1] != '\n')
+    kv_buf_append(&b, "\n", 1);
+  if (!b.data)
+    kv_buf_append(&b, "", 0);
+  return kv_buf_detach(&b);
+}
+
+static void sizes_of(const struct kv_task *t, char *out, size_t cap) {
+  out[0] = 0;
+  if (!t || t->nbench == 0)
+    return;
+  size_t used = 0;
+  for (int i = 0; i < t->nparams && used < cap; i++)
+    if (t->params[i].role == KV_ROLE_SIZE)
+      used += (size_t)snprintf(out + used, cap - used, "%s%s=%lld", used ? " " : "",
+                               t->params[i].name, (long long)t->bench[0].values[i]);
+}
+
+static int block_has_data(int b, const struct kv_prompt_ctx *c) {
+  const struct kv_gate_result *r = c->parent;
+  switch (b) {
+  case KV_PB_TASK:
+    return c->task != NULL;
+  case KV_PB_PARENT:
+    return c->parent_code && *c->parent_code;
+  case KV_PB_COMPILE:
+    return r && r->compile_log && *r->compile_log &&
+           (r->verdict == KV_V_COMPILE_ERROR || r->verdict == KV_V_POLICY_VIOLATION);
+  case KV_PB_CORRECTNESS:
+    return r != NULL;
+  case KV_PB_PERFORMANCE:
+    return r && r->verdict == KV_V_OK && r->timed;
+  case KV_PB_PROFILE:
+    return r && r->nkernels > 0;
+  case KV_PB_RULES:
+    return c->nrules > 0;
+  case KV_PB_PLAN:
+    return c->plan && *c->plan;
+  case KV_PB_HISTORY:
+    return c->nhistory > 0;
+  }
+  return 0;
+}
+
+static void render_block(const struct kv_prompts *p, int b, const struct kv_prompt_ctx *c,
+                         struct kv_buf *out) {
+  struct vars v = {0};
+  const struct kv_gate_result *r = c->parent;
+  int cuda = c->surface && !strcmp(c->surface, "cuda");
+  const char *lang = cuda ? "cuda" : "c";
+  char n1[64], n2[64], n3[64], n4[64], sizes[512], sig[4096];
+  char *tmp = NULL, *tmp2 = NULL;
+  struct kv_buf lb;
+  kv_buf_init(&lb, 256u << 10);
+  switch (b) {
+  case KV_PB_TASK: {
+    if (kv_task_prototype(c->task, cuda ? KV_LANG_CUDA : KV_LANG_C, sig, sizeof sig) < 0)
+      snprintf(sig, sizeof sig, "(the prototype is too long to show)\n");
+    sizes_of(c->task, sizes, sizeof sizes);
+    tmp = capped(c->reference ? c->reference : "(not available)\n", KV_PROMPT_CODE_MAX);
+    var(&v, "name", c->task->name);
+    var(&v, "summary", c->task->summary);
+    var(&v, "surface", c->surface ? c->surface : "cpu");
+    var(&v, "lang", lang);
+    var(&v, "device", c->device && *c->device ? c->device : "unknown");
+    var(&v, "sizes", sizes);
+    var(&v, "signature", sig);
+    var(&v, "reference", tmp);
+    break;
+  }
+  case KV_PB_PARENT:
+    snprintf(n1, sizeof n1, "%d", c->parent_step);
+    tmp = capped(c->parent_code, KV_PROMPT_CODE_MAX);
+    var(&v, "step", n1);
+    var(&v, "lang", lang);
+    var(&v, "code", tmp);
+    break;
+  case KV_PB_COMPILE:
+    tmp = capped(r->compile_log, KV_PROMPT_LOG_MAX);
+    var(&v, "verdict", kv_verdict_name(r->verdict));
+    var(&v, "log", tmp);
+    break;
+  case KV_PB_CORRECTNESS: {
+    int shown = 0;
+    for (int i = 0; i < r->nchecks && shown < KV_PROMPT_MISMATCH_MAX; i++)
+      if (r->checks[i].verdict != KV_V_OK) {
+        kv_buf_appendf(&lb, "- at %s (seed %llu): %s: %s\n", r->checks[i].sizes,
+                       (unsigned long long)r->checks[i].seed, kv_verdict_name(r->checks[i].verdict),
+                       r->checks[i].detail);
+        shown++;
+      }
+    if (r->verdict == KV_V_CRASH && r->cand_stderr && *r->cand_stderr) {
+      tmp2 = capped(r->cand_stderr, 1500);
+      kv_buf_appendf(&lb, "Its stderr:\n%s", tmp2);
+    }
+    if (!lb.len)
+      kv_buf_append(&lb, "", 0);
+    var(&v, "verdict", kv_verdict_name(r->verdict));
+    var(&v, "detail", r->detail);
+    var(&v, "mismatches", lb.data);
+    break;
+  }
+  case KV_PB_PERFORMANCE:
+    snprintf(n1, sizeof n1, "%.1f", r->timing.cand.median_us);
+    snprintf(n2, sizeof n2, "%.1f", r->timing.ref.median_us);
+    snprintf(n3, sizeof n3, "%.2f", r->timing.speedup);
+    if (r->timing.roofline > 0)
+      snprintf(n4, sizeof n4, "%.0f%%", 100 * r->timing.roofline);
+    else
+      snprintf(n4, sizeof n4, "an unknown fraction");
+    var(&v, "median_us", n1);
+    var(&v, "reference_us", n2);
+    var(&v, "speedup", n3);
+    var(&v, "sizes", r->timing.sizes);
+    var(&v, "roofline", n4);
+    break;
+  case KV_PB_PROFILE:
+    for (int i = 0; i < r->nkernels; i++) {
+      const struct kv_kernel_res *k = &r->kernels[i];
+      kv_buf_appendf(&lb,
+                     "- %s: %d registers, %ld B shared, %ld B stack, spills %ld B "
+                     "stores / %ld B loads\n",
+                     k->name, k->registers, k->smem_bytes, k->stack_bytes, k->spill_store_bytes,
+                     k->spill_load_bytes);
+    }
+    var(&v, "kernels", lb.data);
+    break;
+  case KV_PB_RULES:
+    for (int i = 0; i < c->nrules; i++)
+      kv_buf_appendf(&lb, "- %s\n", c->rules[i]);
+    var(&v, "rules", lb.data);
+    break;
+  case KV_PB_PLAN:
+    tmp = capped(c->plan, 16000);
+    var(&v, "plan", tmp);
+    break;
+  case KV_PB_HISTORY:
+    for (int i = 0; i < c->nhistory; i++) {
+      const struct kv_prompt_attempt *a = &c->history[i];
+      if (a->speedup > 0)
+        kv_buf_appendf(&lb, "- step %d (%s): %s, %.2fx\n", a->step, a->action ? a->action : "?",
+                       a->verdict ? a->verdict : "?", a->speedup);
+      else
+        kv_buf_appendf(&lb, "- step %d (%s): %s\n", a->step, a->action ? a->action : "?",
+                       a->verdict ? a->verdict : "?");
+      if (a->code) {
+        char *cc = capped(a->code, KV_PROMPT_CODE_MAX / 4);
+        kv_buf_appendf(&lb, "```%s\n%s```\n", lang, cc);
+        free(cc);
+      }
+    }
+    var(&v, "history", lb.data);
+    break;
+  }
+  render(p->text[b], &v, out);
+  if (out->len && out->data[out->len - 1] != '\n')
+    kv_buf_append(out, "\n", 1);
+  kv_buf_append(out, "\n", 1);
+  free(tmp);
+  free(tmp2);
+  kv_buf_release(&lb);
+}
+
+char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsigned mask,
+                      const struct kv_prompt_ctx *c, char *err, size_t errlen) {
+  if (!p || !c || !c->task || (int)kind < 0 || kind >= KV_PK_COUNT) {
+    kv_error(err, errlen, "prompt: needs templates, a task and a known kind");
+    return NULL;
+  }
+  struct kv_buf b;
+  kv_buf_init(&b, KV_PROMPT_MAX);
+  for (int i = 0; i < KV_PB_COUNT; i++)
+    if ((mask & (1u << i)) && block_has_data(i, c))
+      render_block(p, i, c, &b);
+  struct vars v = {0};
+  int cuda = c->surface && !strcmp(c->surface, "cuda");
+  var(&v, "lang", cuda ? "cuda" : "c");
+  var(&v, "entry", c->task->entry);
+  render(p->text[KV_PB_COUNT + kind], &v, &b);
+  if (b.truncated) {
+    kv_buf_release(&b);
+    kv_error(err, errlen, "prompt: longer than %u bytes; switch off blocks (history, reference)",
+             KV_PROMPT_MAX);
+    return NULL;
+  }
+  if (!b.data)
+    kv_buf_append(&b, "", 0);
+  return kv_buf_detach(&b);
+}

@@ -1,0 +1,809 @@
+/* The LLM strategies: greedy, best-of-n and ada (an AdaExplore-style tree
+ * search). One loop for all three: keep up to `concurrency` requests in
+ * flight, judge each kernel as its reply arrives, record the node, and ask
+ * the strategy what to propose next. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "agent.h"
+#include "kevo/llm.h"
+#include "kevo/prompt.h"
+#include "kevo/reply.h"
+#include "kevo/util.h"
+#include "kevo/rules.h"
+
+#define SOURCE_MAX (1 << 20)
+#define MAX_PENDING 64
+#define MAX_POOL 8
+#define MAX_HISTORY 8
+#define MAX_LLM_FAILURES 3
+
+/* ---- the arithmetic of the search ---------------------------------------- */
+
+double kv_ada_reward(int verdict, double speedup) {
+  if (verdict < 0 || verdict == KV_V_COMPILE_ERROR || verdict == KV_V_POLICY_VIOLATION)
+    return 0.0;
+  if (verdict != KV_V_OK)
+    return 0.05;
+  double s = speedup > 0 ? speedup : 1.0;
+  if (s < 0.25)
+    s = 0.25;
+  if (s > 4.0)
+    s = 4.0;
+  return 0.4 + 1.2 * (log2(s) + 2.0) / 4.0;
+}
+
+double kv_ada_ucb(double value, int visits, int parent_visits, double c) {
+  if (visits <= 0)
+    return INFINITY;
+  double lp = parent_visits > 1 ? log((double)parent_visits) : 0.0;
+  return value / visits + c * sqrt(lp / visits);
+}
+
+void kv_ada_backprop(struct kv_ada_node *n, int idx) {
+  double r = n[idx].reward;
+  for (int i = idx, guard = 0; i >= 0 && guard < 1 << 20; i = n[i].parent, guard++) {
+    n[i].visits++;
+    n[i].value += r;
+  }
+}
+
+uint64_t kv_ada_rand(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double kv_ada_uniform(uint64_t *x) {
+  return (double)(kv_ada_rand(x) >> 11) / 9007199254740992.0;
+}
+
+int kv_ada_select(const struct kv_ada_node *n, int count, double c) {
+  int at = -1, parent_visits = 0;
+  for (int i = 0; i < count; i++)
+    if (n[i].parent < 0 && n[i].has_code)
+      parent_visits += n[i].visits;
+  for (int depth = 0; depth < count + 1; depth++) {
+    int best = -1, nkids = 0;
+    double best_score = -INFINITY;
+    for (int i = 0; i < count; i++) {
+      if (n[i].parent != at || !n[i].has_code)
+        continue;
+      nkids++;
+      double sc = kv_ada_ucb(n[i].value, n[i].visits, parent_visits, c);
+      if (sc > best_score) {
+        best_score = sc;
+        best = i;
+      }
+    }
+    if (best < 0)
+      return at;
+    if (at >= 0) {
+      double stay = n[at].reward + c * sqrt((n[at].visits > 1 ? log((double)n[at].visits) : 0.0) /
+                                            (double)(1 + nkids));
+      if (stay >= best_score)
+        return at;
+    }
+    at = best;
+    parent_visits = n[at].visits;
+  }
+  return at;
+}
+
+/* Index drawn with probability proportional to w[i] (all >= 0). */
+static int draw(const double *w, int n, uint64_t *rng) {
+  double tot = 0;
+  for (int i = 0; i < n; i++)
+    tot += w[i];
+  if (tot <= 0)
+    return -1;
+  double u = kv_ada_uniform(rng) * tot;
+  for (int i = 0; i < n; i++) {
+    if (u < w[i])
+      return i;
+    u -= w[i];
+  }
+  for (int i = n - 1; i >= 0; i--)
+    if (w[i] > 0)
+      return i;
+  return -1;
+}
+
+int kv_ada_pool(const struct kv_ada_node *n, int count, int max, uint64_t *rng, int *out) {
+  if (count <= 0 || max <= 0)
+    return 0;
+  double *w = calloc((size_t)count, sizeof *w);
+  double *cw = calloc((size_t)count, sizeof *cw);
+  int k = 0;
+  if (!w || !cw)
+    goto out;
+  /* Chains weighted by their best reward (+0.01: failed chains stay possible). */
+  for (int i = 0; i < count; i++)
+    if (n[i].has_code) {
+      int ch = n[i].chain;
+      if (ch >= 0 && ch < count && n[i].reward + 0.01 > cw[ch])
+        cw[ch] = n[i].reward + 0.01;
+    }
+  while (k < max) {
+    int ch = draw(cw, count, rng);
+    if (ch < 0)
+      break;
+    cw[ch] = 0;
+    for (int i = 0; i < count; i++)
+      w[i] = n[i].has_code && n[i].chain == ch ? n[i].reward + 0.01 : 0;
+    int pick = draw(w, count, rng);
+    if (pick >= 0)
+      out[k++] = pick;
+  }
+out:
+  free(w);
+  free(cw);
+  return k;
+}
+
+/* ---- the search ---------------------------------------------------------- */
+
+/* What a node's judgement says, kept for later prompts. */
+struct feedback {
+  int verdict;
+  char detail[1024];
+  char *compile_log;
+  int nfail;
+  struct kv_check fail[KV_PROMPT_MISMATCH_MAX];
+  int timed;
+  struct kv_timing timing;
+  int nkernels;
+  struct kv_kernel_res *kernels;
+  char *cand_stderr;
+};
+
+struct node {
+  int64_t id;
+  int step;
+  char *code;
+  char action[16];
+  int verdict; /* kv_verdict, -1: no code in the reply */
+  double speedup;
+  struct feedback *fb;
+};
+
+struct pending {
+  uint64_t handle;
+  int phase; /* 0: planner, 1: coder */
+  int parent;
+  enum kv_prompt_kind kind;
+  char action[16];
+  char params[256];
+  int pool[MAX_POOL];
+  int npool;
+  char *plan;
+  int sample;
+};
+
+struct search {
+  struct kv_store *st;
+  const struct kv_task *task;
+  int64_t task_id, run_id;
+  const char *strategy;
+  const struct kv_run_config *cfg;
+  const struct kv_gate_opts *g;
+  const struct kv_run_hooks *h;
+  struct kv_llm *llm;
+  struct kv_prompts *prompts;
+  char *reference;
+  char device[256];
+  uint64_t rng;
+  int cap;
+  struct node *nodes;
+  struct kv_ada_node *tree;
+  int nn;
+  struct pending pend[MAX_PENDING];
+  int npend;
+  int issued;
+  int llm_failures;
+  const char *stop_reason;
+  char last_what[300]; /* what the progress line's last_params points to */
+  struct kv_run_progress pr;
+};
+
+static void feedback_free(struct feedback *f) {
+  if (!f)
+    return;
+  free(f->compile_log);
+  free(f->kernels);
+  free(f->cand_stderr);
+  free(f);
+}
+
+static struct feedback *feedback_of(const struct kv_gate_result *r) {
+  struct feedback *f = calloc(1, sizeof *f);
+  if (!f)
+    return NULL;
+  f->verdict = (int)r->verdict;
+  snprintf(f->detail, sizeof f->detail, "%s", r->detail);
+  if (r->compile_log)
+    f->compile_log = strndup(r->compile_log, KV_PROMPT_LOG_MAX + 1024);
+  if (r->cand_stderr)
+    f->cand_stderr = strndup(r->cand_stderr, 2048);
+  for (int i = 0; i < r->nchecks && f->nfail < KV_PROMPT_MISMATCH_MAX; i++)
+    if (r->checks[i].verdict != KV_V_OK)
+      f->fail[f->nfail++] = r->checks[i];
+  f->timed = r->timed;
+  f->timing = r->timing;
+  if (r->nkernels > 0) {
+    f->kernels = calloc((size_t)r->nkernels, sizeof *f->kernels);
+    if (f->kernels) {
+      memcpy(f->kernels, r->kernels, (size_t)r->nkernels * sizeof *f->kernels);
+      f->nkernels = r->nkernels;
+    }
+  }
+  return f;
+}
+
+/* A gate result rebuilt from feedback, for the prompt's feedback blocks. */
+static void result_of(const struct feedback *f, struct kv_gate_result *r) {
+  memset(r, 0, sizeof *r);
+  r->verdict = (enum kv_verdict)f->verdict;
+  snprintf(r->detail, sizeof r->detail, "%s", f->detail);
+  r->compile_log = f->compile_log;
+  r->cand_stderr = f->cand_stderr;
+  r->nchecks = f->nfail;
+  memcpy(r->checks, f->fail, (size_t)f->nfail * sizeof *f->fail);
+  r->timed = f->timed;
+  r->timing = f->timing;
+  r->nkernels = f->nkernels;
+  if (f->nkernels)
+    memcpy(r->kernels, f->kernels, (size_t)f->nkernels * sizeof *f->kernels);
+}
+
+static int grow(struct search *s, char *err, size_t errlen) {
+  if (s->nn < s->cap)
+    return 0;
+  int cap = s->cap ? s->cap * 2 : 64;
+  struct node *n = realloc(s->nodes, (size_t)cap * sizeof *n);
+  if (n)
+    s->nodes = n;
+  struct kv_ada_node *t = realloc(s->tree, (size_t)cap * sizeof *t);
+  if (t)
+    s->tree = t;
+  if (!n || !t)
+    return kv_error(err, errlen, "out of memory");
+  s->cap = cap;
+  return 0;
+}
+
+/* Nodes are added in step order and the store's ids grow with the steps of
+ * a run, so the ids are sorted: binary search. */
+static int index_of_id(const struct search *s, int64_t id) {
+  int lo = 0, hi = s->nn - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (s->nodes[mid].id == id)
+      return mid;
+    if (s->nodes[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return -1;
+}
+
+/* Adds an evaluated node to the in-memory tree. */
+static int add_node(struct search *s, int64_t id, int step, int parent, const char *action,
+                    char *code, int verdict, double speedup, struct feedback *fb, char *err,
+                    size_t errlen) {
+  if (grow(s, err, errlen) < 0) {
+    free(code);
+    feedback_free(fb);
+    return -1;
+  }
+  int i = s->nn++;
+  struct node *n = &s->nodes[i];
+  memset(n, 0, sizeof *n);
+  n->id = id;
+  n->step = step;
+  n->code = code;
+  snprintf(n->action, sizeof n->action, "%s", action ? action : "?");
+  n->verdict = verdict;
+  n->speedup = speedup;
+  n->fb = fb;
+  struct kv_ada_node *t = &s->tree[i];
+  memset(t, 0, sizeof *t);
+  t->parent = parent;
+  t->chain = parent >= 0 ? s->tree[parent].chain : i;
+  t->small = parent >= 0 ? s->tree[parent].small + 1 : 0;
+  t->has_code = verdict >= 0 && code != NULL;
+  t->reward = kv_ada_reward(verdict, speedup);
+  kv_ada_backprop(s->tree, i);
+  return i;
+}
+
+/* What to ask next. */
+struct pick {
+  int parent; /* -1: none */
+  enum kv_prompt_kind kind;
+  const char *action;
+  int pool[MAX_POOL];
+  int npool;
+};
+
+static int best_accepted(const struct search *s) {
+  int b = -1;
+  for (int i = 0; i < s->nn; i++)
+    if (s->nodes[i].verdict == KV_V_OK && (b < 0 || s->nodes[i].speedup > s->nodes[b].speedup))
+      b = i;
+  return b;
+}
+
+static void small_step(const struct search *s, int at, struct pick *p) {
+  p->parent = at;
+  int ok = s->nodes[at].verdict == KV_V_OK;
+  p->kind = ok ? KV_PK_REFINE : KV_PK_DEBUG;
+  p->action = ok ? "refine" : "debug";
+}
+
+static void pick_best_of_n(struct search *s, struct pick *p) {
+  (void)s;
+  p->parent = -1;
+  p->kind = KV_PK_WRITE;
+  p->action = "sample";
+}
+
+static void pick_greedy(struct search *s, struct pick *p) {
+  int b = best_accepted(s);
+  if (b < 0) /* nothing accepted yet: debug the latest kernel with code */
+    for (int i = s->nn - 1; i >= 0 && b < 0; i--)
+      if (s->tree[i].has_code)
+        b = i;
+  if (b < 0)
+    pick_best_of_n(s, p);
+  else
+    small_step(s, b, p);
+}
+
+static void pick_ada(struct search *s, struct pick *p) {
+  const struct kv_run_llm_settings *a = &s->cfg->llm;
+  int at = kv_ada_select(s->tree, s->nn, a->c_explore);
+  int large = at < 0 || kv_ada_uniform(&s->rng) < a->p_large || s->tree[at].small >= a->small_limit;
+  if (!large) {
+    small_step(s, at, p);
+    return;
+  }
+  p->parent = -1;
+  p->kind = KV_PK_WRITE;
+  p->action = "large";
+  int max = a->pool_max < MAX_POOL ? a->pool_max : MAX_POOL;
+  p->npool = kv_ada_pool(s->tree, s->nn, max, &s->rng, p->pool);
+}
+
+static const struct {
+  const char *name;
+  void (*pick)(struct search *s, struct pick *p);
+} llm_strategies[] = {
+    {"greedy", pick_greedy},
+    {"best-of-n", pick_best_of_n},
+    {"ada", pick_ada},
+};
+
+static char *build_prompt(struct search *s, const struct pending *pd, enum kv_prompt_kind kind,
+                          const char *plan, char *err, size_t errlen) {
+  struct kv_prompt_ctx c = {0};
+  c.task = s->task;
+  c.surface = s->g->surface ? s->g->surface : "cpu";
+  c.device = s->device;
+  c.reference = s->reference;
+  struct kv_gate_result *r = NULL;
+  if (pd->parent >= 0) {
+    const struct node *n = &s->nodes[pd->parent];
+    c.parent_code = n->code;
+    c.parent_step = n->step;
+    if (n->fb) {
+      r = malloc(sizeof *r);
+      if (!r) {
+        kv_error(err, errlen, "out of memory");
+        return NULL;
+      }
+      result_of(n->fb, r);
+      c.parent = r;
+    }
+  }
+  struct kv_prompt_attempt hist[MAX_POOL + MAX_HISTORY];
+  int nh = 0;
+  for (int i = 0; i < pd->npool; i++) {
+    const struct node *n = &s->nodes[pd->pool[i]];
+    hist[nh++] = (struct kv_prompt_attempt){
+        n->step, n->action, n->verdict >= 0 ? kv_verdict_name(n->verdict) : "no_code",
+        n->verdict == KV_V_OK ? n->speedup : 0, n->code};
+  }
+  for (int i = s->nn - 1; i >= 0 && i >= s->nn - MAX_HISTORY; i--) {
+    const struct node *n = &s->nodes[i];
+    hist[nh++] = (struct kv_prompt_attempt){
+        n->step, n->action, n->verdict >= 0 ? kv_verdict_name(n->verdict) : "no_code",
+        n->verdict == KV_V_OK ? n->speedup : 0, NULL};
+  }
+  c.history = hist;
+  c.nhistory = nh;
+  c.plan = plan;
+  char **rules = NULL;
+  int nrules = 0;
+  if (s->cfg->llm.prompt_mask & (1u << KV_PB_RULES))
+    kv_rules_active(s->st, s->cfg->llm.rule_threshold, &rules, &nrules, NULL, 0);
+  c.rules = (const char *const *)rules;
+  c.nrules = nrules;
+  char *text = kv_prompt_build(s->prompts, kind, s->cfg->llm.prompt_mask, &c, err, errlen);
+  kv_rules_free(rules, nrules);
+  free(r);
+  return text;
+}
+
+static int submit(struct search *s, struct pending *pd, enum kv_prompt_kind kind, const char *role,
+                  char *err, size_t errlen) {
+  char *text = build_prompt(s, pd, kind, pd->plan, err, errlen);
+  if (!text)
+    return -1;
+  struct kv_llm_message m = {"user", text};
+  struct kv_llm_request q;
+  kv_llm_request_init(&q);
+  q.role = role;
+  q.system = kv_prompts_system(s->prompts);
+  q.messages = &m;
+  q.n_messages = 1;
+  q.sample = pd->sample;
+  q.run_id = s->run_id;
+  int rc = kv_llm_submit(s->llm, &q, &pd->handle, err, errlen);
+  free(text);
+  return rc;
+}
+
+static void progress(struct search *s, const char *verdict, const char *what) {
+  struct kv_llm_spend sp;
+  kv_llm_spent(s->llm, &sp);
+  s->pr.usd = sp.usd;
+  s->pr.llm_calls = sp.calls;
+  s->pr.in_flight = sp.in_flight;
+  s->pr.step = s->nn;
+  s->pr.last_verdict = verdict;
+  if (what != s->last_what)
+    snprintf(s->last_what, sizeof s->last_what, "%s", what ? what : "");
+  s->pr.last_params = s->last_what;
+  s->pr.stop_reason = s->stop_reason;
+  if (s->h && s->h->progress)
+    s->h->progress(s->h->ud, &s->pr);
+}
+
+/* Proposes and submits one request; 1 when the budget refused it. */
+static int propose(struct search *s, void (*pick)(struct search *, struct pick *), char *err,
+                   size_t errlen) {
+  struct pick p = {.parent = -1};
+  pick(s, &p);
+  struct pending *pd = &s->pend[s->npend];
+  memset(pd, 0, sizeof *pd);
+  pd->parent = p.parent;
+  pd->kind = p.kind;
+  snprintf(pd->action, sizeof pd->action, "%s", p.action);
+  pd->npool = p.npool;
+  memcpy(pd->pool, p.pool, sizeof p.pool);
+  pd->sample = s->issued;
+  size_t used = 0;
+  pd->params[0] = 0;
+  if (p.parent >= 0)
+    used += (size_t)snprintf(pd->params, sizeof pd->params, "parent=%d", s->nodes[p.parent].step);
+  for (int i = 0; i < p.npool && used < sizeof pd->params; i++)
+    used += (size_t)snprintf(pd->params + used, sizeof pd->params - used, "%s%d",
+                             i ? "," : (used ? " pool=" : "pool="), s->nodes[p.pool[i]].step);
+  pd->phase = s->cfg->llm.plan_explicit ? 0 : 1;
+  int rc = pd->phase == 0 ? submit(s, pd, KV_PK_PLAN, "planner", err, errlen)
+                          : submit(s, pd, p.kind, "coder", err, errlen);
+  if (rc == KV_LLM_EBUDGET) {
+    s->stop_reason = "the LLM budget is spent";
+    return 1;
+  }
+  if (rc < 0)
+    return -1;
+  s->issued++;
+  s->npend++;
+  return 0;
+}
+
+static void pending_drop(struct search *s, int k) {
+  free(s->pend[k].plan);
+  s->pend[k] = s->pend[--s->npend];
+}
+
+/* A coder's reply: judge its kernel and record the node. */
+static int judge(struct search *s, struct pending *pd, const struct kv_llm_result *res,
+                 struct kv_gate_result *r, char *err, size_t errlen) {
+  struct kv_reply rp;
+  char perr[256];
+  int parsed =
+      kv_reply_parse(res->text, strlen(res->text), s->task->entry, &rp, perr, sizeof perr) == 0;
+  const char *plan = pd->plan ? pd->plan : parsed && *rp.plan ? rp.plan : NULL;
+  struct kv_node_record nr = {0};
+  nr.run_id = s->run_id;
+  nr.parent_id = pd->parent >= 0 ? s->nodes[pd->parent].id : 0;
+  nr.step = s->nn;
+  nr.action = pd->action;
+  nr.params = pd->params;
+  nr.plan = plan;
+  int rc = 0, verdict = -1;
+  double speedup = -1;
+  struct feedback *fb = NULL;
+  char *code = NULL;
+  int64_t node_id = 0, eval_id = 0;
+  if (!parsed) {
+    /* No code: the reply itself is the node's source; nothing to judge. */
+    char hash[65];
+    size_t len = strlen(res->text);
+    kv_sha256_hex(res->text, len, hash);
+    nr.source_hash = hash;
+    nr.verdict = "no_code";
+    nr.speedup = -1;
+    nr.reward = 0;
+    rc = kv_store_put_source(s->st, hash, res->text, len, err, errlen);
+    if (rc == 0)
+      rc = kv_store_node_add(s->st, &nr, &node_id, err, errlen);
+  } else {
+    memset(r, 0, sizeof *r);
+    struct kv_step_out out = {0};
+    rc = kv__run_step(s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code), s->g, r, 1, &out,
+                      err, errlen);
+    if (rc == 0) {
+      verdict = (int)r->verdict;
+      speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
+      fb = feedback_of(r);
+      code = strdup(rp.code);
+      node_id = out.node_id;
+      eval_id = out.eval_id;
+      if (r->device[0])
+        snprintf(s->device, sizeof s->device, "%s", r->device);
+      if (r->verdict != KV_V_OK)
+        kv_rules_learn(s->st, s->task, s->prompts, r, rp.code, s->g->surface, eval_id,
+                       s->cfg->llm.rules_llm ? s->llm : NULL, s->run_id, node_id, NULL, 0);
+    }
+    kv_gate_result_release(r);
+  }
+  if (parsed)
+    kv_reply_release(&rp);
+  if (rc < 0) {
+    free(code);
+    feedback_free(fb);
+    return -1;
+  }
+  int parent = pd->parent;
+  if (add_node(s, node_id, nr.step, parent, pd->action, code, verdict,
+               verdict == KV_V_OK ? (speedup > 0 ? speedup : 0) : -1, fb, err, errlen) < 0)
+    return -1;
+  if (verdict >= 0 && verdict < KV_V_COUNT)
+    s->pr.counts[verdict]++;
+  if (verdict == KV_V_OK && speedup > s->pr.best_speedup)
+    s->pr.best_speedup = speedup;
+  char what[300];
+  snprintf(what, sizeof what, "%s%s%s", pd->action, pd->params[0] ? " " : "", pd->params);
+  progress(s, verdict >= 0 ? kv_verdict_name(verdict) : "no_code", what);
+  return 0;
+}
+
+static int on_result(struct search *s, int k, const struct kv_llm_result *res,
+                     struct kv_gate_result *r, char *err, size_t errlen) {
+  struct pending *pd = &s->pend[k];
+  if (res->code != KV_LLM_OK) {
+    pending_drop(s, k);
+    if (res->code == KV_LLM_EBUDGET) {
+      s->stop_reason = "the LLM budget is spent";
+      return 0;
+    }
+    if (++s->llm_failures >= MAX_LLM_FAILURES)
+      return kv_error(err, errlen, "%d LLM calls failed in a row; the last: %s", s->llm_failures,
+                      res->error);
+    return 0;
+  }
+  s->llm_failures = 0;
+  if (pd->phase == 0) {
+    char *plan = NULL;
+    if (kv_reply_plan(res->text, strlen(res->text), &plan, NULL, 0) < 0 || !plan) {
+      pending_drop(s, k);
+      return 0;
+    }
+    pd->plan = plan;
+    pd->phase = 1;
+    int rc = submit(s, pd, pd->kind, "coder", err, errlen);
+    if (rc == KV_LLM_EBUDGET) {
+      s->stop_reason = "the LLM budget is spent";
+      pending_drop(s, k);
+      return 0;
+    }
+    if (rc < 0) {
+      pending_drop(s, k);
+      return -1;
+    }
+    return 0;
+  }
+  struct pending copy = *pd;
+  s->pend[k] = s->pend[--s->npend]; /* copy owns the plan now */
+  int rc = judge(s, &copy, res, r, err, errlen);
+  free(copy.plan);
+  return rc;
+}
+
+static void search_free(struct search *s) {
+  for (int i = 0; i < s->nn; i++) {
+    free(s->nodes[i].code);
+    feedback_free(s->nodes[i].fb);
+  }
+  for (int i = 0; i < s->npend; i++)
+    free(s->pend[i].plan);
+  free(s->nodes);
+  free(s->tree);
+  free(s->reference);
+  kv_prompts_free(s->prompts);
+}
+
+/* What a resumed run needs of a recorded judgement: the compiler log, the
+ * first failing checks and the timing summary (from the result's JSON). */
+static void feedback_from_json(struct feedback *f, const char *text) {
+  json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+  if (!j)
+    return;
+  const char *log = json_string_value(json_object_get(json_object_get(j, "compile"), "log"));
+  if (log && *log)
+    f->compile_log = strndup(log, KV_PROMPT_LOG_MAX + 1024);
+  size_t i;
+  json_t *c;
+  json_array_foreach(json_object_get(j, "checks"), i, c) {
+    const char *v = json_string_value(json_object_get(c, "verdict"));
+    if (!v || !strcmp(v, "ok") || f->nfail >= KV_PROMPT_MISMATCH_MAX)
+      continue;
+    struct kv_check *k = &f->fail[f->nfail++];
+    int vi = kv_verdict_from_name(v);
+    k->verdict = vi >= 0 ? (enum kv_verdict)vi : KV_V_WRONG_OUTPUT;
+    k->seed = (uint64_t)json_integer_value(json_object_get(c, "seed"));
+    snprintf(k->sizes, sizeof k->sizes, "%s",
+             json_string_value(json_object_get(c, "sizes"))
+                 ? json_string_value(json_object_get(c, "sizes"))
+                 : "");
+    snprintf(k->detail, sizeof k->detail, "%s",
+             json_string_value(json_object_get(c, "detail"))
+                 ? json_string_value(json_object_get(c, "detail"))
+                 : "");
+  }
+  json_t *t = json_object_get(j, "timing");
+  if (json_is_object(t) && json_number_value(json_object_get(t, "median_us")) > 0) {
+    f->timed = 1;
+    f->timing.cand.median_us = json_number_value(json_object_get(t, "median_us"));
+    f->timing.ref.median_us = json_number_value(json_object_get(t, "reference_median_us"));
+    f->timing.speedup = json_number_value(json_object_get(t, "speedup"));
+    f->timing.roofline = json_number_value(json_object_get(t, "roofline_fraction"));
+    const char *sz = json_string_value(json_object_get(t, "sizes"));
+    snprintf(f->timing.sizes, sizeof f->timing.sizes, "%s", sz ? sz : "");
+  }
+  json_decref(j);
+}
+
+/* Rebuilds the tree from the store's nodes (resume). */
+static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, char *err,
+                      size_t errlen) {
+  for (int i = 0; i < n; i++) {
+    const struct kv_node_row *w = &rows[i];
+    int parent = w->parent_id > 0 ? index_of_id(s, w->parent_id) : -1;
+    int verdict = w->verdict ? kv_verdict_from_name(w->verdict) : -1;
+    size_t len = 0;
+    char *code = verdict >= 0 ? kv_store_get_source(s->st, w->source_hash, &len) : NULL;
+    struct feedback *fb = NULL;
+    if (verdict >= 0) {
+      fb = calloc(1, sizeof *fb);
+      struct kv_eval_row ev;
+      if (fb) {
+        fb->verdict = verdict;
+        if (w->eval_id > 0 && kv_store_get_eval(s->st, w->eval_id, &ev, NULL, 0) == 0) {
+          snprintf(fb->detail, sizeof fb->detail, "%s", ev.detail ? ev.detail : "");
+          feedback_from_json(fb, ev.result_json);
+          kv_eval_row_release(&ev);
+        }
+      }
+    }
+    double sp = verdict == KV_V_OK ? (w->speedup > 0 ? w->speedup : 0) : -1;
+    if (add_node(s, w->id, w->step, parent, w->action, code, verdict, sp, fb, err, errlen) < 0)
+      return -1;
+    if (verdict >= 0 && verdict < KV_V_COUNT)
+      s->pr.counts[verdict]++;
+    if (verdict == KV_V_OK && w->speedup > s->pr.best_speedup)
+      s->pr.best_speedup = w->speedup;
+  }
+  s->issued = n;
+  return 0;
+}
+
+int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
+                   const char *strategy, const struct kv_run_config *c,
+                   const struct kv_gate_opts *g, const struct kv_run_hooks *h,
+                   const struct kv_node_row *rows, int nrows, char *err, size_t errlen) {
+  void (*pick)(struct search *, struct pick *) = NULL;
+  for (size_t i = 0; i < KV_ARRAY_LEN(llm_strategies); i++)
+    if (!strcmp(llm_strategies[i].name, strategy))
+      pick = llm_strategies[i].pick;
+  if (!pick)
+    return kv_error(err, errlen, "--strategy %s: not an LLM strategy", strategy);
+  if (!h || !h->llm)
+    return kv_error(err, errlen,
+                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
+                    "--base-url) or use --strategy tune",
+                    strategy);
+  struct search s;
+  memset(&s, 0, sizeof s);
+  s.st = st;
+  s.task = t;
+  s.task_id = task_id;
+  s.run_id = run_id;
+  s.strategy = strategy;
+  s.cfg = c;
+  s.g = g;
+  s.h = h;
+  s.llm = h->llm;
+  s.rng = c->seed ^ 0x6b65766f61646121ull;
+  s.pr.run_id = run_id;
+  s.pr.steps = c->steps;
+  int rc = kv_prompts_load(c->llm.prompt_dir, &s.prompts, err, errlen);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  if (rc == 0 && !r)
+    rc = kv_error(err, errlen, "out of memory");
+  if (rc == 0) {
+    char path[PATH_MAX];
+    int cuda = g->surface && !strcmp(g->surface, "cuda");
+    snprintf(path, sizeof path, "%s/reference.%s", t->dir, cuda ? "cu" : "c");
+    size_t len;
+    if (kv_read_file(path, SOURCE_MAX, &s.reference, &len, NULL, 0) < 0)
+      s.reference = NULL;
+    rc = load_nodes(&s, rows, nrows, err, errlen);
+  }
+  int concurrency = c->llm.concurrency < 1             ? 1
+                    : c->llm.concurrency > MAX_PENDING ? MAX_PENDING
+                                                       : c->llm.concurrency;
+  int stopped = 0;
+  while (rc == 0) {
+    if (h->stop && *h->stop) {
+      stopped = 1;
+      break;
+    }
+    while (!s.stop_reason && s.npend < concurrency && s.nn + s.npend < c->steps) {
+      int p = propose(&s, pick, err, errlen);
+      if (p < 0)
+        rc = -1;
+      if (p != 0)
+        break;
+    }
+    if (rc < 0 || s.npend == 0)
+      break;
+    if (kv_llm_poll(s.llm, 0.2, err, errlen) < 0) {
+      rc = -1;
+      break;
+    }
+    struct kv_llm_result res;
+    while (rc == 0 && kv_llm_complete(s.llm, 0, &res) == 1) {
+      int k = -1;
+      for (int i = 0; i < s.npend; i++)
+        if (s.pend[i].handle == res.handle)
+          k = i;
+      if (k >= 0)
+        rc = on_result(&s, k, &res, r, err, errlen);
+      kv_llm_result_release(&res);
+      if (h->stop && *h->stop)
+        break;
+    }
+  }
+  if (s.stop_reason && rc == 0)
+    progress(&s, s.pr.last_verdict ? s.pr.last_verdict : "-", s.pr.last_params);
+  if (rc == 0)
+    rc = kv_store_run_set_status(st, run_id, stopped || s.stop_reason ? "stopped" : "done", err,
+                                 errlen);
+  else
+    kv_store_run_set_status(st, run_id, "stopped", NULL, 0);
+  free(r);
+  search_free(&s);
+  return rc;
+}

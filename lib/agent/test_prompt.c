@@ -1,0 +1,262 @@
+/* Prompts: blocks in order, switchable, left out without data, capped;
+ * templates overridable from a directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kevo/prompt.h"
+
+static struct kv_task *rowsum(void) {
+  struct kv_task *t = NULL;
+  char err[512];
+  assert_int_equal(kv_task_load(KEVO_SOURCE_DIR "/examples/tasks/rowsum", &t, err, sizeof err), 0);
+  return t;
+}
+
+static struct kv_prompts *defaults(void) {
+  struct kv_prompts *p = NULL;
+  char err[512];
+  assert_int_equal(kv_prompts_load(NULL, &p, err, sizeof err), 0);
+  return p;
+}
+
+static void test_mask_parse(void **state) {
+  (void)state;
+  unsigned m = 0;
+  char err[512];
+  assert_int_equal(kv_prompt_blocks_parse("all", &m, err, sizeof err), 0);
+  assert_int_equal(m, KV_PB_ALL);
+  assert_int_equal(kv_prompt_blocks_parse("task,parent", &m, err, sizeof err), 0);
+  assert_int_equal(m, (1u << KV_PB_TASK) | (1u << KV_PB_PARENT));
+  assert_int_equal(kv_prompt_blocks_parse("-profile,-history", &m, err, sizeof err), 0);
+  assert_int_equal(m, KV_PB_ALL & ~(1u << KV_PB_PROFILE) & ~(1u << KV_PB_HISTORY));
+  assert_int_equal(kv_prompt_blocks_parse("all,-rules", &m, err, sizeof err), 0);
+  assert_int_equal(m, KV_PB_ALL & ~(1u << KV_PB_RULES));
+  assert_int_equal(kv_prompt_blocks_parse("task,profil", &m, err, sizeof err), -1);
+  assert_non_null(strstr(err, "unknown block 'profil'"));
+  assert_non_null(strstr(err, "profile"));
+  assert_int_equal(kv_prompt_blocks_parse("", &m, err, sizeof err), -1);
+}
+
+/* The task alone: summary, signature, reference, sizes, surface, device; no
+ * feedback blocks without a parent; the instruction last. */
+static void test_task_only(void **state) {
+  (void)state;
+  struct kv_task *t = rowsum();
+  struct kv_prompts *p = defaults();
+  struct kv_prompt_ctx c = {
+      .task = t, .surface = "cpu", .device = "cpu:test", .reference = "REFCODE\n"};
+  char err[512];
+  char *s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_non_null(strstr(s, "## Task: rowsum"));
+  assert_non_null(strstr(s, "Sum of each row of a float32 matrix."));
+  assert_non_null(strstr(s, "void rowsum(const float *x, float *y, int rows, int cols);"));
+  assert_non_null(strstr(s, "REFCODE"));
+  assert_non_null(strstr(s, "rows=8192 cols=8192"));
+  assert_non_null(strstr(s, "device: cpu:test"));
+  assert_null(strstr(s, "## Current kernel"));
+  assert_null(strstr(s, "## Correctness"));
+  assert_null(strstr(s, "## Compiler output"));
+  assert_null(strstr(s, "## Profile"));
+  assert_null(strstr(s, "## Rules"));
+  const char *ins = strstr(s, "Write a new kernel");
+  assert_non_null(ins);
+  assert_true(ins > strstr(s, "REFCODE"));
+  assert_non_null(strstr(s, "defines `rowsum`"));
+  free(s);
+  kv_prompts_free(p);
+  kv_task_free(t);
+}
+
+static void fill_failed(struct kv_gate_result *r) {
+  memset(r, 0, sizeof *r);
+  r->verdict = KV_V_WRONG_OUTPUT;
+  snprintf(r->detail, sizeof r->detail, "y[3]: expected 1.25, got 0");
+  r->nchecks = 5;
+  for (int i = 0; i < 5; i++) {
+    snprintf(r->checks[i].sizes, sizeof r->checks[i].sizes, "rows=%d cols=3", i + 1);
+    r->checks[i].verdict = i == 0 ? KV_V_OK : KV_V_WRONG_OUTPUT;
+    snprintf(r->checks[i].detail, sizeof r->checks[i].detail, "mismatch-%d", i);
+  }
+}
+
+/* Every block in order when all have data; each switchable on its own. */
+static void test_all_blocks_in_order_and_switchable(void **state) {
+  (void)state;
+  struct kv_task *t = rowsum();
+  struct kv_prompts *p = defaults();
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  r->verdict = KV_V_OK;
+  r->timed = 1;
+  r->timing.cand.median_us = 50;
+  r->timing.ref.median_us = 200;
+  r->timing.speedup = 4;
+  r->timing.roofline = 0.42;
+  snprintf(r->timing.sizes, sizeof r->timing.sizes, "rows=8192 cols=8192");
+  r->nkernels = 1;
+  snprintf(r->kernels[0].name, sizeof r->kernels[0].name, "_Z3foo");
+  r->kernels[0].registers = 40;
+  r->kernels[0].spill_store_bytes = 8;
+  r->nchecks = 1;
+  const char *rules[] = {"You cannot call malloc."};
+  struct kv_prompt_attempt hist[] = {{1, "write", "compile_error", 0, NULL},
+                                     {2, "refine", "ok", 1.5, "POOLCODE\n"}};
+  struct kv_prompt_ctx c = {.task = t,
+                            .surface = "cuda",
+                            .parent_code = "PARENTCODE\n",
+                            .parent_step = 7,
+                            .parent = r,
+                            .rules = rules,
+                            .nrules = 1,
+                            .plan = "Unroll by four.",
+                            .history = hist,
+                            .nhistory = 2};
+  char err[512];
+  char *s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  const char *heads[] = {"## Task",
+                         "## Current kernel (step 7)",
+                         "## Correctness",
+                         "## Performance",
+                         "## Profile",
+                         "## Rules",
+                         "## Plan to implement",
+                         "## Earlier attempts",
+                         "Make the current kernel"};
+  const char *prev = s;
+  for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+    const char *at = strstr(s, heads[i]);
+    assert_non_null(at);
+    assert_true(at >= prev);
+    prev = at;
+  }
+  assert_non_null(strstr(s, "extern \"C\" void rowsum("));
+  assert_non_null(strstr(s, "```cuda"));
+  assert_non_null(strstr(s, "4.00x; 42% of the roofline"));
+  assert_non_null(strstr(s, "_Z3foo: 40 registers"));
+  assert_non_null(strstr(s, "spills 8 B stores"));
+  assert_non_null(strstr(s, "- You cannot call malloc."));
+  assert_non_null(strstr(s, "step 2 (refine): ok, 1.50x"));
+  assert_non_null(strstr(s, "POOLCODE"));
+  assert_null(strstr(s, "## Compiler output")); /* compiled fine */
+  free(s);
+  /* Switching each block off removes exactly its heading. */
+  const char *own[KV_PB_COUNT] = {"## Task",        "## Current kernel",    NULL,
+                                  "## Correctness", "## Performance",       "## Profile",
+                                  "## Rules",       "## Plan to implement", "## Earlier attempts"};
+  for (int b = 0; b < KV_PB_COUNT; b++) {
+    if (!own[b])
+      continue;
+    s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL & ~(1u << b), &c, err, sizeof err);
+    assert_non_null(s);
+    for (int o = 0; o < KV_PB_COUNT; o++)
+      if (own[o])
+        assert_true((strstr(s, own[o]) != NULL) == (o != b));
+    free(s);
+  }
+  free(r);
+  kv_prompts_free(p);
+  kv_task_free(t);
+}
+
+/* Compile failures show capped diagnostics; wrong kernels their first
+ * mismatches, at most KV_PROMPT_MISMATCH_MAX. */
+static void test_feedback_compile_and_correctness(void **state) {
+  (void)state;
+  struct kv_task *t = rowsum();
+  struct kv_prompts *p = defaults();
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  r->verdict = KV_V_COMPILE_ERROR;
+  size_t big = 20000;
+  r->compile_log = malloc(big + 1);
+  for (size_t i = 0; i < big; i++)
+    r->compile_log[i] = i % 50 == 49 ? '\n' : 'e';
+  memcpy(r->compile_log, "error: 'foo' undeclared", 23);
+  r->compile_log[big] = 0;
+  struct kv_prompt_ctx c = {.task = t, .surface = "cpu", .parent_code = "X\n", .parent = r};
+  char err[512];
+  char *s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_non_null(strstr(s, "## Compiler output (compile_error)"));
+  assert_non_null(strstr(s, "error: 'foo' undeclared"));
+  assert_non_null(strstr(s, "more bytes cut]"));
+  assert_true(strlen(s) < 12000);
+  assert_non_null(strstr(s, "The current kernel failed"));
+  free(s);
+  free(r->compile_log);
+  fill_failed(r);
+  s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_null(strstr(s, "## Compiler output"));
+  assert_non_null(strstr(s, "Verdict: wrong_output: y[3]: expected 1.25, got 0"));
+  assert_non_null(strstr(s, "mismatch-1"));
+  assert_non_null(strstr(s, "mismatch-3"));
+  assert_null(strstr(s, "mismatch-4"));
+  assert_null(strstr(s, "mismatch-0"));
+  free(s);
+  free(r);
+  kv_prompts_free(p);
+  kv_task_free(t);
+}
+
+/* A directory overrides the templates it has; unknown variables are errors
+ * naming the file. */
+static void test_override_dir(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kevo-prompt-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/task.md", dir);
+  FILE *f = fopen(path, "w");
+  fputs("TASK={{name}} ENTRY-SIG={{signature}}", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/write.md", dir);
+  f = fopen(path, "w");
+  fputs("Just write {{entry}}.\n", f);
+  fclose(f);
+  struct kv_prompts *p = NULL;
+  assert_int_equal(kv_prompts_load(dir, &p, err, sizeof err), 0);
+  struct kv_task *t = rowsum();
+  struct kv_prompt_ctx c = {.task = t, .surface = "cpu"};
+  char *s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_non_null(strstr(s, "TASK=rowsum ENTRY-SIG="));
+  assert_non_null(strstr(s, "void rowsum(const float *x"));
+  assert_non_null(strstr(s, "Just write rowsum."));
+  assert_null(strstr(s, "## Task"));
+  free(s);
+  kv_prompts_free(p);
+  snprintf(path, sizeof path, "%s/parent.md", dir);
+  f = fopen(path, "w");
+  fputs("{{code}} {{speedup}}", f);
+  fclose(f);
+  assert_int_equal(kv_prompts_load(dir, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "parent.md: unknown variable {{speedup}}"));
+  assert_non_null(strstr(err, "step lang code"));
+  unlink(path);
+  snprintf(path, sizeof path, "%s/task.md", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/write.md", dir);
+  unlink(path);
+  rmdir(dir);
+  kv_task_free(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_mask_parse),
+      cmocka_unit_test(test_task_only),
+      cmocka_unit_test(test_all_blocks_in_order_and_switchable),
+      cmocka_unit_test(test_feedback_compile_and_correctness),
+      cmocka_unit_test(test_override_dir),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
