@@ -30,6 +30,10 @@ int cli_usage(const char *cmd);
 /* Loads the CPU calibration from the cache or measures it (and says so on
  * stderr). 0 on success. */
 int cli_calib(struct kv_calib *c, int force, int quiet);
+struct kv_store;
+/* Opens the store at db (NULL: $KEVO_DB or the default path); 0, or 2 after
+ * saying why on stderr. */
+int cli_open_store(const char *db, struct kv_store **s);
 /* Parses a positive number for a flag or fails with a message. */
 int cli_number(const char *flag, const char *text, double *out);
 

@@ -16,18 +16,6 @@
 
 enum { STDIN_PROMPT_MAX = 8 << 20 };
 
-static int open_store(const char *db, struct kv_store **s) {
-  char path[PATH_MAX], err[2048];
-  if (!db) {
-    if (kv_store_default_path(path, sizeof path) != 0)
-      return cli_fail("llm: cannot find the store: set KEVO_DB or HOME, or pass --db PATH");
-    db = path;
-  }
-  if (kv_store_open(db, s, err, sizeof err) != 0)
-    return cli_fail("%s", err);
-  return 0;
-}
-
 static void on_spend(void *arg, const struct kv_llm_spend *s, const struct kv_llm_result *r) {
   const struct kv_llm_budget *b = arg;
   (void)r;
@@ -140,7 +128,7 @@ static int ask(int argc, char **argv) {
     prompt = text;
   }
   struct kv_store *store = NULL;
-  if (open_store(db, &store) != 0) {
+  if (cli_open_store(db, &store) != 0) {
     free(text);
     return 2;
   }
@@ -250,7 +238,7 @@ static int calls(int argc, char **argv) {
     }
   }
   struct kv_store *store = NULL;
-  if (open_store(db, &store) != 0)
+  if (cli_open_store(db, &store) != 0)
     return 2;
   /* --limit N: the last N calls. */
   char err[2048];

@@ -15,17 +15,6 @@
 
 #define RULES_FILE_MAX (16u << 20)
 
-static int open_db(const char *db, struct kv_store **s) {
-  char path[PATH_MAX], err[1024];
-  if (db)
-    snprintf(path, sizeof path, "%s", db);
-  else if (kv_store_default_path(path, sizeof path) < 0)
-    return cli_fail("no store location; set KEVO_DB or pass --db");
-  if (kv_store_open(path, s, err, sizeof err) < 0)
-    return cli_fail("%s", err);
-  return 0;
-}
-
 static int export_rules(const struct kv_rule_row *r, int n, const char *file) {
   json_t *a = json_array();
   for (int i = 0; i < n; i++)
@@ -106,7 +95,7 @@ int cmd_rules(int argc, char **argv) {
     return cli_usage("rules");
   }
   struct kv_store *s;
-  if (open_db(db, &s))
+  if (cli_open_store(db, &s))
     return 2;
   char err[1024];
   int code = 0;

@@ -77,17 +77,6 @@ static int make_llm(const struct kv_llm_flags *f, const char *config, int flags_
   return 0;
 }
 
-static int open_store(const char *db, struct kv_store **s) {
-  char path[PATH_MAX], err[1024];
-  if (db)
-    snprintf(path, sizeof path, "%s", db);
-  else if (kv_store_default_path(path, sizeof path) < 0)
-    return cli_fail("no store location; set KEVO_DB or pass --db");
-  if (kv_store_open(path, s, err, sizeof err) < 0)
-    return cli_fail("%s", err);
-  return 0;
-}
-
 static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) {
   char err[1024];
   struct kv_run_row run;
@@ -243,7 +232,7 @@ int cmd_run(int argc, char **argv) {
   if (kv_task_load(dir, &t, err, sizeof err) < 0)
     return cli_fail("%s", err);
   struct kv_store *s;
-  if (open_store(db, &s)) {
+  if (cli_open_store(db, &s)) {
     kv_task_free(t);
     return 2;
   }
@@ -358,7 +347,7 @@ int cmd_resume(int argc, char **argv) {
     return cli_usage("resume");
   }
   struct kv_store *s;
-  if (open_store(db, &s))
+  if (cli_open_store(db, &s))
     return 2;
   char err[4096];
   struct kv_run_row run;
@@ -421,7 +410,7 @@ int cmd_runs(int argc, char **argv) {
     }
   }
   struct kv_store *s;
-  if (open_store(db, &s))
+  if (cli_open_store(db, &s))
     return 2;
   struct kv_run_row *rows = NULL;
   int n = 0;
@@ -464,7 +453,7 @@ int cmd_best(int argc, char **argv) {
     }
   }
   struct kv_store *s;
-  if (open_store(db, &s))
+  if (cli_open_store(db, &s))
     return 2;
   int code = print_best(s, id, out); /* id 0: the most recent run */
   kv_store_close(s);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kevo/store.h"
 #include "kevo/util.h"
 
 int cli_calib(struct kv_calib *c, int force, int quiet) {
@@ -21,5 +22,17 @@ int cli_calib(struct kv_calib *c, int force, int quiet) {
     return cli_fail("calibration failed: %s", err);
   if (kv_calib_save(path, c, err, sizeof err) < 0)
     fprintf(stderr, "kevo: warning: %s (the calibration will be measured again next time)\n", err);
+  return 0;
+}
+
+int cli_open_store(const char *db, struct kv_store **s) {
+  char path[PATH_MAX], err[2048];
+  if (!db) {
+    if (kv_store_default_path(path, sizeof path) != 0)
+      return cli_fail("cannot find the store: set KEVO_DB or HOME, or pass --db PATH");
+    db = path;
+  }
+  if (kv_store_open(db, s, err, sizeof err) != 0)
+    return cli_fail("%s", err);
   return 0;
 }
