@@ -631,6 +631,38 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
   return rc;
 }
 
+/* The compile pool: builds the kernels of several coder replies in parallel
+ * into the gate's cache. Best effort: whatever fails here is judged (and
+ * reported) by the gate afterwards. */
+static void prebuild(struct search *s, const struct kv_llm_result *done, int nd) {
+  char cache[PATH_MAX - 64], dir[PATH_MAX - 32], paths[MAX_PENDING][PATH_MAX];
+  const char *list[MAX_PENDING];
+  int n = 0;
+  if (kv_cache_dir(cache, sizeof cache) < 0 ||
+      kv_mkdtemp(cache, "pool", dir, sizeof dir, NULL, 0) < 0)
+    return;
+  int cuda = s->g->surface && !strcmp(s->g->surface, "cuda");
+  for (int d = 0; d < nd; d++) {
+    int coder = 0;
+    for (int i = 0; i < s->npend; i++)
+      if (s->pend[i].handle == done[d].handle && s->pend[i].phase == 1)
+        coder = 1;
+    struct kv_reply rp;
+    if (!coder || done[d].code != KV_LLM_OK || !done[d].text ||
+        kv_reply_parse(done[d].text, strlen(done[d].text), s->task->entry, &rp, NULL, 0) < 0)
+      continue;
+    snprintf(paths[n], sizeof paths[n], "%s/c%d.%s", dir, n, cuda ? "cu" : "c");
+    if (kv_write_file(paths[n], rp.code, strlen(rp.code), NULL, 0) == 0) {
+      list[n] = paths[n];
+      n++;
+    }
+    kv_reply_release(&rp);
+  }
+  if (n > 1)
+    kv_gate_prebuild(s->task, list, n, s->g, NULL, 0);
+  kv_rmtree(dir);
+}
+
 static void search_free(struct search *s) {
   for (int i = 0; i < s->nn; i++) {
     free(s->nodes[i].code);
@@ -783,17 +815,22 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
       rc = -1;
       break;
     }
-    struct kv_llm_result res;
-    while (rc == 0 && kv_llm_complete(s.llm, 0, &res) == 1) {
+    /* Take every reply that has arrived, compile their kernels at once,
+     * then judge them one by one (timing needs the device to itself). */
+    struct kv_llm_result done[MAX_PENDING];
+    int nd = 0;
+    while (nd < MAX_PENDING && kv_llm_complete(s.llm, 0, &done[nd]) == 1)
+      nd++;
+    if (nd > 1)
+      prebuild(&s, done, nd);
+    for (int d = 0; d < nd; d++) {
       int k = -1;
       for (int i = 0; i < s.npend; i++)
-        if (s.pend[i].handle == res.handle)
+        if (s.pend[i].handle == done[d].handle)
           k = i;
-      if (k >= 0)
-        rc = on_result(&s, k, &res, r, err, errlen);
-      kv_llm_result_release(&res);
-      if (h->stop && *h->stop)
-        break;
+      if (k >= 0 && rc == 0 && !(h->stop && *h->stop))
+        rc = on_result(&s, k, &done[d], r, err, errlen);
+      kv_llm_result_release(&done[d]);
     }
   }
   if (s.stop_reason && rc == 0)

@@ -603,6 +603,45 @@ static int check_arch(struct session *s, char *err, size_t errlen) {
   return 0;
 }
 
+int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
+                     const struct kv_gate_opts *o, char *err, size_t errlen) {
+  struct kv_gate_opts defaults;
+  if (!o) {
+    kv_gate_opts_default(&defaults);
+    o = &defaults;
+  }
+  if (n <= 0)
+    return 0;
+  struct session s;
+  if (session_init(&s, t, o, err, errlen) < 0)
+    return -1;
+  char desc[512];
+  struct kv_build_job *jobs = calloc((size_t)n, sizeof *jobs);
+  if (!jobs || s.sf->prepare(desc, sizeof desc, err, errlen) < 0) {
+    free(jobs);
+    session_release(&s);
+    return jobs ? -1 : kv_error(err, errlen, "out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    jobs[i].t = t;
+    jobs[i].src = paths[i];
+    jobs[i].cache_dir = s.cache;
+    jobs[i].deadline_s = o->compile_deadline_s;
+  }
+  kv_build_pool(s.sf->build, jobs, n);
+  int built = 0, rc = 0;
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].rc < 0 && rc == 0)
+      rc = kv_error(err, errlen, "%s", jobs[i].err);
+    else if (jobs[i].rc == 0)
+      built++;
+    kv_build_release(&jobs[i].b);
+  }
+  free(jobs);
+  session_release(&s);
+  return rc < 0 ? rc : built;
+}
+
 int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
                  struct kv_gate_result *r, char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));

@@ -197,6 +197,50 @@ static void test_implausible_against_ceilings(void **state) {
   kv_task_free(t);
 }
 
+/* The compile pool: prebuilt candidates are then judged from the cache. */
+static void test_prebuild_fills_the_cache(void **state) {
+  (void)state;
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char dir[4096], a[4200], b[4200], tmp[4096], err[1024];
+  snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", src);
+  struct kv_task *t;
+  assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-prebuild", tmp, sizeof tmp, err, sizeof err), 0);
+  /* Two fresh sources, so nothing is cached before. */
+  char code[512];
+  snprintf(a, sizeof a, "%s/a.c", tmp);
+  snprintf(b, sizeof b, "%s/b.c", tmp);
+  snprintf(code, sizeof code,
+           "/* %llu */ void rowsum(const float *x, float *y, int rows, int cols) {\n"
+           "  for (int r = 0; r < rows; r++) { double s = 0; for (int c = 0; c < cols; c++)\n"
+           "  s += x[(long)r * cols + c]; y[r] = (float)s; } }\n",
+           (unsigned long long)kv_random_u64());
+  assert_int_equal(kv_write_file(a, code, strlen(code), err, sizeof err), 0);
+  const char *broken = "void rowsum(const float *x, float *y, int rows, int cols) { nope }\n";
+  assert_int_equal(kv_write_file(b, broken, strlen(broken), err, sizeof err), 0);
+  const char *paths[2] = {a, b};
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.timing = 0;
+  assert_int_equal(kv_gate_prebuild(t, paths, 2, &o, err, sizeof err), 2);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_int_equal(kv_gate_eval(t, a, &o, r, err, sizeof err), 0);
+  assert_string_equal(kv_verdict_name(r->verdict), "ok");
+  assert_int_equal(r->compile_cached, 1);
+  kv_gate_result_release(r);
+  memset(r, 0, sizeof *r);
+  assert_int_equal(kv_gate_eval(t, b, &o, r, err, sizeof err), 0);
+  assert_string_equal(kv_verdict_name(r->verdict), "compile_error");
+  assert_int_equal(r->compile_cached, 1);
+  assert_non_null(strstr(r->compile_log, "nope"));
+  kv_gate_result_release(r);
+  free(r);
+  kv_rmtree(tmp);
+  kv_task_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_close_rule),
@@ -206,6 +250,7 @@ int main(void) {
       cmocka_unit_test(test_verdict_names),
       cmocka_unit_test(test_result_json_survives_binary_output),
       cmocka_unit_test(test_implausible_against_ceilings),
+      cmocka_unit_test(test_prebuild_fills_the_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
