@@ -263,15 +263,18 @@ int cmd_run(int argc, char **argv) {
   else if (!code)
     fprintf(stderr, "kevo: strategy %s with %s\n", c.strategy, model_json);
   struct kv_calib cal;
-  if (!code && cli_calib(&cal, 0, 0) != 0)
+  /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
+  int cpu = strcmp(g.surface, "cuda") != 0;
+  if (!code && cpu && cli_calib(&cal, 0, 0) != 0)
     code = 2;
+  if (!code && cpu)
+    g.calib = &cal;
   if (code) {
     kv_llm_free(llm);
     kv_store_close(s);
     kv_task_free(t);
     return code;
   }
-  g.calib = &cal;
   c.llm_json = model_json[0] ? model_json : NULL;
   signal(SIGINT, on_sigint);
   struct kv_run_hooks h = {.progress = progress, .stop = &stop_flag, .llm = llm};
@@ -381,10 +384,12 @@ int cmd_resume(int argc, char **argv) {
   if (surface)
     g.surface = surface;
   struct kv_calib cal;
-  if (!code && cli_calib(&cal, 0, 0) != 0)
+  int cpu = strcmp(g.surface, "cuda") != 0;
+  if (!code && cpu && cli_calib(&cal, 0, 0) != 0)
     code = 2;
   if (!code) {
-    g.calib = &cal;
+    if (cpu)
+      g.calib = &cal;
     signal(SIGINT, on_sigint);
     struct kv_run_hooks h = {.progress = progress, .stop = &stop_flag, .llm = llm};
     if (kv_run_resume(s, id, &g, &h, err, sizeof err) < 0)

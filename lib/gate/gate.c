@@ -655,8 +655,13 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (session_init(&s, t, o, err, errlen) < 0)
     return -1;
   const struct kv_surface *sf = s.sf;
-  if (o->calib)
-    snprintf(r->device, sizeof r->device, "%s", o->calib->device);
+  /* Ceilings of another surface's device (a CPU's for a GPU run) are no
+   * ceilings at all: a cuda run measures its own. */
+  const struct kv_calib *given =
+      o->calib && !(sf->device_in_worker && !strncmp(o->calib->device, "cpu:", 4)) ? o->calib
+                                                                                   : NULL;
+  if (given)
+    snprintf(r->device, sizeof r->device, "%s", given->device);
   else if (!sf->device_in_worker)
     kv_calib_cpu_device(r->device, sizeof r->device);
   int rc = -1;
@@ -792,7 +797,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   /* cuda: the device's ceilings, measured (once) in the reference's worker
    * before timing needs them. */
   struct kv_calib cal;
-  const struct kv_calib *calp = o->calib;
+  const struct kv_calib *calp = given;
   if (!calp && sf->device_in_worker && o->timing && t->nbench > 0) {
     int measured;
     if (device_calib(&s, &s.rw, 0, &cal, &measured, err, errlen) < 0)
