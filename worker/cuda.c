@@ -297,10 +297,7 @@ static int cuda_check(json_t *req) {
   int64_t nelem[KV_MAX_PARAMS];
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
-  size_t per_call = 0;
-  for (int p = 0; p < task->nparams; p++)
-    if (kv_is_output(task->params[p].role) || (ret_inputs && task->params[p].role == KV_ROLE_IN))
-      per_call += kv_param_bytes(task, p, nelem);
+  size_t per_call = kv_call_bytes(task, nelem, ret_inputs);
   size_t ncalls = json_array_size(calls);
   size_t total = per_call * ncalls;
   uint8_t *blob = total > 0 ? malloc(total) : NULL;
@@ -614,10 +611,7 @@ static int cuda_time(json_t *req) {
     host[w] = calloc((size_t)n, sizeof(uint64_t));
     nomem |= !ev[w] || !host[w];
   }
-  size_t out_bytes = 0;
-  for (int p = 0; p < task->nparams; p++)
-    if (kv_is_output(task->params[p].role))
-      out_bytes += kv_param_bytes(task, p, ts->nelem);
+  size_t out_bytes = kv_call_bytes(task, ts->nelem, 0);
   uint8_t *blob = out_bytes ? malloc(out_bytes) : NULL;
   nomem |= out_bytes && !blob;
   int last_set = 0;

@@ -124,16 +124,12 @@ static int handle_check(json_t *req) {
   int64_t nelem[KV_MAX_PARAMS];
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
-  size_t per_call = 0;
-  for (int p = 0; p < task->nparams; p++) {
-    if (kv_is_output(task->params[p].role) || (ret_inputs && task->params[p].role == KV_ROLE_IN))
-      per_call += kv_param_bytes(task, p, nelem);
-  }
+  size_t per_call = kv_call_bytes(task, nelem, ret_inputs);
   size_t ncalls = json_array_size(calls);
   size_t total = per_call * ncalls;
   uint8_t *blob = total > 0 ? malloc(total) : NULL;
   if (total > 0 && !blob)
-    return reply_error("out of memory for %zu bytes of results", per_call * ncalls);
+    return reply_error("out of memory for %zu bytes of results", total);
   struct site st;
   if (site_alloc(&st, nelem) < 0) {
     free(blob);
@@ -266,10 +262,7 @@ static int handle_time(json_t *req) {
   }
   uint64_t *cand_ns = calloc((size_t)n, sizeof(uint64_t));
   uint64_t *ref_ns = calloc((size_t)n, sizeof(uint64_t));
-  size_t out_bytes = 0;
-  for (int p = 0; p < task->nparams; p++)
-    if (kv_is_output(task->params[p].role))
-      out_bytes += kv_param_bytes(task, p, nelem);
+  size_t out_bytes = kv_call_bytes(task, nelem, 0);
   uint8_t *blob = out_bytes ? malloc(out_bytes) : NULL;
   int last_set = 0;
   if (!cand_ns || !ref_ns || (out_bytes && !blob)) {

@@ -18,7 +18,10 @@ int kv_layout(const struct kv_task *t, const struct kv_sizeset *s, int64_t nelem
               char *err, size_t errlen);
 size_t kv_param_bytes(const struct kv_task *t, int p, const int64_t nelem[KV_MAX_PARAMS]);
 int kv_is_output(enum kv_role r); /* out, inout */
-int kv_is_input(enum kv_role r);  /* in, inout */
+/* Bytes one call sends back: its outputs (out, inout) in param order, then,
+ * with `inputs`, its in buffers as they were after the call. */
+size_t kv_call_bytes(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS], int inputs);
+int kv_is_input(enum kv_role r); /* in, inout */
 
 /* Poison `which` (0 or 1: two different patterns) of dtype d. Floats get a
  * quiet NaN with a kevo payload; integers a byte pattern. */

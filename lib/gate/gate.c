@@ -189,14 +189,6 @@ static void up_join(struct up_job *j) {
   j->started = 0;
 }
 
-static size_t call_bytes(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS], int inputs) {
-  size_t n = 0;
-  for (int p = 0; p < t->nparams; p++)
-    if (kv_is_output(t->params[p].role) || (inputs && t->params[p].role == KV_ROLE_IN))
-      n += kv_param_bytes(t, p, nelem);
-  return n;
-}
-
 /* Runs the calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
 static enum kv_call_status run_check(struct kv_worker *w, int slot, const char *set, int index,
                                      const uint64_t *seeds, const int *poisons,
@@ -409,7 +401,7 @@ static int time_candidate(struct session *s, const char *ref_so, const char *bas
       json_pack("{s:s,s:i,s:I,s:i,s:i,s:i,s:f,s:I,s:i}", "set", "bench", "index", 0, "seed",
                 (json_int_t)tseed, "nsets", 2, "min_iters", 5, "max_iters", max_iters, "budget_s",
                 budget, "flush_bytes", (json_int_t)flush, "slots", nslots);
-  size_t out_bytes = call_bytes(t, nelem, 0);
+  size_t out_bytes = kv_call_bytes(t, nelem, 0);
   uint8_t *blob = NULL;
   double deadline = s->o->job_deadline_s * 6 + budget * 20 * (nslots - 1);
   uint64_t sent = kv_now_ns();
@@ -828,7 +820,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     int64_t nelem[KV_MAX_PARAMS];
     if (kv_layout(t, ss, nelem, err, errlen) < 0)
       goto out;
-    size_t ob = call_bytes(t, nelem, 0), cb = call_bytes(t, nelem, 1);
+    size_t ob = kv_call_bytes(t, nelem, 0), cb = kv_call_bytes(t, nelem, 1);
     free(prev_got);
     free(prev_exp);
     prev_got = prev_exp = NULL;

@@ -6,6 +6,14 @@
 int kv_is_output(enum kv_role r) {
   return r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
 }
+size_t kv_call_bytes(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS], int inputs) {
+  size_t n = 0;
+  for (int p = 0; p < t->nparams; p++)
+    if (kv_is_output(t->params[p].role) || (inputs && t->params[p].role == KV_ROLE_IN))
+      n += kv_param_bytes(t, p, nelem);
+  return n;
+}
+
 int kv_is_input(enum kv_role r) {
   return r == KV_ROLE_IN || r == KV_ROLE_INOUT;
 }

@@ -205,10 +205,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
       rc = -1;
       break;
     }
-    size_t ob = 0;
-    for (int p = 0; p < t->nparams; p++)
-      if (kv_is_output(t->params[p].role))
-        ob += kv_param_bytes(t, p, nelem);
+    size_t ob = kv_call_bytes(t, nelem, 0);
     json_t *calls = json_array();
     uint64_t seeds[NSEEDS];
     for (int j = 0; j < NSEEDS; j++) {
@@ -295,10 +292,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   if (r->ok && rc == 0 && t->nbench > 0) {
     int64_t nelem[KV_MAX_PARAMS];
     if (kv_layout(t, &t->bench[0], nelem, err, errlen) == 0) {
-      size_t ob = 0;
-      for (int p = 0; p < t->nparams; p++)
-        if (kv_is_output(t->params[p].role))
-          ob += kv_param_bytes(t, p, nelem);
+      size_t ob = kv_call_bytes(t, nelem, 0);
       req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 0, "set", "bench", "index", 0,
                       "calls", "seed", (json_int_t)base, "poison", 0, "return_inputs", 0);
       uint8_t *blob = NULL;
