@@ -377,305 +377,174 @@ static int cuda_check(json_t *req) {
   return rc;
 }
 
-/* ---- TIME: candidate, reference (and baseline) interleaved ---- */
+/* ---- TIME: one phase of calls on fresh inputs; FETCH: one call's buffers ----
+ *
+ * A phase runs `calls` calls of one slot (or of kevo's own empty entry, slot
+ * -1, whose cost is the phase's overhead), each on completely fresh inputs
+ * (seed + c) in its own device buffers. Before each timed call the L2 is
+ * flushed and the whole device synchronized, so no work launched earlier
+ * (on any stream) runs into the call; each call is timed by events on the
+ * stream and by the host clock around it and a device-wide synchronization.
+ * The buffers of every call stay until the next phase, for FETCH. The parent
+ * clocks each job itself and bounds what is reported here. */
 
-/* Perturbing the inputs between iterations changes a few elements of each;
- * the device copy gets them in one small copy and one launch of this kernel
- * (thread i writes record i's bytes: {u64 address, u64 value, u32 size}),
- * not one copy per element. Values come from the host copy after the change,
- * so repeated positions agree whatever the order. */
-static const char scatter_ptx[] =
-    ".version 7.0\n.target sm_70\n.address_size 64\n"
-    ".visible .entry kv_scatter(.param .u64 p_recs, .param .u32 p_n)\n{\n"
-    " .reg .pred %p;\n .reg .b32 %r<8>;\n .reg .b64 %rd<8>;\n"
-    " ld.param.u64 %rd0, [p_recs];\n ld.param.u32 %r0, [p_n];\n"
-    " mov.u32 %r1, %tid.x;\n mov.u32 %r2, %ctaid.x;\n mov.u32 %r3, %ntid.x;\n"
-    " mad.lo.u32 %r1, %r2, %r3, %r1;\n setp.ge.u32 %p, %r1, %r0;\n @%p bra $Ldone;\n"
-    " cvta.to.global.u64 %rd0, %rd0;\n mul.wide.u32 %rd1, %r1, 24;\n add.u64 %rd1, %rd0, %rd1;\n"
-    " ld.global.u64 %rd2, [%rd1];\n ld.global.u64 %rd3, [%rd1+8];\n"
-    " ld.global.u32 %r4, [%rd1+16];\n mov.u32 %r5, 0;\n"
-    "$Lloop:\n setp.ge.u32 %p, %r5, %r4;\n @%p bra $Ldone;\n"
-    " cvt.u64.u32 %rd4, %r5;\n add.u64 %rd5, %rd2, %rd4;\n shl.b32 %r6, %r5, 3;\n"
-    " shr.u64 %rd6, %rd3, %r6;\n cvt.u32.u64 %r7, %rd6;\n st.global.u8 [%rd5], %r7;\n"
-    " add.u32 %r5, %r5, 1;\n bra $Lloop;\n$Ldone:\n ret;\n}\n";
+static void cuda_empty(void *const *args, CUstream s) {
+  (void)args;
+  (void)s;
+}
 
-struct scatter_rec {
-  uint64_t dst, val;
-  uint32_t size, pad;
-};
-#define MAX_RECS (KV_MAX_PARAMS * KV_PERTURB_POINTS)
-static CUfunction scatter_fn;
-
-#define MAX_SETS 8
-
-struct tstate {
+static struct {
   const struct kv_sizeset *s;
   int64_t nelem[KV_MAX_PARAMS];
-  uint64_t seed;
-  int nsets, nslots;
-  void *hin[MAX_SETS][KV_MAX_PARAMS];                  /* host copies of the inputs */
-  CUdeviceptr base[MAX_SETS][KV_MAX_PARAMS];           /* the inputs on the device */
-  CUdeviceptr side[KV_SLOTS][MAX_SETS][KV_MAX_PARAMS]; /* outputs (and inouts) per slot */
-  CUdeviceptr recs;                                    /* scatter records on the device */
-};
+  int cap, m;
+  CUdeviceptr (*d)[KV_MAX_PARAMS]; /* cap x params: every call's buffers */
+  uint64_t (*scal)[KV_MAX_PARAMS];
+  void *hin[KV_MAX_PARAMS]; /* host staging for generated inputs */
+} cph;
 
-static void tstate_free(struct tstate *ts) {
-  if (ts->recs)
-    cu.MemFree(ts->recs);
-  ts->recs = 0;
-  for (int k = 0; k < MAX_SETS; k++) {
-    free_all(ts->base[k], KV_MAX_PARAMS);
-    for (int p = 0; p < KV_MAX_PARAMS; p++)
-      free(ts->hin[k][p]);
-    for (int w = 0; w < KV_SLOTS; w++)
-      free_all(ts->side[w][k], KV_MAX_PARAMS);
-  }
+static void phase_free(void) {
+  for (int c = 0; c < cph.cap && cph.d; c++)
+    free_all(cph.d[c], KV_MAX_PARAMS);
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    free(cph.hin[p]);
+  free(cph.d);
+  free(cph.scal);
+  memset(&cph, 0, sizeof cph);
 }
 
-/* Copies the perturbed positions of set k (host copy already changed) to the
- * device: one copy of the records, one launch. */
-static void push_points(struct tstate *ts, int k, uint64_t iter) {
-  struct scatter_rec rec[MAX_RECS];
-  unsigned n = 0;
-  for (int p = 0; p < task->nparams; p++) {
-    if (!kv_is_input(task->params[p].role) || ts->nelem[p] <= 0)
-      continue;
-    size_t pos[KV_PERTURB_POINTS], sz = kv_dtype_size(task->params[p].dtype);
-    kv_perturb_points(task, p, ts->nelem[p], ts->seed + (uint64_t)k, iter, pos);
-    for (int j = 0; j < KV_PERTURB_POINTS && n < MAX_RECS; j++) {
-      memset(&rec[n], 0, sizeof rec[n]);
-      rec[n].dst = ts->base[k][p] + pos[j] * sz;
-      memcpy(&rec[n].val, (uint8_t *)ts->hin[k][p] + pos[j] * sz, sz);
-      rec[n].size = (uint32_t)sz;
-      n++;
-    }
-  }
-  if (!n)
-    return;
-  CK(cu.MemcpyHtoDAsync(ts->recs, rec, n * sizeof rec[0], stream), "copying input updates");
-  void *params[] = {&ts->recs, &n};
-  CK(cu.LaunchKernel(scatter_fn, 1, 1, 1, MAX_RECS, 1, 1, 0, stream, params, NULL),
-     "updating inputs");
-}
-
-/* One timed call of slot `who` on set k: event time and host time, in ns. */
-static void timed_call(struct tstate *ts, int who, int k, uint64_t iter, uint64_t *ev_ns,
-                       uint64_t *host_ns) {
-  uint64_t scal[KV_MAX_PARAMS];
-  void *args[KV_MAX_PARAMS];
-  kv_fill_scalars(task, ts->s, ts->seed + (uint64_t)k, scal);
+/* Device buffers for m calls of size set s; NULL or what ran out. */
+static const char *phase_alloc(const struct kv_sizeset *s, const int64_t nelem[KV_MAX_PARAMS],
+                               int m, CUresult *cr) {
+  *cr = KV_CU_SUCCESS;
+  if (cph.s == s && cph.cap >= m)
+    return NULL;
+  phase_free();
+  cph.d = calloc((size_t)m, sizeof *cph.d);
+  cph.scal = calloc((size_t)m, sizeof *cph.scal);
+  if (!cph.d || !cph.scal)
+    return phase_free(), "host memory";
+  cph.cap = m;
+  cph.s = s;
+  memcpy(cph.nelem, nelem, sizeof cph.nelem);
   for (int p = 0; p < task->nparams; p++) {
     enum kv_role r = task->params[p].role;
-    size_t b = kv_param_bytes(task, p, ts->nelem);
-    if (r == KV_ROLE_IN) {
-      args[p] = (void *)(uintptr_t)ts->base[k][p];
-    } else if (r == KV_ROLE_INOUT) {
-      if (b)
-        CK(cu.MemcpyDtoDAsync(ts->side[who][k][p], ts->base[k][p], b, stream), "copying %s",
-           task->params[p].name);
-      args[p] = (void *)(uintptr_t)ts->side[who][k][p];
-    } else if (r == KV_ROLE_OUT) {
-      CK(poison_dev(ts->side[who][k][p], task->params[p].dtype, (size_t)ts->nelem[p],
-                    (int)(iter & 1)),
-         "poisoning %s", task->params[p].name);
-      args[p] = (void *)(uintptr_t)ts->side[who][k][p];
-    } else {
-      args[p] = &scal[p];
-    }
+    size_t b = kv_param_bytes(task, p, nelem);
+    if (kv_is_input(r) && !(cph.hin[p] = malloc(b ? b : 1)))
+      return phase_free(), "host memory";
+    for (int c = 0; c < m && is_buffer(r); c++)
+      if ((*cr = dev_alloc(&cph.d[c][p], b)) != KV_CU_SUCCESS)
+        return phase_free(), "cuMemAlloc";
   }
-  CK(cu.MemsetD32Async(flushbuf, (unsigned)(iter * 2654435761u), flush_bytes / 4, stream),
-     "flushing the L2");
-  CK(cu.StreamSynchronize(stream), "preparing a timed call");
-  cuda_shim_fn f;
-  memcpy(&f, &slot_entry[who], sizeof f);
-  uint64_t h0 = kv_now_ns();
-  CK(cu.EventRecord(ev0, stream), "cuEventRecord");
-  f(args, stream);
-  CUresult er = cu.EventRecord(ev1, stream);
-  CUresult r = cu.CtxSynchronize();
-  uint64_t h1 = kv_now_ns();
-  fflush(stdout);
-  if (r != KV_CU_SUCCESS)
-    reply_fatal("timed call of slot %d: the device reported %s", who, cu_msg(r));
-  CK(er, "cuEventRecord after the call");
-  check_guard(who, "a timed call");
-  float ms = 0;
-  CK(cu.EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
-  *ev_ns = (uint64_t)((double)ms * 1e6);
-  *host_ns = h1 - h0;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
+  return NULL;
 }
 
 static int cuda_time(json_t *req) {
   if (!ready)
     return reply_error("the CUDA device is not usable: %s", problem);
-  struct tstate *ts = calloc(1, sizeof *ts);
-  if (!ts)
-    return reply_error("out of memory");
-  ts->s = pick_set(req);
-  ts->seed = (uint64_t)json_integer_value(json_object_get(req, "seed"));
-  ts->nsets = (int)json_integer_value(json_object_get(req, "nsets"));
-  ts->nslots = json_is_integer(json_object_get(req, "slots"))
-                   ? (int)json_integer_value(json_object_get(req, "slots"))
-                   : 2;
-  int min_iters = (int)json_integer_value(json_object_get(req, "min_iters"));
-  int max_iters = (int)json_integer_value(json_object_get(req, "max_iters"));
-  double budget = json_real_value(json_object_get(req, "budget_s"));
-  int bad = !ts->s || ts->nsets < 1 || ts->nsets > MAX_SETS || ts->nslots < 2 ||
-            ts->nslots > KV_SLOTS || min_iters < 1 || max_iters < min_iters || max_iters > 100000;
-  for (int w = 0; !bad && w < ts->nslots; w++)
-    bad = !slot_entry[w];
+  const struct kv_sizeset *s = pick_set(req);
+  int slot = (int)json_integer_value(json_object_get(req, "slot"));
+  int m = (int)json_integer_value(json_object_get(req, "calls"));
+  uint64_t seed = (uint64_t)json_integer_value(json_object_get(req, "seed"));
+  int alloc_only = json_is_true(json_object_get(req, "alloc_only"));
+  cuda_shim_fn f = NULL;
+  if (slot == -1)
+    f = cuda_empty;
+  else if (slot >= 0 && slot < KV_SLOTS && slot_entry[slot])
+    memcpy(&f, &slot_entry[slot], sizeof f);
+  int64_t nelem[KV_MAX_PARAMS];
   char err[512];
-  if (bad || kv_layout(task, ts->s, ts->nelem, err, sizeof err) < 0) {
-    free(ts);
-    return bad ? reply_error("bad TIME request (needs the slots it times loaded)")
-               : reply_error("%s", err);
-  }
-  uint64_t t_begin = kv_now_ns();
-  if (!scatter_fn) {
-    CUmodule mod;
-    CK(cu.ModuleLoadData(&mod, scatter_ptx), "loading kevo's input-update kernel");
-    CK(cu.ModuleGetFunction(&scatter_fn, mod, "kv_scatter"), "cuModuleGetFunction");
-  }
-  const char *oom = NULL;
-  CUresult cr = dev_alloc(&ts->recs, MAX_RECS * sizeof(struct scatter_rec));
-  if (cr != KV_CU_SUCCESS)
-    oom = "cuMemAlloc";
-  for (int k = 0; k < ts->nsets && !oom; k++) {
-    for (int p = 0; p < task->nparams && !oom; p++) {
-      enum kv_role r = task->params[p].role;
-      size_t b = kv_param_bytes(task, p, ts->nelem);
-      if (kv_is_input(r)) {
-        if (!(ts->hin[k][p] = malloc(b ? b : 1)))
-          oom = "host memory";
-        else if ((cr = dev_alloc(&ts->base[k][p], b)) != KV_CU_SUCCESS)
-          oom = "cuMemAlloc";
-      }
-      for (int w = 0; w < ts->nslots && !oom; w++)
-        if (kv_is_output(r) && (cr = dev_alloc(&ts->side[w][k][p], b)) != KV_CU_SUCCESS)
-          oom = "cuMemAlloc";
-    }
-    if (!oom) {
-      kv_fill_inputs_mt(task, ts->nelem, ts->hin[k], ts->seed + (uint64_t)k, fill_threads());
-      for (int p = 0; p < task->nparams; p++) {
-        size_t b = kv_param_bytes(task, p, ts->nelem);
-        if (kv_is_input(task->params[p].role) && b)
-          CK(cu.MemcpyHtoD(ts->base[k][p], ts->hin[k][p], b), "copying input %s",
-             task->params[p].name);
-      }
-    }
-  }
-  if (oom) {
-    int nsets = ts->nsets;
-    tstate_free(ts);
-    free(ts);
-    return reply_error("out of memory for %d input sets (%s%s%s)", nsets, oom, cr ? ": " : "",
+  if (!s || !f || m < 1 || m > 4096)
+    return reply_error("bad TIME request");
+  if (kv_layout(task, s, nelem, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  CUresult cr;
+  const char *oom = phase_alloc(s, nelem, m, &cr);
+  if (oom)
+    return reply_error("out of memory for %d calls' buffers (%s%s%s)", m, oom, cr ? ": " : "",
                        cr ? cu_msg(cr) : "");
-  }
-  /* Warm-up: two rounds, which also estimate one iteration. */
-  uint64_t est = 0;
-  for (uint64_t iter = 0; iter < 2; iter++) {
-    est = 0;
-    for (int w = 0; w < ts->nslots; w++) {
-      uint64_t e, h;
-      timed_call(ts, w, (int)(iter % (uint64_t)ts->nsets), iter, &e, &h);
-      est += e > h ? e : h;
+  cph.m = 0;
+  if (alloc_only)
+    return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+  /* Fresh inputs for every call, poisoned outputs. */
+  for (int c = 0; c < m; c++) {
+    uint64_t sd = seed + (uint64_t)c;
+    kv_fill_inputs_mt(task, nelem, cph.hin, sd, fill_threads());
+    kv_fill_scalars(task, s, sd, cph.scal[c]);
+    for (int p = 0; p < task->nparams; p++) {
+      enum kv_role r = task->params[p].role;
+      size_t b = kv_param_bytes(task, p, nelem);
+      if (kv_is_input(r) && b)
+        CK(cu.MemcpyHtoD(cph.d[c][p], cph.hin[p], b), "copying input %s", task->params[p].name);
+      if (r == KV_ROLE_OUT)
+        CK(poison_dev(cph.d[c][p], task->params[p].dtype, (size_t)nelem[p], c & 1), "poisoning %s",
+           task->params[p].name);
     }
   }
-  /* The host clock of an empty call: two event records and a device-wide
-   * synchronization. The parent subtracts it from host times. */
-  uint64_t empty[15];
-  for (int i = 0; i < 15; i++) {
+  size_t mm = (size_t)(unsigned)m;
+  uint64_t *ev = calloc(mm, sizeof *ev), *host = calloc(mm, sizeof *host);
+  if (!ev || !host) {
+    free(ev);
+    free(host);
+    return reply_error("out of memory for the timing loop");
+  }
+  for (int c = 0; c < m; c++) {
+    void *args[KV_MAX_PARAMS];
+    for (int p = 0; p < task->nparams; p++)
+      args[p] = is_buffer(task->params[p].role) ? (void *)(uintptr_t)cph.d[c][p]
+                                                : (void *)&cph.scal[c][p];
+    CK(cu.MemsetD32Async(flushbuf, (unsigned)((uint64_t)c * 2654435761u), flush_bytes / 4, stream),
+       "flushing the L2");
+    /* Device-wide: whatever ran before (on any stream) ends here, untimed. */
+    CK(cu.CtxSynchronize(), "preparing a timed call");
     uint64_t h0 = kv_now_ns();
     CK(cu.EventRecord(ev0, stream), "cuEventRecord");
-    CK(cu.EventRecord(ev1, stream), "cuEventRecord");
-    CK(cu.CtxSynchronize(), "cuCtxSynchronize");
-    empty[i] = kv_now_ns() - h0;
-  }
-  qsort(empty, 15, sizeof empty[0], cmp_u64);
-  uint64_t sync_ns = empty[7];
-  int n = max_iters;
-  if (est > 0) {
-    double want = budget * ts->nslots * 1e9 / (double)est;
-    if (want < n)
-      n = want < min_iters ? min_iters : (int)want;
-  }
-  uint64_t *ev[KV_SLOTS], *host[KV_SLOTS];
-  int nomem = 0;
-  for (int w = 0; w < KV_SLOTS; w++) {
-    ev[w] = calloc((size_t)n, sizeof(uint64_t));
-    host[w] = calloc((size_t)n, sizeof(uint64_t));
-    nomem |= !ev[w] || !host[w];
-  }
-  size_t out_bytes = kv_call_bytes(task, ts->nelem, 0);
-  uint8_t *blob = out_bytes ? malloc(out_bytes) : NULL;
-  nomem |= out_bytes && !blob;
-  int last_set = 0;
-  uint8_t saved[KV_MAX_PARAMS * KV_PERTURB_POINTS * 8];
-  for (int i = 0; i < n && !nomem; i++) {
-    uint64_t iter = (uint64_t)i;
-    int k = i % ts->nsets;
-    kv_perturb(task, ts->nelem, ts->hin[k], ts->seed + (uint64_t)k, iter, saved);
-    push_points(ts, k, iter);
-    for (int turn = 0; turn < ts->nslots; turn++) {
-      int who = (i + turn) % ts->nslots; /* rotate who goes first */
-      timed_call(ts, who, k, iter, &ev[who][i], &host[who][i]);
-      if (who == 0 && i == n - 1) {
-        size_t off = 0;
-        for (int p = 0; p < task->nparams; p++) {
-          if (!kv_is_output(task->params[p].role))
-            continue;
-          size_t b = kv_param_bytes(task, p, ts->nelem);
-          if (b)
-            CK(cu.MemcpyDtoH(blob + off, ts->side[0][k][p], b), "copying %s back",
-               task->params[p].name);
-          off += b;
-        }
-        last_set = k;
-      }
-    }
-    if (i != n - 1) {
-      kv_unperturb(task, ts->nelem, ts->hin[k], ts->seed + (uint64_t)k, iter, saved);
-      push_points(ts, k, iter);
-    }
+    f(args, stream);
+    CUresult er = cu.EventRecord(ev1, stream);
+    CUresult r = cu.CtxSynchronize();
+    uint64_t h1 = kv_now_ns();
+    fflush(stdout);
+    if (r != KV_CU_SUCCESS)
+      reply_fatal("timed call %d of slot %d: the device reported %s", c, slot, cu_msg(r));
+    CK(er, "cuEventRecord after the call");
+    if (slot >= 0)
+      check_guard(slot, "a timed call");
+    float ms = 0;
+    CK(cu.EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
+    ev[c] = (uint64_t)((double)ms * 1e6);
+    host[c] = h1 - h0;
   }
   fflush(stdout);
   fflush(stderr);
-  uint64_t t_end = kv_now_ns();
-  tstate_free(ts);
-  int nslots = ts->nslots;
-  free(ts);
-  if (nomem) {
-    for (int w = 0; w < KV_SLOTS; w++) {
-      free(ev[w]);
-      free(host[w]);
+  cph.m = m;
+  json_t *je = json_array(), *jh = json_array();
+  for (int c = 0; c < m; c++) {
+    json_array_append_new(je, json_integer((json_int_t)ev[c]));
+    json_array_append_new(jh, json_integer((json_int_t)host[c]));
+  }
+  free(ev);
+  free(host);
+  return reply(KV_MSG_REPLY, json_pack("{s:o,s:o}", "ns", je, "host_ns", jh), NULL, 0);
+}
+
+static int cuda_fetch(json_t *req) {
+  int c = (int)json_integer_value(json_object_get(req, "call"));
+  if (!ready || c < 0 || c >= cph.m)
+    return reply_error("bad FETCH request (call %d of a phase of %d)", c, cph.m);
+  size_t total = kv_call_bytes(task, cph.nelem, 1), off = 0;
+  uint8_t *blob = total ? malloc(total) : NULL;
+  if (total && !blob)
+    return reply_error("out of memory for %zu bytes", total);
+  for (int pass = 0; pass < 2; pass++)
+    for (int p = 0; p < task->nparams; p++) {
+      enum kv_role r = task->params[p].role;
+      if (pass == 0 ? kv_is_output(r) : r == KV_ROLE_IN) {
+        size_t b = kv_param_bytes(task, p, cph.nelem);
+        if (b)
+          CK(cu.MemcpyDtoH(blob + off, cph.d[c][p], b), "copying %s back", task->params[p].name);
+        off += b;
+      }
     }
-    free(blob);
-    return reply_error("out of memory for the timing loop");
-  }
-  static const char *const names[KV_SLOTS][2] = {
-      {"cand_ns", "cand_host_ns"}, {"ref_ns", "ref_host_ns"}, {"base_ns", "base_host_ns"}};
-  json_t *rep = json_pack("{s:i,s:i,s:I,s:I,s:I,s:I}", "last_iter", n - 1, "last_set", last_set,
-                          "t_begin", (json_int_t)t_begin, "t_end", (json_int_t)t_end, "sync_ns",
-                          (json_int_t)sync_ns, "flush_bytes", (json_int_t)flush_bytes);
-  for (int w = 0; w < nslots; w++) {
-    json_t *je = json_array(), *jh = json_array();
-    for (int i = 0; i < n; i++) {
-      json_array_append_new(je, json_integer((json_int_t)ev[w][i]));
-      json_array_append_new(jh, json_integer((json_int_t)host[w][i]));
-    }
-    json_object_set_new(rep, names[w][0], je);
-    json_object_set_new(rep, names[w][1], jh);
-  }
-  for (int w = 0; w < KV_SLOTS; w++) {
-    free(ev[w]);
-    free(host[w]);
-  }
-  int rc = reply(KV_MSG_REPLY, rep, blob, out_bytes);
+  int rc = reply(KV_MSG_REPLY, json_object(), blob, off);
   free(blob);
   return rc;
 }
@@ -783,5 +652,5 @@ static int cuda_calib(json_t *req) {
   return reply(KV_MSG_REPLY, rep, NULL, 0);
 }
 
-const struct worker_runtime wcuda_runtime = {"cuda",    cuda_sandbox, cuda_init,  cuda_check,
-                                             cuda_time, cuda_calib,   cuda_loaded};
+const struct worker_runtime wcuda_runtime = {"cuda",    cuda_sandbox, cuda_init,   cuda_check,
+                                             cuda_time, cuda_calib,   cuda_loaded, cuda_fetch};

@@ -28,6 +28,10 @@ typedef struct {
 #define KV_CU_ATTR_CC_MAJOR 75
 #define KV_CU_ATTR_CC_MINOR 76
 #define KV_CU_ATTR_SMEM_PER_BLOCK_OPTIN 97
+#define KV_CU_ERROR_INVALID_VALUE 1
+#define KV_CU_ERROR_NOT_INITIALIZED 3
+#define KV_CU_JIT_ERROR_LOG_BUFFER 5
+#define KV_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
 
 /* X(member, symbol, fallback symbol or "", return, parameters) */
 #define KV_CU_FUNCS(X)                                                                             \
@@ -68,6 +72,8 @@ typedef struct {
   X(GetErrorName, "cuGetErrorName", "", CUresult, (CUresult, const char **))                       \
   X(GetErrorString, "cuGetErrorString", "", CUresult, (CUresult, const char **))                   \
   X(ModuleLoadData, "cuModuleLoadData", "", CUresult, (CUmodule *, const void *))                  \
+  X(ModuleLoadDataEx, "cuModuleLoadDataEx", "", CUresult,                                          \
+    (CUmodule *, const void *, unsigned int, int *, void **))                                      \
   X(ModuleGetFunction, "cuModuleGetFunction", "", CUresult,                                        \
     (CUfunction *, CUmodule, const char *))                                                        \
   X(LaunchKernel, "cuLaunchKernel", "", CUresult,                                                  \

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -113,6 +114,11 @@ static void poison_outputs(struct site *st, const int64_t nelem[KV_MAX_PARAMS], 
       kv_poison_fill(task->params[p].dtype, st->bufs[p], (size_t)nelem[p], which);
 }
 
+static int fill_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 16 ? 16 : n < 1 ? 1 : (int)n;
+}
+
 static int handle_check(json_t *req) {
   const struct kv_sizeset *s = pick_set(req);
   int slot = (int)json_integer_value(json_object_get(req, "slot"));
@@ -144,7 +150,7 @@ static int handle_check(json_t *req) {
     int poison = (int)json_integer_value(json_object_get(call, "poison"));
     json_int_t perturb = json_integer_value(json_object_get(call, "perturb"));
     /* The same addresses for every call of the job: new contents only. */
-    kv_fill_inputs(task, nelem, st.bufs, seed);
+    kv_fill_inputs_mt(task, nelem, st.bufs, seed, fill_threads());
     if (json_is_integer(json_object_get(call, "perturb")) && perturb >= 0)
       kv_perturb(task, nelem, st.bufs, seed, (uint64_t)perturb, NULL);
     kv_fill_scalars(task, s, seed, st.scal);
@@ -174,159 +180,100 @@ static int handle_check(json_t *req) {
   return rc;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
+/* ---- timing phases ----
+ *
+ * A TIME job is one phase: `calls` calls of one slot (or of kevo's own empty
+ * entry, slot -1, whose cost is the phase's overhead). Every call's buffers
+ * live in memory shared with the parent (KV_WIRE_SHM_FD), which wrote fresh
+ * inputs and poisoned outputs there while this process was stopped, and
+ * reads the outputs back once it has stopped it again: nothing here decides
+ * what the parent compares. Caches are flushed before every call. The reply
+ * holds only the per-call times, which the parent bounds with its own clock. */
+
+static void empty_entry(void *const *args) {
+  (void)args;
 }
 
-/* Timing: candidate (slot 0) and reference (slot 1) interleaved, caches
- * flushed before every call, input sets rotated and perturbed per iteration,
- * outputs poisoned before every call. The candidate's outputs of the last
- * iteration go back for validation against the reference. */
+static struct {
+  uint8_t *map;
+  size_t len;
+  uint8_t *flush;
+  size_t flush_bytes;
+} ph;
+
 static int handle_time(json_t *req) {
   const struct kv_sizeset *s = pick_set(req);
-  if (!s || !slots[0] || !slots[1])
-    return reply_error("bad TIME request (needs both slots loaded)");
+  int slot = (int)json_integer_value(json_object_get(req, "slot"));
+  int m = (int)json_integer_value(json_object_get(req, "calls"));
   uint64_t seed = (uint64_t)json_integer_value(json_object_get(req, "seed"));
-  int nsets = (int)json_integer_value(json_object_get(req, "nsets"));
-  int min_iters = (int)json_integer_value(json_object_get(req, "min_iters"));
-  int max_iters = (int)json_integer_value(json_object_get(req, "max_iters"));
-  double budget = json_real_value(json_object_get(req, "budget_s"));
   size_t flush_bytes = (size_t)json_integer_value(json_object_get(req, "flush_bytes"));
-  if (nsets < 1 || nsets > 8 || min_iters < 1 || max_iters < min_iters || max_iters > 100000)
-    return reply_error("bad TIME parameters");
+  size_t shm_bytes = (size_t)json_integer_value(json_object_get(req, "shm_bytes"));
+  shim_fn fn = slot == -1 ? empty_entry : slot >= 0 && slot < KV_SLOTS ? slots[slot] : NULL;
+  if (!s || !fn || m < 1 || m > 4096 || flush_bytes > (1ULL << 32))
+    return reply_error("bad TIME request");
   char err[512];
   int64_t nelem[KV_MAX_PARAMS];
+  size_t off[KV_MAX_PARAMS], per_call;
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
-  uint64_t t_begin = kv_now_ns();
-  struct site base[8], side[2][8];
-  memset(base, 0, sizeof base);
-  memset(side, 0, sizeof side);
-  uint8_t *flush = flush_bytes ? malloc(flush_bytes) : NULL;
-  int oom = flush_bytes && !flush;
-  for (int k = 0; k < nsets && !oom; k++) {
-    oom |= site_alloc(&base[k], nelem) < 0;
-    oom |= site_alloc(&side[0][k], nelem) < 0 || site_alloc(&side[1][k], nelem) < 0;
-    if (!oom)
-      kv_fill_inputs(task, nelem, base[k].bufs, seed + (uint64_t)k);
-  }
-  if (oom) {
-    for (int k = 0; k < nsets; k++) {
-      site_free(&base[k]);
-      site_free(&side[0][k]);
-      site_free(&side[1][k]);
+  kv_shm_layout(task, nelem, off, &per_call);
+  if (per_call * (size_t)m > shm_bytes)
+    return reply_error("bad TIME request (%d calls of %zu bytes in %zu)", m, per_call, shm_bytes);
+  if (ph.len != shm_bytes) {
+    if (ph.map)
+      munmap(ph.map, ph.len);
+    ph.map = mmap(NULL, shm_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, KV_WIRE_SHM_FD, 0);
+    if (ph.map == MAP_FAILED) {
+      ph.map = NULL;
+      ph.len = 0;
+      return reply_error("mapping the shared buffers: %s", strerror(errno));
     }
-    free(flush);
-    return reply_error("out of memory for %d input sets", nsets);
+    ph.len = shm_bytes;
   }
-  /* Runs one call of `who` on set k; returns its duration in ns. */
-  uint8_t saved[KV_MAX_PARAMS * KV_PERTURB_POINTS * 8];
-#define RUN_CALL(who, k, out_ns)                                                                   \
-  do {                                                                                             \
-    struct site *x = &side[who][k];                                                                \
-    for (int p = 0; p < task->nparams; p++) {                                                      \
-      if (task->params[p].role == KV_ROLE_IN)                                                      \
-        x->args[p] = base[k].bufs[p];                                                              \
-      else if (task->params[p].role == KV_ROLE_INOUT) {                                            \
-        memcpy(x->bufs[p], base[k].bufs[p], kv_param_bytes(task, p, nelem));                       \
-        x->args[p] = x->bufs[p];                                                                   \
-      } else if (task->params[p].role == KV_ROLE_OUT) {                                            \
-        kv_poison_fill(task->params[p].dtype, x->bufs[p], (size_t)nelem[p], (int)(iter & 1));      \
-        x->args[p] = x->bufs[p];                                                                   \
-      } else                                                                                       \
-        x->args[p] = &x->scal[p];                                                                  \
-    }                                                                                              \
-    kv_fill_scalars(task, s, seed + (uint64_t)(k), x->scal);                                       \
-    if (flush)                                                                                     \
-      kv_flush_cpu(flush, flush_bytes, (unsigned)iter);                                            \
-    uint64_t a_ = kv_now_ns();                                                                     \
-    slots[who](x->args);                                                                           \
-    out_ns = kv_now_ns() - a_;                                                                     \
-  } while (0)
-
-  /* Warm-up: two calls each, which also estimate the cost of one iteration. */
-  uint64_t est = 0;
-  for (uint64_t iter = 0; iter < 2; iter++) {
-    uint64_t a, b;
-    RUN_CALL(0, iter % (uint64_t)nsets, a);
-    RUN_CALL(1, iter % (uint64_t)nsets, b);
-    est = a + b;
+  if (ph.flush_bytes != flush_bytes) {
+    free(ph.flush);
+    ph.flush = flush_bytes ? malloc(flush_bytes) : NULL;
+    ph.flush_bytes = ph.flush ? flush_bytes : 0;
+    if (flush_bytes && !ph.flush)
+      return reply_error("out of memory for the cache flush");
+    memset(ph.flush, 0, flush_bytes);
   }
-  fflush(stdout);
-  int n = max_iters;
-  if (est > 0) {
-    double want = budget * 2e9 / (double)est;
-    if (want < n)
-      n = want < min_iters ? min_iters : (int)want;
+  struct site *sites = calloc((size_t)(unsigned)m, sizeof *sites);
+  uint64_t *ns = calloc((size_t)(unsigned)m, sizeof *ns);
+  if (!sites || !ns) {
+    free(sites);
+    free(ns);
+    return reply_error("out of memory for the timing loop");
   }
-  uint64_t *cand_ns = calloc((size_t)n, sizeof(uint64_t));
-  uint64_t *ref_ns = calloc((size_t)n, sizeof(uint64_t));
-  size_t out_bytes = kv_call_bytes(task, nelem, 0);
-  uint8_t *blob = out_bytes ? malloc(out_bytes) : NULL;
-  int last_set = 0;
-  if (!cand_ns || !ref_ns || (out_bytes && !blob)) {
-    free(cand_ns);
-    free(ref_ns);
-    free(blob);
-    blob = NULL;
-    n = 0;
-  }
-  for (int i = 0; i < n; i++) {
-    uint64_t iter = (uint64_t)i;
-    int k = i % nsets;
-    kv_perturb(task, nelem, base[k].bufs, seed + (uint64_t)k, iter, saved);
-    for (int turn = 0; turn < 2; turn++) {
-      int who = (i + turn) & 1; /* alternate who goes first */
-      uint64_t d;
-      RUN_CALL(who, k, d);
-      if (who == 0) {
-        cand_ns[i] = d;
-        if (i == n - 1) {
-          size_t off = 0;
-          for (int p = 0; p < task->nparams; p++) {
-            if (kv_is_output(task->params[p].role)) {
-              size_t b = kv_param_bytes(task, p, nelem);
-              memcpy(blob + off, side[0][k].bufs[p], b);
-              off += b;
-            }
-          }
-          last_set = k;
-        }
-      } else {
-        ref_ns[i] = d;
-      }
+  for (int c = 0; c < m; c++) {
+    for (int p = 0; p < task->nparams; p++) {
+      enum kv_role r = task->params[p].role;
+      if (r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT)
+        sites[c].bufs[p] = ph.map + (size_t)c * per_call + off[p];
     }
-    if (i != n - 1)
-      kv_unperturb(task, nelem, base[k].bufs, seed + (uint64_t)k, iter, saved);
+    kv_fill_scalars(task, s, seed + (uint64_t)c, sites[c].scal);
+    site_args(&sites[c]);
   }
-#undef RUN_CALL
+  for (int c = 0; c < m; c++) {
+    if (ph.flush)
+      kv_flush_cpu(ph.flush, ph.flush_bytes, (unsigned)c);
+    uint64_t a = kv_now_ns();
+    fn(sites[c].args);
+    ns[c] = kv_now_ns() - a;
+  }
   fflush(stdout);
   fflush(stderr);
-  uint64_t t_end = kv_now_ns();
-  json_t *jc = json_array(), *jr = json_array();
-  for (int i = 0; i < n; i++) {
-    json_array_append_new(jc, json_integer((json_int_t)cand_ns[i]));
-    json_array_append_new(jr, json_integer((json_int_t)ref_ns[i]));
-  }
-  (void)cmp_u64;
-  for (int k = 0; k < nsets; k++) {
-    site_free(&base[k]);
-    site_free(&side[0][k]);
-    site_free(&side[1][k]);
-  }
-  free(flush);
-  free(cand_ns);
-  free(ref_ns);
-  if (n == 0)
-    return reply_error("out of memory for the timing loop");
-  int rc = reply(KV_MSG_REPLY,
-                 json_pack("{s:o,s:o,s:i,s:i,s:I,s:I}", "cand_ns", jc, "ref_ns", jr, "last_iter",
-                           n - 1, "last_set", last_set, "t_begin", (json_int_t)t_begin, "t_end",
-                           (json_int_t)t_end),
-                 blob, out_bytes);
-  free(blob);
-  return rc;
+  json_t *jn = json_array();
+  for (int c = 0; c < m; c++)
+    json_array_append_new(jn, json_integer((json_int_t)ns[c]));
+  free(ns);
+  free(sites);
+  return reply(KV_MSG_REPLY, json_pack("{s:o}", "ns", jn), NULL, 0);
+}
+
+static int cpu_fetch(json_t *req) {
+  (void)req;
+  return reply_error("the cpu runtime shares its timed calls' buffers; nothing to fetch");
 }
 
 static const struct worker_runtime *rt;
@@ -424,7 +371,7 @@ static int cpu_time(json_t *req) {
 
 /* The runtimes, by the surface the parent names: cpu first, cuda second. */
 static const struct worker_runtime cpu_runtime = {"cpu",    NULL, NULL, cpu_check,
-                                                  cpu_time, NULL, NULL};
+                                                  cpu_time, NULL, NULL, cpu_fetch};
 static const struct worker_runtime *const runtimes[] = {&cpu_runtime, &wcuda_runtime};
 
 int main(int argc, char **argv) {
@@ -503,6 +450,8 @@ int main(int argc, char **argv) {
       rc = rt->time(req);
     else if (h.type == KV_MSG_CALIB)
       rc = rt->calib ? rt->calib(req) : reply_error("the %s runtime measures nothing", rt->name);
+    else if (h.type == KV_MSG_FETCH)
+      rc = rt->fetch(req);
     else if (h.type == KV_MSG_PROBE)
       rc = handle_probe();
     else if (h.type == KV_MSG_QUIT)

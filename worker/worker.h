@@ -37,6 +37,8 @@ struct worker_runtime {
   int (*calib)(json_t *req); /* NULL: not offered */
   /* After LOAD of a slot; may refuse the object (non-zero, with a reply sent). */
   int (*loaded)(int slot);
+  /* Outputs and inputs of one call of the last TIME phase. */
+  int (*fetch)(json_t *req);
 };
 
 extern const struct worker_runtime wcuda_runtime;

@@ -24,6 +24,7 @@ enum kv_verdict {
   KV_V_INPUT_MUTATED,
   KV_V_STALE_OUTPUT,
   KV_V_IMPLAUSIBLE,
+  KV_V_INTERFERENCE, /* the reference ran slower beside the candidate than alone */
   KV_V_OK,
   KV_V_COUNT
 };
@@ -71,8 +72,16 @@ struct kv_timing {
   double bytes, flops;     /* from the task's cost expressions (0 when absent) */
   double gbs, gflops;      /* achieved by the candidate */
   double roofline;         /* max(bytes/bw, flops/peak) / median; 0 when unknown */
-  double wall_s;           /* the parent's clock around the timing job */
-  double covered_s;        /* the part of wall_s the worker's reported phases cover */
+  double wall_s;           /* the parent's clock around the candidate's timing phases */
+  double covered_s;        /* the part of wall_s the candidate's reported calls cover */
+  /* The reference timed alone, once the candidate's process was gone: its
+   * interleaved times must agree (else the verdict is interference). */
+  struct kv_stats ref_alone;
+  int phases, calls_per_phase; /* per side */
+  int validated_calls;         /* timed calls whose outputs were checked, drawn after each phase */
+  double parent_us;   /* per candidate call by kevo's clock, less overhead from a clean process */
+  double clock_ratio; /* the candidate's reported time / parent's: ~1 when honest */
+  double clock_slack_us; /* per call: what the clean phases' noise allows */
 };
 
 struct kv_gate_opts {

@@ -59,6 +59,12 @@ void kv_unperturb(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
 void kv_fill_scalars(const struct kv_task *t, const struct kv_sizeset *s, uint64_t seed,
                      uint64_t storage[KV_MAX_PARAMS]);
 
+/* Where the buffers of timed calls live in the memory the parent shares with
+ * a cpu worker: call c's param p at c * per_call + off[p] (64-byte aligned,
+ * 64 bytes apart). Returns per_call. */
+size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                     size_t off[KV_MAX_PARAMS], size_t *per_call);
+
 /* Flushes caches by writing and reading a buffer (CPU). */
 void kv_flush_cpu(uint8_t *buf, size_t n, unsigned salt);
 

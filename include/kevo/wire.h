@@ -17,16 +17,20 @@
 #define KV_WIRE_JSON_MAX (1u << 20)
 #define KV_WIRE_REQ_FD 3
 #define KV_WIRE_RESP_FD 4
+/* A memfd shared with the parent (cpu timing: every timed call's buffers,
+ * written by the parent while the worker is stopped). */
+#define KV_WIRE_SHM_FD 5
 
 enum kv_wire_type {
   KV_MSG_HELLO = 1, /* worker -> parent on start: sandbox status */
   KV_MSG_INIT,      /* task json */
   KV_MSG_LOAD,      /* {slot, path} */
   KV_MSG_CHECK,     /* correctness calls; reply blob: outputs (and inputs) per call */
-  KV_MSG_TIME,      /* timing loop; reply blob: the last timed candidate outputs */
+  KV_MSG_TIME,      /* one timing phase: calls on fresh inputs, their times; no blob */
   KV_MSG_PROBE,     /* try each sandbox escape and report */
   KV_MSG_QUIT,
   KV_MSG_CALIB, /* measure the device's ceilings (cuda): bandwidth, FMA rate */
+  KV_MSG_FETCH, /* outputs and inputs of one call of the last TIME phase */
   KV_MSG_REPLY = 100,
   KV_MSG_ERROR = 101,
 };

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -158,6 +160,10 @@ static void worker_env(struct worker_env *we, const char *scratch, int cuda) {
   snprintf(we->tmp, sizeof we->tmp, "TMPDIR=%s", scratch);
   we->env[n++] = we->home;
   we->env[n++] = we->tmp;
+  /* OpenMP threads sleep between parallel regions instead of spinning: a
+   * call's threads must not go on burning cores once it has returned (kevo's
+   * clock charges whatever runs beside the next phase to the candidate). */
+  we->env[n++] = "OMP_WAIT_POLICY=PASSIVE";
   const char *o = getenv("OMP_NUM_THREADS");
   if (o && strlen(o) < 16) {
     snprintf(we->omp, sizeof we->omp, "OMP_NUM_THREADS=%s", o);
@@ -186,11 +192,24 @@ static void worker_env(struct worker_env *we, const char *scratch, int cuda) {
   we->env[n] = NULL;
 }
 
+/* A start that failed half-way leaves no descriptor and no scratch behind. */
+static void start_cleanup(struct kv_worker *w, int pipes[4][2]) {
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 2; j++)
+      close_fd(&pipes[i][j]);
+  if (w->scratch[0])
+    kv_rmtree(w->scratch);
+  w->scratch[0] = 0;
+  close_fd(&w->shm_fd);
+  kv_buf_release(&w->out);
+  kv_buf_release(&w->err);
+}
+
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
                     size_t errlen) {
   memset(w, 0, sizeof(*w));
   w->pid = -1;
-  w->req_fd = w->resp_fd = w->out_fd = w->err_fd = -1;
+  w->req_fd = w->resp_fd = w->out_fd = w->err_fd = w->shm_fd = -1;
   kv_buf_init(&w->out, KV_OUTPUT_CAP);
   kv_buf_init(&w->err, KV_OUTPUT_CAP);
   if (access(spec->worker_path, X_OK) != 0)
@@ -199,10 +218,20 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
                     spec->worker_path);
   if (kv_mkdtemp(spec->scratch_base, "worker", w->scratch, sizeof w->scratch, err, errlen) < 0)
     return -1;
-  int req[2], resp[2], out[2], er[2];
-  if (pipe2(req, O_CLOEXEC) < 0 || pipe2(resp, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
-      pipe2(er, O_CLOEXEC) < 0)
-    return kv_error(err, errlen, "pipe: %s", strerror(errno));
+  int pipes[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+  w->shm_fd = memfd_create("kevo-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (w->shm_fd < 0) {
+    int e = errno;
+    start_cleanup(w, pipes);
+    return kv_error(err, errlen, "memfd_create: %s", strerror(e));
+  }
+  int *req = pipes[0], *resp = pipes[1], *out = pipes[2], *er = pipes[3];
+  for (int i = 0; i < 4; i++)
+    if (pipe2(pipes[i], O_CLOEXEC) < 0) {
+      int e = errno;
+      start_cleanup(w, pipes);
+      return kv_error(err, errlen, "pipe: %s", strerror(e));
+    }
   char *argv[10 + 2 * 8];
   int a = 0;
   argv[a++] = (char *)spec->worker_path;
@@ -221,28 +250,32 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     argv[a++] = "--no-sandbox";
   argv[a] = NULL;
   struct worker_env *we = malloc(sizeof *we);
-  if (!we)
+  if (!we) {
+    start_cleanup(w, pipes);
     return kv_error(err, errlen, "out of memory");
+  }
   worker_env(we, w->scratch, cuda);
   char **envp = we->env;
   pid_t pid = fork();
   if (pid < 0) {
+    int e = errno;
     free(we);
-    return kv_error(err, errlen, "fork: %s", strerror(errno));
+    start_cleanup(w, pipes);
+    return kv_error(err, errlen, "fork: %s", strerror(e));
   }
   if (pid == 0) {
     setpgid(0, 0);
     int devnull = open("/dev/null", O_RDONLY);
     /* Move everything above 4 first so the dup2s below cannot clobber. */
-    int fds[5] = {devnull, out[1], er[1], req[0], resp[1]};
-    for (int i = 0; i < 5; i++) {
+    int fds[6] = {devnull, out[1], er[1], req[0], resp[1], w->shm_fd};
+    for (int i = 0; i < 6; i++) {
       int f = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
       fds[i] = f;
     }
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
       if (fds[i] < 0 || dup2(fds[i], i) < 0)
         _exit(126);
-    close_range(5, ~0U, 0);
+    close_range(6, ~0U, 0);
     if (chdir(w->scratch) < 0)
       _exit(126);
     execve(spec->worker_path, argv, envp);
@@ -291,6 +324,7 @@ enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *r
     snprintf(detail, detlen, "the worker is not running");
     return KV_CALL_DIED;
   }
+  kv_worker_resume(w);
   uint64_t token = kv_random_u64();
   char *js = json_dumps(req, JSON_COMPACT);
   size_t jl = js ? strlen(js) : 0;
@@ -364,7 +398,66 @@ enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *r
   return s;
 }
 
-void kv_worker_stop(struct kv_worker *w) {
+int kv_worker_pause(struct kv_worker *w) {
+  if (!w->alive || w->pid <= 0)
+    return -1;
+  if (w->paused)
+    return 0;
+  if (kill(w->pid, SIGSTOP) < 0)
+    return -1;
+  /* Stopped for certain before the caller goes on: waitpid reports it. */
+  int st;
+  double give_up = kv_now_s() + 5;
+  for (;;) {
+    pid_t r = waitpid(w->pid, &st, WUNTRACED | WNOHANG);
+    if (r == w->pid && WIFSTOPPED(st))
+      break;
+    if (r == w->pid) { /* it died meanwhile */
+      w->alive = 0;
+      snprintf(w->death, sizeof w->death, "died while being stopped");
+      w->pid = -1;
+      return -1;
+    }
+    if (r < 0 || kv_now_s() > give_up)
+      return -1;
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+  w->paused = 1;
+  return 0;
+}
+
+uint8_t *kv_worker_shm(struct kv_worker *w, size_t len, char *err, size_t errlen) {
+  if (w->shm && w->shm_len == len)
+    return w->shm;
+  if (w->shm) {
+    kv_error(err, errlen, "the shared buffers are already sized (%zu bytes)", w->shm_len);
+    return NULL;
+  }
+  /* Sized once and sealed, so a worker cannot shrink it under our mapping. */
+  if (w->shm_fd < 0 || len == 0 || ftruncate(w->shm_fd, (off_t)len) < 0 ||
+      fcntl(w->shm_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+    kv_error(err, errlen, "sizing the shared buffers (%zu bytes): %s", len, strerror(errno));
+    return NULL;
+  }
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, w->shm_fd, 0);
+  if (p == MAP_FAILED) {
+    kv_error(err, errlen, "mapping the shared buffers (%zu bytes): %s", len, strerror(errno));
+    return NULL;
+  }
+  w->shm = p;
+  w->shm_len = len;
+  return w->shm;
+}
+
+int kv_worker_resume(struct kv_worker *w) {
+  if (!w->paused || w->pid <= 0)
+    return 0;
+  w->paused = 0;
+  return kill(w->pid, SIGCONT);
+}
+
+static void worker_stop(struct kv_worker *w, int keep_output) {
   if (w->pid > 0) {
     if (w->req_fd >= 0) {
       struct kv_frame_header h = {KV_WIRE_MAGIC, KV_MSG_QUIT, 0, 0, 0};
@@ -381,13 +474,28 @@ void kv_worker_stop(struct kv_worker *w) {
   close_fd(&w->err_fd);
   close_fd(&w->req_fd);
   close_fd(&w->resp_fd);
+  if (w->shm)
+    munmap(w->shm, w->shm_len);
+  w->shm = NULL;
+  w->shm_len = 0;
+  close_fd(&w->shm_fd);
   if (w->scratch[0])
     kv_rmtree(w->scratch);
   w->scratch[0] = 0;
   json_decref(w->hello);
   w->hello = NULL;
-  kv_buf_release(&w->out);
-  kv_buf_release(&w->err);
+  if (!keep_output) {
+    kv_buf_release(&w->out);
+    kv_buf_release(&w->err);
+  }
+}
+
+void kv_worker_stop(struct kv_worker *w) {
+  worker_stop(w, 0);
+}
+
+void kv_worker_stop_keep_output(struct kv_worker *w) {
+  worker_stop(w, 1);
 }
 
 static enum kv_layer_state layer(json_t *hello, const char *k) {

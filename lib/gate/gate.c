@@ -13,17 +13,10 @@
 
 #define IMPLAUSIBLE_FACTOR 2.0
 
-static const char *verdict_names[KV_V_COUNT] = {"policy_violation",
-                                                "compile_error",
-                                                "load_error",
-                                                "crash",
-                                                "timeout",
-                                                "unwritten_output",
-                                                "wrong_output",
-                                                "input_mutated",
-                                                "stale_output",
-                                                "implausible",
-                                                "ok"};
+static const char *verdict_names[KV_V_COUNT] = {
+    "policy_violation", "compile_error",    "load_error",   "crash",
+    "timeout",          "unwritten_output", "wrong_output", "input_mutated",
+    "stale_output",     "implausible",      "interference", "ok"};
 
 const char *kv_verdict_name(enum kv_verdict v) {
   return (unsigned)v < KV_V_COUNT ? verdict_names[v] : "unknown";
@@ -48,20 +41,7 @@ void kv_gate_opts_default(struct kv_gate_opts *o) {
   o->sandbox = 1;
 }
 
-/* Everything one evaluation holds. */
-struct session {
-  const struct kv_task *t;
-  const struct kv_gate_opts *o;
-  const struct kv_surface *sf;
-  char cache[PATH_MAX];
-  char objdir[PATH_MAX + 8];
-  char scratch[PATH_MAX + 16];
-  char worker_path[PATH_MAX];
-  struct kv_worker rw, cw; /* reference worker, candidate worker */
-  int rw_up, cw_up;
-};
-
-static int session_init(struct session *s, const struct kv_task *t, const struct kv_gate_opts *o,
+static int session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
                         char *err, size_t errlen) {
   memset(s, 0, sizeof(*s));
   s->t = t;
@@ -91,7 +71,22 @@ static int session_init(struct session *s, const struct kv_task *t, const struct
   return 0;
 }
 
-static void session_release(struct session *s) {
+void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r) {
+  if (!s->cw_up)
+    return;
+  kv_worker_stop_keep_output(&s->cw); /* drains what is left of its output first */
+  free(r->cand_stdout);
+  free(r->cand_stderr);
+  r->cand_stdout = s->cw.out.data ? strdup(s->cw.out.data) : NULL;
+  r->cand_stderr = s->cw.err.data ? strdup(s->cw.err.data) : NULL;
+  r->stdout_truncated = s->cw.out.truncated;
+  r->stderr_truncated = s->cw.err.truncated;
+  kv_buf_release(&s->cw.out);
+  kv_buf_release(&s->cw.err);
+  s->cw_up = 0;
+}
+
+static void session_release(struct kv_session *s) {
   if (s->rw_up)
     kv_worker_stop(&s->rw);
   if (s->cw_up)
@@ -106,7 +101,7 @@ static json_t *hello_cuda(struct kv_worker *w) {
 
 /* Starts a worker of the session's surface and sends it the task. A cuda
  * worker that cannot use the device is an error: kevo cannot judge here. */
-static int worker_up(struct session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
+static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
   struct kv_worker_spec spec = {0};
   spec.worker_path = s->worker_path;
   spec.scratch_base = s->scratch;
@@ -138,7 +133,7 @@ static int worker_up(struct session *s, struct kv_worker *w, int *up, char *err,
 
 /* Loads `so` into a slot. A load failure is returned as 1 with the loader's
  * message in detail. */
-static int worker_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen) {
+int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen) {
   json_t *rep = NULL;
   char d[1024];
   json_t *req = json_pack("{s:i,s:s}", "slot", slot, "path", so);
@@ -152,17 +147,17 @@ static int worker_load(struct kv_worker *w, int slot, const char *so, char *deta
 }
 
 /* Starts a worker, sends it the task and loads `so` into slot 0. */
-static int start_worker(struct session *s, struct kv_worker *w, int *up, const char *so,
+static int start_worker(struct kv_session *s, struct kv_worker *w, int *up, const char *so,
                         char *detail, size_t detlen, char *err, size_t errlen) {
   if (worker_up(s, w, up, err, errlen) < 0)
     return -1;
-  return worker_load(w, 0, so, detail, detlen);
+  return kv_session_load(w, 0, so, detail, detlen);
 }
 
 /* Workers started on threads while the compile pool runs (cuda: cuInit and
  * a context take about as long as a compilation). */
 struct up_job {
-  struct session *s;
+  struct kv_session *s;
   struct kv_worker *w;
   int *up;
   int rc, started;
@@ -190,11 +185,10 @@ static void up_join(struct up_job *j) {
 }
 
 /* Runs the calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
-static enum kv_call_status run_check(struct kv_worker *w, int slot, const char *set, int index,
-                                     const uint64_t *seeds, const int *poisons,
-                                     const int64_t *perturb, int ncalls, int ret_inputs,
-                                     size_t want, double deadline, uint8_t **blob, json_t **reply,
-                                     char *detail, size_t detlen) {
+enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set, int index,
+                                 const uint64_t *seeds, const int *poisons, const int64_t *perturb,
+                                 int ncalls, int ret_inputs, size_t want, double deadline,
+                                 uint8_t **blob, json_t **reply, char *detail, size_t detlen) {
   json_t *calls = json_array();
   for (int c = 0; c < ncalls; c++)
     json_array_append_new(calls, json_pack("{s:I,s:i,s:I}", "seed", (json_int_t)seeds[c], "poison",
@@ -213,7 +207,7 @@ static enum kv_call_status run_check(struct kv_worker *w, int slot, const char *
   return st;
 }
 
-static void tail_of(const struct kv_buf *b, char *out, size_t cap) {
+void kv_tail_of(const struct kv_buf *b, char *out, size_t cap) {
   out[0] = 0;
   if (!b->data || !b->len)
     return;
@@ -225,9 +219,9 @@ static void tail_of(const struct kv_buf *b, char *out, size_t cap) {
 }
 
 /* Judges one call of the candidate against the reference. */
-static void judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,
-                       const uint8_t *got, const uint8_t *got_in, const int64_t *nelem,
-                       uint64_t seed, int poison, struct kv_cmp *res) {
+void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,
+                   const uint8_t *got, const uint8_t *got_in, const uint8_t *want_in,
+                   const int64_t *nelem, uint64_t seed, int poison, struct kv_cmp *res) {
   memset(res, 0, sizeof(*res));
   res->verdict = KV_V_OK;
   size_t off = 0;
@@ -258,7 +252,10 @@ static void judge_call(const struct kv_task *t, const struct kv_sizeset *ss, con
     uint8_t *want = malloc(b ? b : 1);
     if (!want)
       return;
-    kv_fill_param(t, p, nelem[p], want, seed);
+    if (want_in)
+      memcpy(want, want_in + ioff, b);
+    else
+      kv_fill_param(t, p, nelem[p], want, seed);
     if (memcmp(want, got_in + ioff, b) != 0) {
       size_t sz = kv_dtype_size(t->params[p].dtype);
       int64_t i = 0;
@@ -279,9 +276,7 @@ static void judge_call(const struct kv_task *t, const struct kv_sizeset *ss, con
   }
 }
 
-static void set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...) {
+void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...) {
   r->verdict = v;
   va_list ap;
   va_start(ap, fmt);
@@ -289,260 +284,9 @@ static void set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char 
   va_end(ap);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *sorted, int n, double q) {
-  if (n <= 0)
-    return 0;
-  double pos = q * (n - 1);
-  int lo = (int)pos;
-  int hi = lo + 1 < n ? lo + 1 : lo;
-  double f = pos - lo;
-  return sorted[lo] * (1 - f) + sorted[hi] * f;
-}
-
-static void stats_of(json_t *arr, struct kv_stats *st, double *sum_s) {
-  memset(st, 0, sizeof(*st));
-  int n = (int)json_array_size(arr);
-  double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  double sum = 0;
-  for (int i = 0; i < n; i++) {
-    v[i] = (double)json_integer_value(json_array_get(arr, (size_t)i)) / 1000.0;
-    sum += v[i];
-  }
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  st->n = n;
-  if (n) {
-    st->median_us = quantile(v, n, 0.5);
-    st->iqr_us = quantile(v, n, 0.75) - quantile(v, n, 0.25);
-    st->min_us = v[0];
-    st->mean_us = sum / n;
-    double var = 0;
-    for (int i = 0; i < n; i++)
-      var += (v[i] - st->mean_us) * (v[i] - st->mean_us);
-    st->cv = n > 1 && st->mean_us > 0 ? sqrt(var / (n - 1)) / st->mean_us : 0;
-  }
-  *sum_s = sum * 1e-6;
-  free(v);
-}
-
-static int valid_ns_array(json_t *a, int max) {
-  if (!json_is_array(a) || json_array_size(a) < 1 || (int)json_array_size(a) > max)
-    return 0;
-  for (size_t i = 0; i < json_array_size(a); i++) {
-    json_t *x = json_array_get(a, i);
-    if (!json_is_integer(x) || json_integer_value(x) < 0)
-      return 0;
-  }
-  return 1;
-}
-
-static double median_of(json_t *arr) {
-  int n = (int)json_array_size(arr);
-  double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  if (!v)
-    return 0;
-  for (int i = 0; i < n; i++)
-    v[i] = (double)json_integer_value(json_array_get(arr, (size_t)i));
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  double m = quantile(v, n, 0.5);
-  free(v);
-  return m;
-}
-
-/* cuda: one side's per-iteration times. The stream's events time the call,
- * unless the host clock around the call and a device-wide synchronization
- * (less the same for an empty call) says the work ran outside them (on
- * another stream, or on the host): then each iteration takes the larger of
- * the two, and *host_timer is set. Slack for an honest call: launch
- * latency, 20 us plus half the event time. Returns a new reference. */
-static json_t *choose_times(json_t *ev, json_t *host, double sync_ns, int *host_timer) {
-  double me = median_of(ev), mh = median_of(host) - sync_ns;
-  *host_timer = mh > 1.5 * me + 20000;
-  if (!*host_timer)
-    return json_incref(ev);
-  json_t *o = json_array();
-  for (size_t i = 0; i < json_array_size(ev); i++) {
-    json_int_t e = json_integer_value(json_array_get(ev, i));
-    json_int_t h = json_integer_value(json_array_get(host, i)) - (json_int_t)sync_ns;
-    json_array_append_new(o, json_integer(e > h ? e : h));
-  }
-  return o;
-}
-
-/* Timing on bench[0]; may change the verdict (stale_output, implausible).
- * base_so: the task's baseline, timed alongside (NULL: none). */
-static int time_candidate(struct session *s, const char *ref_so, const char *base_so,
-                          const struct kv_calib *cal, struct kv_gate_result *r, uint64_t base,
-                          char *err, size_t errlen) {
-  const struct kv_task *t = s->t;
-  const struct kv_sizeset *ss = &t->bench[0];
-  kv_sizeset_format(t, ss, r->timing.sizes, sizeof r->timing.sizes);
-  int64_t nelem[KV_MAX_PARAMS];
-  if (kv_layout(t, ss, nelem, err, errlen) < 0)
-    return -1;
-  char d[1024];
-  json_t *rep = NULL;
-  enum kv_call_status st;
-  if (worker_load(&s->cw, 1, ref_so, d, sizeof d) != 0 ||
-      (base_so && worker_load(&s->cw, 2, base_so, d, sizeof d) != 0)) {
-    set_verdict(r, KV_V_CRASH, "the worker failed while loading the reference for timing: %s", d);
-    return 0;
-  }
-  int nslots = base_so ? 3 : 2;
-  size_t flush = s->sf->device_in_worker ? 0 : 2 * kv_llc_bytes(); /* cuda: 2x its L2 */
-  uint64_t tseed = base + 0x7133;
-  int max_iters = 1000;
-  double budget = s->o->time_budget_s > 0 ? s->o->time_budget_s : 1.0;
-  json_t *req =
-      json_pack("{s:s,s:i,s:I,s:i,s:i,s:i,s:f,s:I,s:i}", "set", "bench", "index", 0, "seed",
-                (json_int_t)tseed, "nsets", 2, "min_iters", 5, "max_iters", max_iters, "budget_s",
-                budget, "flush_bytes", (json_int_t)flush, "slots", nslots);
-  size_t out_bytes = kv_call_bytes(t, nelem, 0);
-  uint8_t *blob = NULL;
-  double deadline = s->o->job_deadline_s * 6 + budget * 20 * (nslots - 1);
-  uint64_t sent = kv_now_ns();
-  st = kv_worker_call(&s->cw, KV_MSG_TIME, req, deadline, &rep, &blob, out_bytes, d, sizeof d);
-  uint64_t recv = kv_now_ns();
-  json_decref(req);
-  char tail[300];
-  if (st == KV_CALL_TIMEOUT) {
-    set_verdict(r, KV_V_TIMEOUT, "timing at %s: %s", r->timing.sizes, d);
-    return 0;
-  }
-  if (st != KV_CALL_OK) {
-    tail_of(&s->cw.err, tail, sizeof tail);
-    set_verdict(r, KV_V_CRASH, "timing at %s: %s%s", r->timing.sizes, d, tail);
-    json_decref(rep);
-    return 0;
-  }
-  json_t *jc = json_object_get(rep, "cand_ns"), *jr = json_object_get(rep, "ref_ns");
-  json_t *jb = json_object_get(rep, "base_ns");
-  json_int_t last_iter = json_integer_value(json_object_get(rep, "last_iter"));
-  json_int_t last_set = json_integer_value(json_object_get(rep, "last_set"));
-  uint64_t tb = (uint64_t)json_integer_value(json_object_get(rep, "t_begin"));
-  uint64_t te = (uint64_t)json_integer_value(json_object_get(rep, "t_end"));
-  size_t n = json_array_size(jc);
-  int malformed = !valid_ns_array(jc, max_iters) || !valid_ns_array(jr, max_iters) ||
-                  json_array_size(jr) != n || last_iter != (json_int_t)n - 1 || last_set < 0 ||
-                  last_set > 1 ||
-                  (base_so && (!valid_ns_array(jb, max_iters) || json_array_size(jb) != n));
-  /* cuda: host-clock times too, from which the parent picks. */
-  json_t *hc = json_object_get(rep, "cand_host_ns"), *hr = json_object_get(rep, "ref_host_ns");
-  json_t *hb = json_object_get(rep, "base_host_ns");
-  json_t *uc = NULL, *ur = NULL, *ub = NULL;
-  if (!malformed && s->sf->device_in_worker) {
-    double sync = (double)json_integer_value(json_object_get(rep, "sync_ns"));
-    malformed = !valid_ns_array(hc, max_iters) || json_array_size(hc) != n ||
-                !valid_ns_array(hr, max_iters) || json_array_size(hr) != n ||
-                (base_so && (!valid_ns_array(hb, max_iters) || json_array_size(hb) != n)) ||
-                sync < 0 || sync > 1e6;
-    if (!malformed) {
-      int dummy;
-      r->timing.sync_overhead_us = sync / 1000.0;
-      uc = choose_times(jc, hc, sync, &r->timing.cand_host_timer);
-      ur = choose_times(jr, hr, sync, &r->timing.ref_host_timer);
-      if (base_so)
-        ub = choose_times(jb, hb, sync, &dummy);
-    }
-  } else if (!malformed) {
-    uc = json_incref(jc);
-    ur = json_incref(jr);
-    ub = base_so ? json_incref(jb) : NULL;
-  }
-  if (malformed) {
-    set_verdict(r, KV_V_CRASH, "timing at %s: the worker's report is malformed", r->timing.sizes);
-    json_decref(rep);
-    free(blob);
-    return 0;
-  }
-  double cand_sum, ref_sum, base_sum = 0;
-  stats_of(uc, &r->timing.cand, &cand_sum);
-  stats_of(ur, &r->timing.ref, &ref_sum);
-  if (ub) {
-    stats_of(ub, &r->timing.base, &base_sum);
-    r->timing.has_baseline = 1;
-  }
-  json_decref(uc);
-  json_decref(ur);
-  json_decref(ub);
-  json_decref(rep);
-  r->timed = 1;
-  r->timing.wall_s = (double)(recv - sent) * 1e-9;
-  r->timing.covered_s = te > tb ? (double)(te - tb) * 1e-9 : 0;
-  r->timing.speedup =
-      r->timing.cand.median_us > 0 ? r->timing.ref.median_us / r->timing.cand.median_us : 0;
-  if (r->timing.has_baseline && r->timing.cand.median_us > 0)
-    r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
-
-  /* The last timed output must be the reference's answer for the same inputs. */
-  uint64_t vseed = tseed + (uint64_t)last_set;
-  int poison = (int)(last_iter & 1);
-  int64_t pert = last_iter;
-  uint8_t *exp = NULL;
-  st = run_check(&s->rw, 0, "bench", 0, &vseed, &poison, &pert, 1, 0, out_bytes,
-                 s->o->job_deadline_s * 6, &exp, NULL, d, sizeof d);
-  if (st != KV_CALL_OK) {
-    free(blob);
-    return kv_error(err, errlen, "the reference failed on the bench size: %s", d);
-  }
-  struct kv_cmp c;
-  judge_call(t, ss, exp, blob, NULL, nelem, vseed, poison, &c);
-  free(exp);
-  free(blob);
-  if (c.verdict != KV_V_OK) {
-    set_verdict(r, KV_V_STALE_OUTPUT,
-                "the output of the last timed call (inputs perturbed at iteration %lld) is not the "
-                "reference's answer for the same inputs, so results were cached across calls or "
-                "left unfinished: %s",
-                (long long)last_iter, c.detail);
-    return 0;
-  }
-  /* The parent's clock must contain the worker's: reported times cannot
-   * claim more than the wall time, nor lie outside it. */
-  if (tb + 2000000 < sent || te > recv + 2000000 ||
-      cand_sum + ref_sum + base_sum > r->timing.wall_s * 1.02) {
-    set_verdict(r, KV_V_IMPLAUSIBLE,
-                "the worker's reported times (%.3f s of calls, %.3f s covered) do not fit in the "
-                "%.3f s the parent measured around the job",
-                cand_sum + ref_sum + base_sum, r->timing.covered_s, r->timing.wall_s);
-    return 0;
-  }
-  /* Roofline against this device's measured ceilings. */
-  char e2[256];
-  int64_t v;
-  if (t->cost_bytes && kv_expr_eval(t, ss, t->cost_bytes, &v, e2, sizeof e2) == 0)
-    r->timing.bytes = (double)v;
-  if (t->cost_flops && kv_expr_eval(t, ss, t->cost_flops, &v, e2, sizeof e2) == 0)
-    r->timing.flops = (double)v;
-  double sec = r->timing.cand.median_us * 1e-6;
-  if (sec > 0) {
-    r->timing.gbs = r->timing.bytes / sec / 1e9;
-    r->timing.gflops = r->timing.flops / sec / 1e9;
-  }
-  if (cal && sec > 0 && cal->bandwidth_gbs > 0 && cal->fma_gflops > 0) {
-    double fb = r->timing.gbs / cal->bandwidth_gbs, ff = r->timing.gflops / cal->fma_gflops;
-    r->timing.roofline = fb > ff ? fb : ff;
-    if (fb > IMPLAUSIBLE_FACTOR)
-      set_verdict(r, KV_V_IMPLAUSIBLE,
-                  "achieved %.1f GB/s is %.1fx this device's measured %.1f GB/s: the candidate "
-                  "cannot have done the work it claims",
-                  r->timing.gbs, fb, cal->bandwidth_gbs);
-    else if (ff > IMPLAUSIBLE_FACTOR)
-      set_verdict(r, KV_V_IMPLAUSIBLE,
-                  "achieved %.1f GFLOP/s is %.1fx this device's measured FP32 peak of %.1f "
-                  "GFLOP/s: the candidate cannot have done the work it claims",
-                  r->timing.gflops, ff, cal->fma_gflops);
-  }
-  return 0;
-}
-
 /* The ceilings of a cuda device: from the cache, else measured by worker w
  * (before any candidate is loaded into it) and saved. */
-static int device_calib(struct session *s, struct kv_worker *w, int force, struct kv_calib *c,
+static int device_calib(struct kv_session *s, struct kv_worker *w, int force, struct kv_calib *c,
                         int *measured, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
   *measured = 0;
@@ -581,7 +325,7 @@ static int device_calib(struct session *s, struct kv_worker *w, int force, struc
 
 /* "compiled for sm_80 but the GPU is sm_90" when the worker's device is not
  * the architecture the objects were built for. */
-static int check_arch(struct session *s, char *err, size_t errlen) {
+static int check_arch(struct kv_session *s, char *err, size_t errlen) {
   const char *dev_arch = json_string_value(json_object_get(hello_cuda(&s->cw), "arch"));
   char built[32];
   if (!dev_arch || kv_cuda_arch(built, sizeof built, err, errlen) < 0)
@@ -604,7 +348,7 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
   }
   if (n <= 0)
     return 0;
-  struct session s;
+  struct kv_session s;
   if (session_init(&s, t, o, err, errlen) < 0)
     return -1;
   char desc[512];
@@ -643,7 +387,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     o = &defaults;
   }
   snprintf(r->surface, sizeof r->surface, "%s", o->surface ? o->surface : "cpu");
-  struct session s;
+  struct kv_session s;
   if (session_init(&s, t, o, err, errlen) < 0)
     return -1;
   const struct kv_surface *sf = s.sf;
@@ -755,7 +499,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     const char *ls = e;
     while (ls && ls > log && ls[-1] != '\n')
       ls--;
-    set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200, ls ? ls : log);
+    kv_set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200, ls ? ls : log);
     rc = 0;
     goto out;
   }
@@ -764,10 +508,10 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (nbad < 0)
     goto out;
   if (nbad > 0) {
-    set_verdict(r, KV_V_POLICY_VIOLATION,
-                "the candidate calls %s, which kernels may not use (processes, sockets, "
-                "signals, dynamic loading%s)",
-                bad, sf->device_in_worker ? ", libraries the task does not allow" : "");
+    kv_set_verdict(r, KV_V_POLICY_VIOLATION,
+                   "the candidate calls %s, which kernels may not use (processes, sockets, "
+                   "signals, dynamic loading%s)",
+                   bad, sf->device_in_worker ? ", libraries the task does not allow" : "");
     rc = 0;
     goto out;
   }
@@ -778,7 +522,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   char detail[1024];
   int lr;
   if (sf->device_in_worker)
-    lr = worker_load(&s.rw, 0, ref->so_path, detail, sizeof detail);
+    lr = kv_session_load(&s.rw, 0, ref->so_path, detail, sizeof detail);
   else
     lr = start_worker(&s, &s.rw, &s.rw_up, ref->so_path, detail, sizeof detail, err, errlen);
   if (lr != 0) {
@@ -799,7 +543,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (calp)
     r->calib = *calp;
   if (sf->device_in_worker)
-    lr = worker_load(&s.cw, 0, cand->so_path, detail, sizeof detail);
+    lr = kv_session_load(&s.cw, 0, cand->so_path, detail, sizeof detail);
   else
     lr = start_worker(&s, &s.cw, &s.cw_up, cand->so_path, detail, sizeof detail, err, errlen);
   if (lr < 0)
@@ -807,8 +551,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   kv_sandbox_status_from_hello(s.cw.hello, &r->sandbox);
   if (lr > 0) {
     const char *why = strstr(detail, "undefined symbol");
-    set_verdict(r, KV_V_LOAD_ERROR, "the candidate does not load: %s%s", detail,
-                why ? " (is the entry function defined, with that exact name?)" : "");
+    kv_set_verdict(r, KV_V_LOAD_ERROR, "the candidate does not load: %s%s", detail,
+                   why ? " (is the entry function defined, with that exact name?)" : "");
     rc = 0;
     goto out;
   }
@@ -835,8 +579,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       ck->seed = seeds[0];
       uint8_t *exp = NULL, *got = NULL;
       char d[1024];
-      enum kv_call_status st = run_check(&s.rw, 0, "check", i, seeds, poisons, NULL, 2, 0, 2 * ob,
-                                         o->job_deadline_s, &exp, NULL, d, sizeof d);
+      enum kv_call_status st = kv_run_check(&s.rw, 0, "check", i, seeds, poisons, NULL, 2, 0,
+                                            2 * ob, o->job_deadline_s, &exp, NULL, d, sizeof d);
       if (st != KV_CALL_OK) {
         kv_error(err, errlen, "%s: the reference failed at %s: %s; run 'kevo task check %s'",
                  refsrc, ck->sizes, d, t->dir);
@@ -852,8 +596,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
           goto out;
         }
       }
-      st = run_check(&s.cw, 0, "check", i, seeds, poisons, NULL, 2, 1, 2 * cb, o->job_deadline_s,
-                     &got, NULL, d, sizeof d);
+      st = kv_run_check(&s.cw, 0, "check", i, seeds, poisons, NULL, 2, 1, 2 * cb, o->job_deadline_s,
+                        &got, NULL, d, sizeof d);
       char tail[300], sizes[256];
       int first_ok = 0;
       snprintf(sizes, sizeof sizes, "%s", ck->sizes);
@@ -861,13 +605,13 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
         ck->verdict = KV_V_TIMEOUT;
         snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, d);
       } else if (st != KV_CALL_OK) {
-        tail_of(&s.cw.err, tail, sizeof tail);
+        kv_tail_of(&s.cw.err, tail, sizeof tail);
         ck->verdict = KV_V_CRASH;
         snprintf(ck->detail, sizeof ck->detail, "at %s: %s%s", sizes, d, tail);
       } else {
         struct kv_cmp c1, c2;
-        judge_call(t, ss, exp, got, got + ob, nelem, seeds[0], 0, &c1);
-        judge_call(t, ss, exp + ob, got + cb, got + cb + ob, nelem, seeds[1], 1, &c2);
+        kv_judge_call(t, ss, exp, got, got + ob, NULL, nelem, seeds[0], 0, &c1);
+        kv_judge_call(t, ss, exp + ob, got + cb, got + cb + ob, NULL, nelem, seeds[1], 1, &c2);
         ck->max_abs_err = fmax(c1.max_abs, c2.max_abs);
         ck->max_rel_err = fmax(c1.max_rel, c2.max_rel);
         first_ok = c1.verdict == KV_V_OK;
@@ -922,7 +666,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       free(got);
       if (ck->verdict < worst) {
         worst = ck->verdict;
-        set_verdict(r, worst, "%s", ck->detail);
+        kv_set_verdict(r, worst, "%s", ck->detail);
       }
     }
   }
@@ -931,28 +675,23 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     rc = 0;
     goto out;
   }
-  set_verdict(r, KV_V_OK, "passed %d checks", r->nchecks);
+  kv_set_verdict(r, KV_V_OK, "passed %d checks", r->nchecks);
   if (o->timing && t->nbench > 0) {
     double t2 = kv_now_s();
     if (!s.cw.alive) {
-      set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", s.cw.death);
-    } else if (time_candidate(&s, ref->so_path, basesrc[0] ? bas->so_path : NULL, calp, r, base,
-                              err, errlen) < 0) {
+      kv_set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", s.cw.death);
+    } else if (kv_time_candidate(&s, ref->so_path, basesrc[0] ? bas->so_path : NULL, calp, r, err,
+                                 errlen) < 0) {
       goto out;
     }
     r->time_s = kv_now_s() - t2;
     if (r->verdict == KV_V_OK && r->timed)
-      set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s", r->nchecks,
-                  r->timing.speedup, r->timing.sizes);
+      kv_set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s", r->nchecks,
+                     r->timing.speedup, r->timing.sizes);
   }
   rc = 0;
 out:
-  if (s.cw_up) {
-    r->cand_stdout = s.cw.out.data ? strdup(s.cw.out.data) : NULL;
-    r->cand_stderr = s.cw.err.data ? strdup(s.cw.err.data) : NULL;
-    r->stdout_truncated = s.cw.out.truncated;
-    r->stderr_truncated = s.cw.err.truncated;
-  }
+  kv_session_stop_candidate(&s, r);
   up_join(&ups[0]);
   up_join(&ups[1]);
   free(prev_got);
@@ -1038,6 +777,13 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
         "candidate", stats_json(&t->cand), "reference", stats_json(&t->ref), "bytes", t->bytes,
         "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops, "roofline_fraction", t->roofline,
         "wall_s", t->wall_s, "covered_s", t->covered_s);
+    json_object_set_new(tj, "reference_alone", stats_json(&t->ref_alone));
+    json_object_set_new(tj, "clock",
+                        json_pack("{s:i,s:i,s:i,s:f,s:f,s:f}", "phases", t->phases,
+                                  "calls_per_phase", t->calls_per_phase, "validated_calls",
+                                  t->validated_calls, "parent_us_per_call", t->parent_us,
+                                  "reported_over_parent", t->clock_ratio, "slack_us_per_call",
+                                  t->clock_slack_us));
     if (t->has_baseline) {
       json_object_set_new(tj, "baseline", stats_json(&t->base));
       json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
@@ -1081,7 +827,7 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
     kv_gate_opts_default(&defaults);
     o = &defaults;
   }
-  struct session s;
+  struct kv_session s;
   struct kv_task dummy = {0};
   if (session_init(&s, &dummy, o, err, errlen) < 0)
     return -1;
@@ -1126,7 +872,7 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
 }
 
 /* A worker of o's surface (cuda), started for a question about the device. */
-static int device_worker(struct session *s, const struct kv_gate_opts *o, char *err,
+static int device_worker(struct kv_session *s, const struct kv_gate_opts *o, char *err,
                          size_t errlen) {
   static struct kv_task dummy;
   if (session_init(s, &dummy, o, err, errlen) < 0)
@@ -1159,7 +905,7 @@ int kv_gate_calibrate(const struct kv_gate_opts *o, int force, struct kv_calib *
     kv_gate_opts_default(&defaults);
     o = &defaults;
   }
-  struct session s;
+  struct kv_session s;
   int rc = device_worker(&s, o, err, errlen);
   if (rc == 0)
     rc = device_calib(&s, &s.cw, force, c, measured, err, errlen);
@@ -1175,7 +921,7 @@ int kv_gate_cuda_device(const struct kv_gate_opts *o, char *out, size_t cap, cha
   else
     kv_gate_opts_default(&co);
   co.surface = "cuda";
-  struct session s;
+  struct kv_session s;
   int rc = device_worker(&s, &co, err, errlen);
   if (rc == 0) {
     json_t *c = hello_cuda(&s.cw);

@@ -25,6 +25,10 @@ struct kv_worker {
   int alive;
   json_t *hello;   /* the worker's HELLO (sandbox status) */
   char death[256]; /* how it died, once it did */
+  int paused;      /* stopped by kv_worker_pause (SIGSTOP) */
+  int shm_fd;      /* the memfd the worker has as KV_WIRE_SHM_FD */
+  uint8_t *shm;    /* the parent's mapping of it (kv_worker_shm) */
+  size_t shm_len;
 };
 
 struct kv_worker_spec {
@@ -47,6 +51,15 @@ enum kv_call_status kv_worker_call(struct kv_worker *w, uint32_t type, json_t *r
                                    double deadline_s, json_t **reply, uint8_t **blob,
                                    uint64_t want_blob, char *detail, size_t detlen);
 void kv_worker_stop(struct kv_worker *w);
+/* Stops the worker process (SIGSTOP; returns once it is stopped, so none of
+ * its threads runs) and lets it go on; a call resumes a paused worker. */
+int kv_worker_pause(struct kv_worker *w);
+/* kv_worker_stop that leaves w->out and w->err for the caller to release. */
+void kv_worker_stop_keep_output(struct kv_worker *w);
+int kv_worker_resume(struct kv_worker *w);
+/* Sizes the shared memfd to len bytes and seals its size (the worker must be
+ * paused or trusted), mapping it here; the worker maps the same bytes. */
+uint8_t *kv_worker_shm(struct kv_worker *w, size_t len, char *err, size_t errlen);
 void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
 
 /* ---- compilation (compile.c, nvcc.c) ---- */
@@ -151,5 +164,42 @@ void kv_format_index(const struct kv_task *t, const struct kv_sizeset *s, int p,
 /* Tolerance rule: exact for integers; for floats NaN matches NaN, inf must be
  * equal, otherwise |got-exp| <= atol + rtol*|exp|. */
 int kv_close(const struct kv_task *t, enum kv_dtype d, double exp, double got);
+
+/* ---- one evaluation (gate.c) and its timing (timing.c) ---- */
+struct kv_session {
+  const struct kv_task *t;
+  const struct kv_gate_opts *o;
+  const struct kv_surface *sf;
+  char cache[4096];
+  char objdir[4096 + 8];
+  char scratch[4096 + 16];
+  char worker_path[4096];
+  struct kv_worker rw, cw; /* reference worker (never runs candidate code), candidate worker */
+  int rw_up, cw_up;
+};
+/* Loads `so` into a slot of w: 0, or 1 with the loader's message in detail. */
+int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen);
+/* The calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
+enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set, int index,
+                                 const uint64_t *seeds, const int *poisons, const int64_t *perturb,
+                                 int ncalls, int ret_inputs, size_t want, double deadline,
+                                 uint8_t **blob, json_t **reply, char *detail, size_t detlen);
+/* Judges one call's outputs against the reference's and, with got_in, its
+ * inputs after the call against want_in (NULL: regenerated from seed). */
+void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,
+                   const uint8_t *got, const uint8_t *got_in, const uint8_t *want_in,
+                   const int64_t *nelem, uint64_t seed, int poison, struct kv_cmp *res);
+void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "; its last output: ..." from the candidate's captured stream. */
+void kv_tail_of(const struct kv_buf *b, char *out, size_t cap);
+/* Keeps what the candidate printed in r and stops its worker. */
+void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r);
+/* Times the candidate (cw, slot 0) against the reference (rw, slot 0) and
+ * the baseline (base_so: loaded into rw slot 2; NULL: none) on bench[0];
+ * may change r's verdict. -1 when kevo itself failed (err says why). */
+int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base_so,
+                      const struct kv_calib *cal, struct kv_gate_result *r, char *err,
+                      size_t errlen);
 
 #endif

@@ -284,3 +284,19 @@ void kv_flush_cpu(uint8_t *buf, size_t n, unsigned salt) {
   sink = acc;
   (void)sink;
 }
+
+size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                     size_t off[KV_MAX_PARAMS], size_t *per_call) {
+  size_t o = 0;
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    off[p] = 0;
+  for (int p = 0; p < t->nparams; p++) {
+    enum kv_role r = t->params[p].role;
+    if (r != KV_ROLE_IN && r != KV_ROLE_OUT && r != KV_ROLE_INOUT)
+      continue;
+    off[p] = o;
+    o += (kv_param_bytes(t, p, nelem) + 63) / 64 * 64 + 64;
+  }
+  *per_call = o ? o : 64;
+  return *per_call;
+}

@@ -126,6 +126,7 @@ static void test_verdict_names(void **state) {
                          "input_mutated",
                          "stale_output",
                          "implausible",
+                         "interference",
                          "ok"};
   for (int i = 0; i < KV_V_COUNT; i++) {
     assert_string_equal(kv_verdict_name((enum kv_verdict)i), order[i]);

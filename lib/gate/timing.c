@@ -1,0 +1,638 @@
+/* Timing with a clock the candidate cannot touch.
+ *
+ * Threat: the candidate runs inside its worker, so anything that process
+ * reports (per-call times, the frame it replies with) may be forged, and
+ * anything else it shares a machine with (the reference's process, the GPU)
+ * may be disturbed. So:
+ *
+ * - The reference (and the baseline) run only in the reference worker, which
+ *   never loads candidate code; while it is timed, the candidate's process is
+ *   stopped (SIGSTOP, confirmed by waitpid), and its times are compared with
+ *   a baseline taken once the candidate's process is dead: a reference slower
+ *   beside the candidate than alone is `interference`.
+ * - Timing is a sequence of phases, each one job of m calls of one side on
+ *   completely fresh inputs (a new random seed per phase, seed + c per call),
+ *   alternating candidate / reference / kevo's own empty entry, ABBA. The
+ *   parent clocks every job. The empty entry's phases (in the clean worker)
+ *   measure what a phase costs besides the calls, so the parent's clock
+ *   bounds the candidate's reported times from below and above: reported
+ *   times well below (parent wall - clean overhead) are forged: `implausible`.
+ * - Which calls are validated is drawn by the parent after each phase is
+ *   over; their outputs and inputs are fetched and compared with the
+ *   reference's on the same fresh inputs, computed in the clean worker.
+ * - The number of calls comes from the parent's own clock (overheads
+ *   included), never fewer than KV_MIN_TIMED_CALLS. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "kevo/runtime.h"
+#include "kevo/wire.h"
+
+#define IMPLAUSIBLE_FACTOR 2.0
+#define MIN_CALLS 10
+#define MAX_CALLS 1000
+#define MAX_PER_PHASE 64
+/* Reported candidate time may not fall below this share of what the
+ * parent's clock leaves for it (a 1.25x forgery reports 0.8). */
+#define CLOCK_FLOOR 0.87
+#define MEDIAN_FLOOR 0.80
+#define SUM_FLOOR 0.60
+/* A reference slower beside the candidate than alone by more than this
+ * (plus noise) is interference. */
+#define INTERFERENCE_TOL 0.10
+#define TARGET_VALIDATIONS 8
+
+enum { SIDE_CAND, SIDE_REF, SIDE_BASE, SIDE_EMPTY, SIDE_ALONE, NSIDES };
+static const char *const side_names[NSIDES] = {"candidate", "reference", "baseline",
+                                               "kevo's empty entry", "reference alone"};
+
+/* One side's reported per-call times and the parent's clock around its
+ * phases. */
+struct side {
+  struct kv_worker *w;
+  int slot;
+  double *ev, *host; /* ns per call (cpu: host only; ev = host) */
+  int n, cap;
+  double *wall; /* ns per phase, parent clock */
+  int nph, capph;
+  double per_call; /* warm-up: parent wall per call, ns */
+};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double quantile(const double *sorted, int n, double q) {
+  if (n <= 0)
+    return 0;
+  double pos = q * (n - 1);
+  int lo = (int)pos;
+  int hi = lo + 1 < n ? lo + 1 : lo;
+  double f = pos - lo;
+  return sorted[lo] * (1 - f) + sorted[hi] * f;
+}
+
+/* Statistics in us of n values in ns. */
+static void stats_of(const double *ns, int n, struct kv_stats *st) {
+  memset(st, 0, sizeof *st);
+  if (n <= 0)
+    return;
+  double *v = malloc(sizeof(double) * (size_t)n);
+  if (!v)
+    return;
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    v[i] = ns[i] / 1000.0;
+    sum += v[i];
+  }
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  st->n = n;
+  st->median_us = quantile(v, n, 0.5);
+  st->iqr_us = quantile(v, n, 0.75) - quantile(v, n, 0.25);
+  st->min_us = v[0];
+  st->mean_us = sum / n;
+  double var = 0;
+  for (int i = 0; i < n; i++)
+    var += (v[i] - st->mean_us) * (v[i] - st->mean_us);
+  st->cv = n > 1 && st->mean_us > 0 ? sqrt(var / (n - 1)) / st->mean_us : 0;
+  free(v);
+}
+
+static double median_ns(const double *x, int n) {
+  struct kv_stats st;
+  stats_of(x, n, &st);
+  return st.median_us * 1000.0;
+}
+
+static double sum_of(const double *x, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++)
+    s += x[i];
+  return s;
+}
+
+static int side_grow(struct side *sd, int more) {
+  if (sd->n + more > sd->cap) {
+    int cap = (sd->n + more) * 2;
+    double *e = realloc(sd->ev, sizeof(double) * (size_t)cap);
+    if (!e)
+      return -1;
+    sd->ev = e;
+    double *h = realloc(sd->host, sizeof(double) * (size_t)cap);
+    if (!h)
+      return -1;
+    sd->host = h;
+    sd->cap = cap;
+  }
+  if (sd->nph + 1 > sd->capph) {
+    int cap = (sd->nph + 1) * 2;
+    double *w = realloc(sd->wall, sizeof(double) * (size_t)cap);
+    if (!w)
+      return -1;
+    sd->wall = w;
+    sd->capph = cap;
+  }
+  return 0;
+}
+
+static void side_free(struct side *sd) {
+  free(sd->ev);
+  free(sd->host);
+  free(sd->wall);
+  memset(sd, 0, sizeof *sd);
+}
+
+/* A reply's array of m non-negative integers, appended to dst. */
+static int take_ns(json_t *a, int m, double *dst) {
+  if (!json_is_array(a) || (int)json_array_size(a) != m)
+    return -1;
+  for (int i = 0; i < m; i++) {
+    json_t *x = json_array_get(a, (size_t)i);
+    if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+        json_integer_value(x) > (json_int_t)1e15)
+      return -1;
+    dst[i] = (double)json_integer_value(x);
+  }
+  return 0;
+}
+
+struct timing {
+  struct kv_session *s;
+  struct kv_gate_result *r;
+  const struct kv_sizeset *ss;
+  int64_t nelem[KV_MAX_PARAMS];
+  size_t flush;
+  int cuda;
+  struct side sd[NSIDES];
+  char d[1024];
+  int validated;
+  uint64_t last_seed; /* of the last phase */
+  /* cpu: every call's buffers in memory shared with each worker */
+  size_t off[KV_MAX_PARAMS], per_call, shm_len;
+  int threads;
+  int rw_filled; /* calls of the clean worker's shared memory filled so far */
+};
+
+/* cpu: call c's buffers in a worker's shared memory. */
+static void call_bufs(struct timing *tm, uint8_t *base, int c, void *bufs[KV_MAX_PARAMS]) {
+  const struct kv_task *t = tm->s->t;
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    bufs[p] = NULL;
+  for (int p = 0; p < t->nparams; p++) {
+    enum kv_role r = t->params[p].role;
+    if (r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT)
+      bufs[p] = base + (size_t)c * tm->per_call + tm->off[p];
+  }
+}
+
+/* cpu: fresh inputs and poisoned outputs for m calls, written while the
+ * worker is stopped (or is the clean one). */
+static int fill_phase(struct timing *tm, struct kv_worker *w, int m, uint64_t seed) {
+  const struct kv_task *t = tm->s->t;
+  char e[256];
+  uint8_t *base = kv_worker_shm(w, tm->shm_len, e, sizeof e);
+  if (!base) {
+    snprintf(tm->d, sizeof tm->d, "%s", e);
+    return -1;
+  }
+  for (int c = 0; c < m; c++) {
+    void *bufs[KV_MAX_PARAMS];
+    call_bufs(tm, base, c, bufs);
+    kv_fill_inputs_mt(t, tm->nelem, bufs, seed + (uint64_t)c, tm->threads);
+    for (int p = 0; p < t->nparams; p++)
+      if (t->params[p].role == KV_ROLE_OUT)
+        kv_poison_fill(t->params[p].dtype, bufs[p], (size_t)tm->nelem[p], c & 1);
+  }
+  return 0;
+}
+
+/* Only the side being timed runs: the candidate's process is stopped
+ * whenever the reference worker works. */
+static void only(struct timing *tm, int side) {
+  if (side == SIDE_CAND)
+    kv_worker_resume(&tm->s->cw);
+  else if (tm->s->cw_up && tm->s->cw.alive)
+    kv_worker_pause(&tm->s->cw);
+}
+
+/* One phase of m calls of `side`. keep: record its times. */
+static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, int alloc_only,
+                                 double deadline) {
+  struct side *sd = &tm->sd[side];
+  uint64_t seed = kv_random_u64() >> 8;
+  if (!tm->cuda) {
+    if (tm->s->cw_up && tm->s->cw.alive && kv_worker_pause(&tm->s->cw) < 0 && side == SIDE_CAND) {
+      snprintf(tm->d, sizeof tm->d, "the worker could not be stopped: %s", tm->s->cw.death);
+      return KV_CALL_DIED;
+    }
+    if (alloc_only)
+      return KV_CALL_OK; /* the shared memory is sized on first use */
+    /* Fresh inputs for every candidate phase; the clean worker's sides get
+     * theirs once (the reference is trusted, the empty entry reads nothing). */
+    if ((side == SIDE_CAND || tm->rw_filled < m) && fill_phase(tm, sd->w, m, seed) < 0)
+      return side == SIDE_CAND ? KV_CALL_PROTOCOL : KV_CALL_ERROR;
+    if (side != SIDE_CAND && m >= tm->rw_filled)
+      tm->rw_filled = m;
+  }
+  only(tm, side);
+  json_t *req =
+      json_pack("{s:i,s:s,s:i,s:i,s:I,s:I,s:b,s:I}", "slot", sd->slot, "set", "bench", "index", 0,
+                "calls", m, "seed", (json_int_t)seed, "flush_bytes", (json_int_t)tm->flush,
+                "alloc_only", alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
+  json_t *rep = NULL;
+  uint64_t t0 = kv_now_ns();
+  enum kv_call_status st =
+      kv_worker_call(sd->w, KV_MSG_TIME, req, deadline, &rep, NULL, 0, tm->d, sizeof tm->d);
+  uint64_t t1 = kv_now_ns();
+  json_decref(req);
+  if (st == KV_CALL_OK && !alloc_only) {
+    if (side_grow(sd, m) < 0) {
+      snprintf(tm->d, sizeof tm->d, "out of memory");
+      st = KV_CALL_PROTOCOL;
+    } else if (take_ns(json_object_get(rep, "ns"), m, sd->ev + sd->n) < 0 ||
+               (tm->cuda ? take_ns(json_object_get(rep, "host_ns"), m, sd->host + sd->n)
+                         : take_ns(json_object_get(rep, "ns"), m, sd->host + sd->n)) < 0) {
+      snprintf(tm->d, sizeof tm->d, "the worker's report of the phase is malformed");
+      st = KV_CALL_PROTOCOL;
+    } else {
+      sd->per_call = (double)(t1 - t0) / m;
+      if (keep) {
+        sd->wall[sd->nph++] = (double)(t1 - t0);
+        sd->n += m;
+      }
+    }
+  }
+  json_decref(rep);
+  tm->last_seed = seed;
+  /* cpu: the candidate stops before anyone reads what it wrote. */
+  if (!tm->cuda && side == SIDE_CAND && st == KV_CALL_OK && kv_worker_pause(&tm->s->cw) < 0) {
+    snprintf(tm->d, sizeof tm->d, "the worker could not be stopped after a phase: %s",
+             tm->s->cw.death);
+    st = KV_CALL_DIED;
+  }
+  return st;
+}
+
+/* Fetches call c of the candidate's last phase and compares it with the
+ * reference's outputs on the same fresh inputs (clean worker). Returns 0
+ * with r's verdict changed when it is wrong, -1 when kevo failed. */
+static int validate(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
+  struct kv_session *s = tm->s;
+  const struct kv_task *t = s->t;
+  uint64_t seed = tm->last_seed + (uint64_t)c;
+  int poison = c & 1;
+  size_t ob = kv_call_bytes(t, tm->nelem, 0), cb = kv_call_bytes(t, tm->nelem, 1);
+  uint8_t *got = NULL, *exp = NULL;
+  enum kv_call_status st = KV_CALL_OK;
+  if (!tm->cuda) {
+    /* Straight from the shared memory of the stopped candidate. */
+    got = malloc(cb ? cb : 1);
+    if (!got)
+      return kv_error(err, errlen, "out of memory");
+    void *bufs[KV_MAX_PARAMS];
+    call_bufs(tm, s->cw.shm, c, bufs);
+    size_t o = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int p = 0; p < t->nparams; p++) {
+        enum kv_role r = t->params[p].role;
+        if (pass == 0 ? kv_is_output(r) : r == KV_ROLE_IN) {
+          size_t b = kv_param_bytes(t, p, tm->nelem);
+          memcpy(got + o, bufs[p], b);
+          o += b;
+        }
+      }
+  } else {
+    json_t *req = json_pack("{s:i}", "call", c), *rep = NULL;
+    st = kv_worker_call(&s->cw, KV_MSG_FETCH, req, deadline, &rep, &got, cb, tm->d, sizeof tm->d);
+    json_decref(req);
+    json_decref(rep);
+  }
+  if (st != KV_CALL_OK) {
+    char tail[300];
+    kv_tail_of(&s->cw.err, tail, sizeof tail);
+    kv_set_verdict(tm->r, st == KV_CALL_TIMEOUT ? KV_V_TIMEOUT : KV_V_CRASH,
+                   "timing at %s: fetching a timed call's outputs: %s%s", tm->r->timing.sizes,
+                   tm->d, tail);
+    return 0;
+  }
+  only(tm, SIDE_REF);
+  st = kv_run_check(&s->rw, 0, "bench", 0, &seed, &poison, NULL, 1, 1, cb, deadline, &exp, NULL,
+                    tm->d, sizeof tm->d);
+  if (st != KV_CALL_OK) {
+    free(got);
+    return kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
+  }
+  struct kv_cmp cmp;
+  kv_judge_call(t, tm->ss, exp, got, got + ob, exp + ob, tm->nelem, seed, poison, &cmp);
+  free(exp);
+  free(got);
+  tm->validated++;
+  if (cmp.verdict == KV_V_INPUT_MUTATED)
+    kv_set_verdict(tm->r, KV_V_INPUT_MUTATED, "timing at %s, timed call %d of a phase: %s",
+                   tm->r->timing.sizes, c, cmp.detail);
+  else if (cmp.verdict != KV_V_OK)
+    kv_set_verdict(tm->r, KV_V_STALE_OUTPUT,
+                   "a timed call (call %d of a phase, fresh inputs, drawn after the phase) did not "
+                   "compute the reference's answer, so results were cached, skipped or left "
+                   "unfinished while timed: %s",
+                   c, cmp.detail);
+  return 0;
+}
+
+/* cuda: one side's per-call times. The stream's events time the call,
+ * unless the host clock around the call and a device-wide synchronization
+ * (less that of kevo's empty call, measured in the clean worker) says the
+ * work ran outside them (another stream, host work in the entry): then each
+ * call takes the larger of the two, and *host_timer is set. */
+static void choose_times(struct side *sd, double sync_ns, int *host_timer) {
+  double me = median_ns(sd->ev, sd->n), mh = median_ns(sd->host, sd->n) - sync_ns;
+  *host_timer = mh > 1.5 * me + 20000;
+  if (!*host_timer)
+    return;
+  for (int i = 0; i < sd->n; i++) {
+    double h = sd->host[i] - sync_ns;
+    if (h > sd->ev[i])
+      sd->ev[i] = h;
+  }
+}
+
+static enum kv_verdict phase_failed(struct timing *tm, int side, enum kv_call_status st, char *err,
+                                    size_t errlen, int *kevo_failed) {
+  *kevo_failed = 0;
+  if (side != SIDE_CAND) {
+    *kevo_failed = 1;
+    kv_error(err, errlen, "timing the %s at %s failed: %s", side_names[side], tm->r->timing.sizes,
+             tm->d);
+    return KV_V_OK;
+  }
+  char tail[300];
+  kv_tail_of(&tm->s->cw.err, tail, sizeof tail);
+  if (st == KV_CALL_TIMEOUT) {
+    kv_set_verdict(tm->r, KV_V_TIMEOUT, "timing at %s: %s", tm->r->timing.sizes, tm->d);
+    return KV_V_TIMEOUT;
+  }
+  kv_set_verdict(tm->r, KV_V_CRASH, "timing at %s: %s%s", tm->r->timing.sizes, tm->d, tail);
+  return KV_V_CRASH;
+}
+
+static double rand01(void) {
+  return (double)(kv_random_u64() >> 11) * 0x1p-53;
+}
+
+int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base_so,
+                      const struct kv_calib *cal, struct kv_gate_result *r, char *err,
+                      size_t errlen) {
+  (void)ref_so; /* loaded in the reference worker's slot 0 for the checks */
+  const struct kv_task *t = s->t;
+  struct timing tm;
+  memset(&tm, 0, sizeof tm);
+  tm.s = s;
+  tm.r = r;
+  tm.ss = &t->bench[0];
+  tm.cuda = s->sf->device_in_worker;
+  kv_sizeset_format(t, tm.ss, r->timing.sizes, sizeof r->timing.sizes);
+  if (kv_layout(t, tm.ss, tm.nelem, err, errlen) < 0)
+    return -1;
+  if (base_so && kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
+    return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm.d);
+  tm.flush = tm.cuda ? 0 : 2 * kv_llc_bytes(); /* cuda: the worker flushes 2x its L2 */
+  struct {
+    struct kv_worker *w;
+    int slot;
+  } who[NSIDES] = {{&s->cw, 0}, {&s->rw, 0}, {&s->rw, 2}, {&s->rw, -1}, {&s->rw, 0}};
+  for (int i = 0; i < NSIDES; i++) {
+    tm.sd[i].w = who[i].w;
+    tm.sd[i].slot = who[i].slot;
+  }
+  int sides[4] = {SIDE_CAND, SIDE_REF, SIDE_EMPTY, SIDE_BASE};
+  int nsides = base_so ? 4 : 3;
+  double budget = s->o->time_budget_s > 0 ? s->o->time_budget_s : 1.0;
+  double job = s->o->job_deadline_s > 0 ? s->o->job_deadline_s : 10;
+  size_t call_bytes = kv_call_bytes(t, tm.nelem, 1);
+  for (int p = 0; p < t->nparams; p++) /* kv_call_bytes leaves out inouts' inputs */
+    if (t->params[p].role == KV_ROLE_INOUT)
+      call_bytes += kv_param_bytes(t, p, tm.nelem);
+  double cap = tm.cuda ? 8.0 * (1 << 30) : 1.0 * (1 << 30);
+  int m_mem =
+      call_bytes ? (int)fmin(MAX_PER_PHASE, fmax(1, cap / (double)call_bytes)) : MAX_PER_PHASE;
+  kv_shm_layout(t, tm.nelem, tm.off, &tm.per_call);
+  tm.shm_len = tm.per_call * (size_t)m_mem;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  tm.threads = ncpu > 16 ? 16 : ncpu < 1 ? 1 : (int)ncpu;
+  int rc = 0, kevo_failed = 0;
+  enum kv_call_status st;
+
+  /* Warm-up: one phase of (up to) two calls each, which also prices a call
+   * on the parent's clock, overheads (fresh inputs, flush) included. */
+  int m0 = m_mem < 2 ? m_mem : 2;
+  for (int i = 0; i < nsides; i++) {
+    st = phase(&tm, sides[i], m0, 0, 0, job * 6);
+    if (st != KV_CALL_OK) {
+      phase_failed(&tm, sides[i], st, err, errlen, &kevo_failed);
+      goto done;
+    }
+  }
+  double per = fmax(tm.sd[SIDE_CAND].per_call, tm.sd[SIDE_REF].per_call);
+  if (base_so)
+    per = fmax(per, tm.sd[SIDE_BASE].per_call);
+  int n = per > 0 ? (int)fmin(MAX_CALLS, budget * 1e9 / per) : MAX_CALLS;
+  if (n < MIN_CALLS)
+    n = MIN_CALLS;
+  int m = (n + 3) / 4;
+  m = m > m_mem ? m_mem : m < 1 ? 1 : m;
+  int P = (n + m - 1) / m;
+  if (P < 2)
+    P = 2;
+  n = P * m;
+  r->timing.phases = P;
+  r->timing.calls_per_phase = m;
+  /* Buffers for m calls on every side before anything is timed. */
+  for (int i = 0; i < nsides; i++) {
+    st = phase(&tm, sides[i], m, 0, 1, job * 6);
+    if (st != KV_CALL_OK) {
+      phase_failed(&tm, sides[i], st, err, errlen, &kevo_failed);
+      goto done;
+    }
+  }
+  /* About TARGET_VALIDATIONS checked calls (fewer for calls of many bytes). */
+  double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(1u << 30) / (call_bytes + 1)));
+  double q = fmin(1.0, want / n);
+  for (int j = 0; j < P && r->verdict == KV_V_OK; j++) {
+    for (int k = 0; k < nsides && r->verdict == KV_V_OK; k++) {
+      int side = sides[j % 2 ? nsides - 1 - k : k]; /* ABBA */
+      double dl = job + 4.0 * m * tm.sd[side].per_call * 1e-9;
+      st = phase(&tm, side, m, 1, 0, dl);
+      if (st != KV_CALL_OK) {
+        phase_failed(&tm, side, st, err, errlen, &kevo_failed);
+        goto done;
+      }
+      if (side != SIDE_CAND)
+        continue;
+      /* Drawn now that the phase is over: which of its calls to check. */
+      for (int c = 0; c < m && r->verdict == KV_V_OK; c++) {
+        int last = j == P - 1 && c == m - 1 && tm.validated == 0;
+        if (last || rand01() < q) {
+          if (validate(&tm, c, job * 6, err, errlen) < 0) {
+            kevo_failed = 1;
+            goto done;
+          }
+        }
+      }
+    }
+  }
+  if (r->verdict != KV_V_OK)
+    goto done;
+  r->timing.validated_calls = tm.validated;
+
+  /* The candidate's process goes; the reference alone gives the baseline
+   * its interleaved times must agree with. */
+  kv_session_stop_candidate(s, r);
+  tm.sd[SIDE_ALONE].slot = 0;
+  int PB = P / 2 > 2 ? P / 2 : 2;
+  for (int j = 0; j < PB; j++) {
+    double dl = job + 4.0 * m * tm.sd[SIDE_REF].per_call * 1e-9;
+    st = phase(&tm, SIDE_ALONE, m, 1, 0, dl);
+    if (st != KV_CALL_OK) {
+      phase_failed(&tm, SIDE_ALONE, st, err, errlen, &kevo_failed);
+      goto done;
+    }
+  }
+
+  /* The times. cuda: events unless the host clock says work escaped them. */
+  struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *E = &tm.sd[SIDE_EMPTY],
+              *B = &tm.sd[SIDE_BASE], *A = &tm.sd[SIDE_ALONE];
+  double empty_host = median_ns(E->host, E->n); /* launch + sync of nothing (cpu: ~0) */
+  if (tm.cuda) {
+    int dummy;
+    r->timing.sync_overhead_us = empty_host / 1000.0;
+    choose_times(C, empty_host, &r->timing.cand_host_timer);
+    choose_times(R, empty_host, &r->timing.ref_host_timer);
+    choose_times(A, empty_host, &dummy);
+    if (base_so)
+      choose_times(B, empty_host, &dummy);
+  }
+  stats_of(C->ev, C->n, &r->timing.cand);
+  stats_of(R->ev, R->n, &r->timing.ref);
+  stats_of(A->ev, A->n, &r->timing.ref_alone);
+  if (base_so) {
+    stats_of(B->ev, B->n, &r->timing.base);
+    r->timing.has_baseline = 1;
+  }
+  r->timed = 1;
+  r->timing.wall_s = sum_of(C->wall, C->nph) * 1e-9;
+  r->timing.covered_s = sum_of(C->host, C->n) * 1e-9;
+  r->timing.speedup =
+      r->timing.cand.median_us > 0 ? r->timing.ref.median_us / r->timing.cand.median_us : 0;
+  if (r->timing.has_baseline && r->timing.cand.median_us > 0)
+    r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
+
+  /* The parent's clock bounds the candidate's: what the phases took beyond
+   * kevo's own overhead (the empty entry's phases, clean worker) is what the
+   * calls took. */
+  /* Per phase: the parent's wall less the clean overhead (the empty entry's
+   * median phase) against what the worker reported for the phase. The
+   * median over phases is robust to one disturbed phase; a forger has to
+   * forge most of them, and then the sum shows it too. */
+  double overhead = median_ns(E->wall, E->nph);
+  double *ratio = calloc((size_t)C->nph + 1, sizeof *ratio),
+         *pe = calloc((size_t)C->nph + 1, sizeof *pe);
+  if (!ratio || !pe) {
+    free(ratio);
+    free(pe);
+    kevo_failed = kv_error(err, errlen, "out of memory") < 0;
+    goto done;
+  }
+  /* Slack per phase: 2 us a call, or twice the spread of the clean phases'
+   * walls where the machine is noisier than that (a busy CPU host). */
+  double emin = E->nph ? E->wall[0] : 0, emax = emin;
+  for (int j = 1; j < E->nph; j++) {
+    emin = fmin(emin, E->wall[j]);
+    emax = fmax(emax, E->wall[j]);
+  }
+  double parent = 0, reported = 0, slack = fmax(2000.0 * m, 2 * (emax - emin));
+  r->timing.clock_slack_us = slack / m / 1000.0;
+  for (int j = 0; j < C->nph; j++) {
+    double e = C->wall[j] - overhead;
+    double rep = sum_of(C->host + j * m, m) - m * empty_host;
+    parent += e;
+    reported += rep;
+    pe[j] = e / m;
+    ratio[j] = e > slack ? (rep + slack) / e : 1.0;
+    if (getenv("KEVO_DEBUG_TIMING"))
+      fprintf(stderr, "candidate phase %d: wall %.1f us, overhead %.1f us, reported %.1f us\n", j,
+              C->wall[j] / 1000, overhead / 1000, rep / 1000);
+  }
+  double per_parent = median_ns(pe, C->nph), phase_ratio = median_ns(ratio, C->nph);
+  free(ratio);
+  free(pe);
+  r->timing.clock_ratio = phase_ratio;
+  r->timing.parent_us = per_parent / 1000.0;
+  double med_host = median_ns(C->host, C->n) - empty_host;
+  if (sum_of(C->host, C->n) > sum_of(C->wall, C->nph) * 1.001 + 1e6) {
+    kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                   "the candidate's worker reported %.3f s of calls in phases that took %.3f s "
+                   "by kevo's clock: its clock is forged",
+                   sum_of(C->host, C->n) * 1e-9, r->timing.wall_s);
+  } else if (phase_ratio < CLOCK_FLOOR || reported < SUM_FLOOR * parent - slack * C->nph ||
+             med_host < MEDIAN_FLOOR * per_parent - slack / m) {
+    kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                   "the candidate's worker reported %.1f us per call (median %.1f us), but "
+                   "kevo's own clock around its phases, less kevo's overhead measured in a clean "
+                   "process, leaves %.1f us per call: its clock is forged or work escaped it",
+                   reported / C->n / 1000.0, med_host / 1000.0, per_parent / 1000.0);
+  }
+  if (r->verdict != KV_V_OK)
+    goto done;
+
+  /* The reference beside the candidate against the reference alone. */
+  double ra = r->timing.ref_alone.median_us, ri = r->timing.ref.median_us;
+  double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
+  double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
+  if (ra > 0 && ri > ra * (1 + tol) + 2.0) {
+    kv_set_verdict(r, KV_V_INTERFERENCE,
+                   "the reference took %.1f us (median) while the candidate's process existed "
+                   "and %.1f us alone (%.0f%% slower; noise allows %.0f%%): the candidate "
+                   "slowed the reference down",
+                   ri, ra, (ri / ra - 1) * 100, tol * 100);
+    goto done;
+  }
+
+  /* Roofline against this device's measured ceilings. */
+  char e2[256];
+  int64_t v;
+  if (t->cost_bytes && kv_expr_eval(t, tm.ss, t->cost_bytes, &v, e2, sizeof e2) == 0)
+    r->timing.bytes = (double)v;
+  if (t->cost_flops && kv_expr_eval(t, tm.ss, t->cost_flops, &v, e2, sizeof e2) == 0)
+    r->timing.flops = (double)v;
+  double sec = r->timing.cand.median_us * 1e-6;
+  if (sec > 0) {
+    r->timing.gbs = r->timing.bytes / sec / 1e9;
+    r->timing.gflops = r->timing.flops / sec / 1e9;
+  }
+  if (cal && sec > 0 && cal->bandwidth_gbs > 0 && cal->fma_gflops > 0) {
+    double fb = r->timing.gbs / cal->bandwidth_gbs, ff = r->timing.gflops / cal->fma_gflops;
+    r->timing.roofline = fb > ff ? fb : ff;
+    if (fb > IMPLAUSIBLE_FACTOR)
+      kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                     "achieved %.1f GB/s is %.1fx this device's measured %.1f GB/s: the candidate "
+                     "cannot have done the work it claims",
+                     r->timing.gbs, fb, cal->bandwidth_gbs);
+    else if (ff > IMPLAUSIBLE_FACTOR)
+      kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                     "achieved %.1f GFLOP/s is %.1fx this device's measured FP32 peak of %.1f "
+                     "GFLOP/s: the candidate cannot have done the work it claims",
+                     r->timing.gflops, ff, cal->fma_gflops);
+  }
+done:
+  if (kevo_failed)
+    rc = -1;
+  kv_worker_resume(&s->cw);
+  for (int i = 0; i < NSIDES; i++)
+    side_free(&tm.sd[i]);
+  return rc;
+}
