@@ -80,6 +80,13 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
            t->cand.iqr_us, 100 * t->cand.cv, t->cand.n);
     printf("           reference %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d)\n", t->ref.median_us,
            t->ref.iqr_us, 100 * t->ref.cv, t->ref.n);
+    if (t->ref_alone.n)
+      printf("           alone     %10.1f us  (the reference with no candidate process, n=%d)\n",
+             t->ref_alone.median_us, t->ref_alone.n);
+    if (t->phases)
+      printf("           clock     %10.1f us  per call by kevo's clock (reported/kevo %.2f; %d "
+             "phases of %d calls, %d checked)\n",
+             t->parent_us, t->clock_ratio, t->phases, t->calls_per_phase, t->validated_calls);
     if (t->has_baseline)
       printf("           baseline  %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d): %.2fx of it\n",
              t->base.median_us, t->base.iqr_us, 100 * t->base.cv, t->base.n,

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "cuda_api.h"
+#include "cuda_gen.h"
 #include "kevo/runtime.h"
 #include "kevo/util.h"
 #include "kevo/wire.h"
@@ -388,6 +389,8 @@ static int cuda_check(json_t *req) {
  * The buffers of every call stay until the next phase, for FETCH. The parent
  * clocks each job itself and bounds what is reported here. */
 
+static int gen_state; /* the device's input generator: 0 not tried, 1 loaded, -1 unavailable */
+
 static void cuda_empty(void *const *args, CUstream s) {
   (void)args;
   (void)s;
@@ -465,15 +468,24 @@ static int cuda_time(json_t *req) {
   cph.m = 0;
   if (alloc_only)
     return reply(KV_MSG_REPLY, json_object(), NULL, 0);
-  /* Fresh inputs for every call, poisoned outputs. */
+  /* Fresh inputs for every call (generated on the device, the same bytes as
+   * the host's generator, else on the host and copied), poisoned outputs. */
+  if (gen_state == 0) {
+    char gerr[600];
+    gen_state = kv_cugen_init(&cu, gerr, sizeof gerr) == 0 ? 1 : -1;
+  }
   for (int c = 0; c < m; c++) {
     uint64_t sd = seed + (uint64_t)c;
-    kv_fill_inputs_mt(task, nelem, cph.hin, sd, fill_threads());
+    if (gen_state < 0)
+      kv_fill_inputs_mt(task, nelem, cph.hin, sd, fill_threads());
     kv_fill_scalars(task, s, sd, cph.scal[c]);
     for (int p = 0; p < task->nparams; p++) {
       enum kv_role r = task->params[p].role;
       size_t b = kv_param_bytes(task, p, nelem);
-      if (kv_is_input(r) && b)
+      if (kv_is_input(r) && b && gen_state > 0)
+        CK(kv_cugen_fill_param(&cu, stream, task, p, nelem[p], cph.d[c][p], sd),
+           "generating input %s", task->params[p].name);
+      else if (kv_is_input(r) && b)
         CK(cu.MemcpyHtoD(cph.d[c][p], cph.hin[p], b), "copying input %s", task->params[p].name);
       if (r == KV_ROLE_OUT)
         CK(poison_dev(cph.d[c][p], task->params[p].dtype, (size_t)nelem[p], c & 1), "poisoning %s",

@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,18 +119,9 @@ static void test_perturb_roundtrip(void **state) {
 
 static void test_verdict_names(void **state) {
   (void)state;
-  const char *order[] = {"policy_violation",
-                         "compile_error",
-                         "load_error",
-                         "crash",
-                         "timeout",
-                         "unwritten_output",
-                         "wrong_output",
-                         "input_mutated",
-                         "stale_output",
-                         "implausible",
-                         "interference",
-                         "ok"};
+  const char *order[] = {"policy_violation", "compile_error",    "load_error",   "crash",
+                         "timeout",          "unwritten_output", "wrong_output", "input_mutated",
+                         "stale_output",     "implausible",      "interference", "ok"};
   for (int i = 0; i < KV_V_COUNT; i++) {
     assert_string_equal(kv_verdict_name((enum kv_verdict)i), order[i]);
     assert_int_equal(kv_verdict_from_name(order[i]), i);
@@ -242,8 +236,61 @@ static void test_prebuild_fills_the_cache(void **state) {
   kv_task_free(t);
 }
 
+static int count_fds(void) {
+  int n = 0;
+  for (int fd = 0; fd < 1024; fd++)
+    n += fcntl(fd, F_GETFD) >= 0;
+  return n;
+}
+
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d)
+    return -1;
+  for (struct dirent *e; (e = readdir(d));)
+    n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* A worker start that fails half-way (here: pipe2 out of descriptors) leaves
+ * no descriptor and no scratch directory behind (issue 17). */
+static void test_worker_start_failure_leaks_nothing(void **state) {
+  (void)state;
+  char base[4096], err[512];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-start", base, sizeof base, err, sizeof err), 0);
+  const char *wp = getenv("KEVO_WORKER");
+  struct kv_worker_spec spec = {0};
+  spec.worker_path = wp ? wp : "/bin/true";
+  spec.scratch_base = base;
+  spec.sandbox = 1;
+  struct rlimit old;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  int before = count_fds();
+  for (int room = 0; room < 8; room++) {
+    /* Room for the memfd and some of the pipes, never all of them. */
+    struct rlimit lim = {(rlim_t)(before + room), old.rlim_max};
+    int highest = 0;
+    for (int fd = 0; fd < 1024; fd++)
+      if (fcntl(fd, F_GETFD) >= 0)
+        highest = fd;
+    if ((rlim_t)highest + 1 > lim.rlim_cur)
+      continue; /* descriptors above the count: the limit would not bite where we think */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    struct kv_worker w;
+    int rc = kv_worker_start(&w, &spec, err, sizeof err);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(rc, -1);
+    assert_int_equal(count_fds(), before);
+    assert_int_equal(count_entries(base), 0);
+  }
+  kv_rmtree(base);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_worker_start_failure_leaks_nothing),
       cmocka_unit_test(test_close_rule),
       cmocka_unit_test(test_compare_names_first_failure),
       cmocka_unit_test(test_compare_nan_expected),
