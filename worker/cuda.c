@@ -48,6 +48,7 @@ static int nsm, l2;
 static CUdeviceptr flushbuf;
 static size_t flush_bytes;
 static char devname[256];
+static int gen_state; /* the device's input generator: 0 not tried, 1 loaded, -1 unavailable */
 
 static const char *cu_msg(CUresult r) {
   static char buf[300];
@@ -338,15 +339,26 @@ static int cuda_check(json_t *req) {
     int poison = (int)json_integer_value(json_object_get(call, "poison"));
     json_t *jp = json_object_get(call, "perturb");
     /* The same device addresses for every call of the job: new contents only. */
-    kv_fill_inputs_mt(task, nelem, hin, seed, fill_threads());
-    if (json_is_integer(jp) && json_integer_value(jp) >= 0)
+    /* On the device when kevo's generator is there (the same bytes), else
+     * on the host and copied. */
+    if (gen_state == 0) {
+      char gerr[600];
+      gen_state = kv_cugen_init(&cu, gerr, sizeof gerr) == 0 ? 1 : -1;
+    }
+    int perturbed = json_is_integer(jp) && json_integer_value(jp) >= 0;
+    int on_dev = gen_state > 0 && !perturbed;
+    if (!on_dev)
+      kv_fill_inputs_mt(task, nelem, hin, seed, fill_threads());
+    if (perturbed)
       kv_perturb(task, nelem, hin, seed, (uint64_t)json_integer_value(jp), NULL);
     kv_fill_scalars(task, s, seed, scal);
     for (int p = 0; p < task->nparams; p++) {
       enum kv_role r = task->params[p].role;
       size_t b = kv_param_bytes(task, p, nelem);
       if (kv_is_input(r) && b)
-        CK(cu.MemcpyHtoD(d[p], hin[p], b), "copying input %s to the device", task->params[p].name);
+        CK(on_dev ? kv_cugen_fill_param(&cu, stream, task, p, nelem[p], d[p], seed)
+                  : cu.MemcpyHtoD(d[p], hin[p], b),
+           "making input %s on the device", task->params[p].name);
       if (r == KV_ROLE_OUT)
         CK(poison_dev(d[p], task->params[p].dtype, (size_t)nelem[p], poison), "poisoning %s",
            task->params[p].name);
@@ -382,14 +394,12 @@ static int cuda_check(json_t *req) {
  *
  * A phase runs `calls` calls of one slot (or of kevo's own empty entry, slot
  * -1, whose cost is the phase's overhead), each on completely fresh inputs
- * (seed + c) in its own device buffers. Before each timed call the L2 is
- * flushed and the whole device synchronized, so no work launched earlier
- * (on any stream) runs into the call; each call is timed by events on the
- * stream and by the host clock around it and a device-wide synchronization.
+ * (seed + c) in its own device buffers, back to back after one L2 flush;
+ * each call is timed by events on the stream and by the host clock around it
+ * and a device-wide synchronization (so no work launched earlier, on any
+ * stream, runs into the next call).
  * The buffers of every call stay until the next phase, for FETCH. The parent
  * clocks each job itself and bounds what is reported here. */
-
-static int gen_state; /* the device's input generator: 0 not tried, 1 loaded, -1 unavailable */
 
 static void cuda_empty(void *const *args, CUstream s) {
   (void)args;
@@ -499,15 +509,19 @@ static int cuda_time(json_t *req) {
     free(host);
     return reply_error("out of memory for the timing loop");
   }
+  /* One L2 flush after the inputs are made: every call's buffers are then
+   * untouched since, so each call starts cold without a flush of its own
+   * (kevo's work between timed calls is two event records and a device-wide
+   * synchronization). Device-wide: whatever ran before (on any stream) ends
+   * here. */
+  CK(cu.MemsetD32Async(flushbuf, (unsigned)(seed * 2654435761u), flush_bytes / 4, stream),
+     "flushing the L2");
+  CK(cu.CtxSynchronize(), "preparing the timed calls");
   for (int c = 0; c < m; c++) {
     void *args[KV_MAX_PARAMS];
     for (int p = 0; p < task->nparams; p++)
       args[p] = is_buffer(task->params[p].role) ? (void *)(uintptr_t)cph.d[c][p]
                                                 : (void *)&cph.scal[c][p];
-    CK(cu.MemsetD32Async(flushbuf, (unsigned)((uint64_t)c * 2654435761u), flush_bytes / 4, stream),
-       "flushing the L2");
-    /* Device-wide: whatever ran before (on any stream) ends here, untimed. */
-    CK(cu.CtxSynchronize(), "preparing a timed call");
     uint64_t h0 = kv_now_ns();
     CK(cu.EventRecord(ev0, stream), "cuEventRecord");
     f(args, stream);
@@ -540,16 +554,17 @@ static int cuda_time(json_t *req) {
 
 static int cuda_fetch(json_t *req) {
   int c = (int)json_integer_value(json_object_get(req, "call"));
+  int inputs = json_is_true(json_object_get(req, "inputs"));
   if (!ready || c < 0 || c >= cph.m)
     return reply_error("bad FETCH request (call %d of a phase of %d)", c, cph.m);
-  size_t total = kv_call_bytes(task, cph.nelem, 1), off = 0;
+  size_t total = kv_call_bytes(task, cph.nelem, inputs), off = 0;
   uint8_t *blob = total ? malloc(total) : NULL;
   if (total && !blob)
     return reply_error("out of memory for %zu bytes", total);
   for (int pass = 0; pass < 2; pass++)
     for (int p = 0; p < task->nparams; p++) {
       enum kv_role r = task->params[p].role;
-      if (pass == 0 ? kv_is_output(r) : r == KV_ROLE_IN) {
+      if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
         size_t b = kv_param_bytes(task, p, cph.nelem);
         if (b)
           CK(cu.MemcpyDtoH(blob + off, cph.d[c][p], b), "copying %s back", task->params[p].name);

@@ -44,11 +44,12 @@
 /* A reference slower beside the candidate than alone by more than this
  * (plus noise) is interference. */
 #define INTERFERENCE_TOL 0.10
-#define TARGET_VALIDATIONS 8
+#define TARGET_VALIDATIONS 6
 
-enum { SIDE_CAND, SIDE_REF, SIDE_BASE, SIDE_EMPTY, SIDE_ALONE, NSIDES };
-static const char *const side_names[NSIDES] = {"candidate", "reference", "baseline",
-                                               "kevo's empty entry", "reference alone"};
+enum { SIDE_CAND, SIDE_REF, SIDE_BASE, SIDE_EMPTY, SIDE_ALONE, SIDE_EMPTY_ALONE, NSIDES };
+static const char *const side_names[NSIDES] = {"candidate",       "reference",
+                                               "baseline",        "kevo's empty entry",
+                                               "reference alone", "kevo's empty entry alone"};
 
 /* One side's reported per-call times and the parent's clock around its
  * phases. */
@@ -59,7 +60,8 @@ struct side {
   int n, cap;
   double *wall; /* ns per phase, parent clock */
   int nph, capph;
-  double per_call; /* warm-up: parent wall per call, ns */
+  double per_call;      /* parent wall per call of the last phase, ns */
+  double fill_per_call; /* cpu, candidate: the parent's writing of fresh inputs, ns */
 };
 
 static int cmp_double(const void *a, const void *b) {
@@ -166,14 +168,17 @@ struct timing {
   struct kv_gate_result *r;
   const struct kv_sizeset *ss;
   int64_t nelem[KV_MAX_PARAMS];
-  size_t flush;
   int cuda;
   struct side sd[NSIDES];
   char d[1024];
   int validated;
   uint64_t last_seed; /* of the last phase */
-  /* cpu: every call's buffers in memory shared with each worker */
+  /* cpu: every call's buffers in memory shared with each worker, the
+   * candidate's inputs as written, the parent's flush buffer */
   size_t off[KV_MAX_PARAMS], per_call, shm_len;
+  uint8_t *pristine, *flush;
+  size_t flush_bytes;
+  uint64_t fill_ns; /* when the last fill_phase had written its inputs */
   int threads;
   int rw_filled; /* calls of the clean worker's shared memory filled so far */
 };
@@ -192,7 +197,7 @@ static void call_bufs(struct timing *tm, uint8_t *base, int c, void *bufs[KV_MAX
 
 /* cpu: fresh inputs and poisoned outputs for m calls, written while the
  * worker is stopped (or is the clean one). */
-static int fill_phase(struct timing *tm, struct kv_worker *w, int m, uint64_t seed) {
+static int fill_phase(struct timing *tm, struct kv_worker *w, int m, uint64_t seed, int cand) {
   const struct kv_task *t = tm->s->t;
   char e[256];
   uint8_t *base = kv_worker_shm(w, tm->shm_len, e, sizeof e);
@@ -208,7 +213,45 @@ static int fill_phase(struct timing *tm, struct kv_worker *w, int m, uint64_t se
       if (t->params[p].role == KV_ROLE_OUT)
         kv_poison_fill(t->params[p].dtype, bufs[p], (size_t)tm->nelem[p], c & 1);
   }
+  /* The candidate's inputs as written, to check every call's afterwards. */
+  if (cand && tm->pristine)
+    memcpy(tm->pristine, base, tm->per_call * (size_t)m);
+  tm->fill_ns = kv_now_ns(); /* the end of the writing, before the flush */
+  /* One flush, from this clean process, for the whole phase: every call's
+   * buffers are then untouched since, so each call starts cold. */
+  if (tm->flush)
+    kv_flush_cpu(tm->flush, tm->flush_bytes, (unsigned)seed);
   return 0;
+}
+
+/* cpu: after a candidate phase (the worker stopped), every call's inputs must
+ * be what was written. Returns 0 with r's verdict set when one changed. */
+static void check_inputs(struct timing *tm, int m) {
+  const struct kv_task *t = tm->s->t;
+  for (int c = 0; c < m && tm->pristine; c++) {
+    void *got[KV_MAX_PARAMS], *want[KV_MAX_PARAMS];
+    call_bufs(tm, tm->s->cw.shm, c, got);
+    call_bufs(tm, tm->pristine, c, want);
+    for (int p = 0; p < t->nparams; p++) {
+      if (t->params[p].role != KV_ROLE_IN)
+        continue;
+      size_t b = kv_param_bytes(t, p, tm->nelem), sz = kv_dtype_size(t->params[p].dtype);
+      if (!memcmp(got[p], want[p], b))
+        continue;
+      size_t i = 0;
+      while (i + sz <= b && !memcmp((uint8_t *)got[p] + i, (uint8_t *)want[p] + i, sz))
+        i += sz;
+      char where[160];
+      kv_format_index(t, tm->ss, p, (int64_t)(i / sz), where, sizeof where);
+      kv_set_verdict(tm->r, KV_V_INPUT_MUTATED,
+                     "timing at %s, timed call %d of a phase: input %s was modified: it held "
+                     "%.9g before the call and %.9g after",
+                     tm->r->timing.sizes, c, where,
+                     kv_elem_as_double(t->params[p].dtype, want[p], i / sz),
+                     kv_elem_as_double(t->params[p].dtype, got[p], i / sz));
+      return;
+    }
+  }
 }
 
 /* Only the side being timed runs: the candidate's process is stopped
@@ -234,16 +277,25 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
       return KV_CALL_OK; /* the shared memory is sized on first use */
     /* Fresh inputs for every candidate phase; the clean worker's sides get
      * theirs once (the reference is trusted, the empty entry reads nothing). */
-    if ((side == SIDE_CAND || tm->rw_filled < m) && fill_phase(tm, sd->w, m, seed) < 0)
+    /* The clean worker is stopped and resumed around its phases too, so
+     * that both sides' phases cost kevo the same besides the calls. */
+    if (side != SIDE_CAND)
+      kv_worker_pause(sd->w);
+    uint64_t f0 = kv_now_ns();
+    if ((side == SIDE_CAND || tm->rw_filled < m) &&
+        fill_phase(tm, sd->w, m, seed, side == SIDE_CAND) < 0)
       return side == SIDE_CAND ? KV_CALL_PROTOCOL : KV_CALL_ERROR;
+    if (side == SIDE_CAND)
+      sd->fill_per_call = (double)(tm->fill_ns - f0) / m;
+    kv_worker_resume(sd->w);
     if (side != SIDE_CAND && m >= tm->rw_filled)
       tm->rw_filled = m;
   }
   only(tm, side);
   json_t *req =
       json_pack("{s:i,s:s,s:i,s:i,s:I,s:I,s:b,s:I}", "slot", sd->slot, "set", "bench", "index", 0,
-                "calls", m, "seed", (json_int_t)seed, "flush_bytes", (json_int_t)tm->flush,
-                "alloc_only", alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
+                "calls", m, "seed", (json_int_t)seed, "flush_bytes", (json_int_t)0, "alloc_only",
+                alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
   json_t *rep = NULL;
   uint64_t t0 = kv_now_ns();
   enum kv_call_status st =
@@ -286,7 +338,11 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
   const struct kv_task *t = s->t;
   uint64_t seed = tm->last_seed + (uint64_t)c;
   int poison = c & 1;
-  size_t ob = kv_call_bytes(t, tm->nelem, 0), cb = kv_call_bytes(t, tm->nelem, 1);
+  /* cpu: every call's inputs are compared in shared memory (check_inputs);
+   * cuda: the first validated call's inputs come back too (more would cost a
+   * transfer of every input per validation). */
+  int inputs = tm->cuda && tm->validated == 0;
+  size_t ob = kv_call_bytes(t, tm->nelem, 0), cb = kv_call_bytes(t, tm->nelem, inputs);
   uint8_t *got = NULL, *exp = NULL;
   enum kv_call_status st = KV_CALL_OK;
   if (!tm->cuda) {
@@ -300,14 +356,14 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
     for (int pass = 0; pass < 2; pass++)
       for (int p = 0; p < t->nparams; p++) {
         enum kv_role r = t->params[p].role;
-        if (pass == 0 ? kv_is_output(r) : r == KV_ROLE_IN) {
+        if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
           size_t b = kv_param_bytes(t, p, tm->nelem);
           memcpy(got + o, bufs[p], b);
           o += b;
         }
       }
   } else {
-    json_t *req = json_pack("{s:i}", "call", c), *rep = NULL;
+    json_t *req = json_pack("{s:i,s:b}", "call", c, "inputs", inputs), *rep = NULL;
     st = kv_worker_call(&s->cw, KV_MSG_FETCH, req, deadline, &rep, &got, cb, tm->d, sizeof tm->d);
     json_decref(req);
     json_decref(rep);
@@ -321,14 +377,15 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
     return 0;
   }
   only(tm, SIDE_REF);
-  st = kv_run_check(&s->rw, 0, "bench", 0, &seed, &poison, NULL, 1, 1, cb, deadline, &exp, NULL,
-                    tm->d, sizeof tm->d);
+  st = kv_run_check(&s->rw, 0, "bench", 0, &seed, &poison, NULL, 1, inputs, cb, deadline, &exp,
+                    NULL, tm->d, sizeof tm->d);
   if (st != KV_CALL_OK) {
     free(got);
     return kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
   }
   struct kv_cmp cmp;
-  kv_judge_call(t, tm->ss, exp, got, got + ob, exp + ob, tm->nelem, seed, poison, &cmp);
+  kv_judge_call(t, tm->ss, exp, got, inputs ? got + ob : NULL, exp + ob, tm->nelem, seed, poison,
+                &cmp);
   free(exp);
   free(got);
   tm->validated++;
@@ -351,7 +408,10 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
  * call takes the larger of the two, and *host_timer is set. */
 static void choose_times(struct side *sd, double sync_ns, int *host_timer) {
   double me = median_ns(sd->ev, sd->n), mh = median_ns(sd->host, sd->n) - sync_ns;
-  *host_timer = mh > 1.5 * me + 20000;
+  /* Honest: the events see the launch gap too, so the two agree within a
+   * few us; a side whose events say much less was timed outside them (or
+   * its events were forged). */
+  *host_timer = mh > 1.15 * me + 5000;
   if (!*host_timer)
     return;
   for (int i = 0; i < sd->n; i++) {
@@ -400,11 +460,13 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
     return -1;
   if (base_so && kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
     return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm.d);
-  tm.flush = tm.cuda ? 0 : 2 * kv_llc_bytes(); /* cuda: the worker flushes 2x its L2 */
+  /* cpu: the parent flushes 2x the last-level cache once per phase (cuda:
+   * the worker flushes 2x its L2, once per phase). */
+  tm.flush_bytes = tm.cuda ? 0 : 2 * kv_llc_bytes();
   struct {
     struct kv_worker *w;
     int slot;
-  } who[NSIDES] = {{&s->cw, 0}, {&s->rw, 0}, {&s->rw, 2}, {&s->rw, -1}, {&s->rw, 0}};
+  } who[NSIDES] = {{&s->cw, 0}, {&s->rw, 0}, {&s->rw, 2}, {&s->rw, -1}, {&s->rw, 0}, {&s->rw, -1}};
   for (int i = 0; i < NSIDES; i++) {
     tm.sd[i].w = who[i].w;
     tm.sd[i].slot = who[i].slot;
@@ -422,6 +484,15 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
       call_bytes ? (int)fmin(MAX_PER_PHASE, fmax(1, cap / (double)call_bytes)) : MAX_PER_PHASE;
   kv_shm_layout(t, tm.nelem, tm.off, &tm.per_call);
   tm.shm_len = tm.per_call * (size_t)m_mem;
+  if (!tm.cuda) {
+    tm.flush = tm.flush_bytes ? malloc(tm.flush_bytes) : NULL;
+    tm.pristine = malloc(tm.shm_len);
+    if ((tm.flush_bytes && !tm.flush) || !tm.pristine) {
+      free(tm.flush);
+      free(tm.pristine);
+      return kv_error(err, errlen, "out of memory for timing (%zu bytes)", tm.shm_len);
+    }
+  }
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   tm.threads = ncpu > 16 ? 16 : ncpu < 1 ? 1 : (int)ncpu;
   int rc = 0, kevo_failed = 0;
@@ -437,7 +508,8 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
       goto done;
     }
   }
-  double per = fmax(tm.sd[SIDE_CAND].per_call, tm.sd[SIDE_REF].per_call);
+  double per =
+      fmax(tm.sd[SIDE_CAND].per_call + tm.sd[SIDE_CAND].fill_per_call, tm.sd[SIDE_REF].per_call);
   if (base_so)
     per = fmax(per, tm.sd[SIDE_BASE].per_call);
   int n = per > 0 ? (int)fmin(MAX_CALLS, budget * 1e9 / per) : MAX_CALLS;
@@ -459,8 +531,10 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
       goto done;
     }
   }
-  /* About TARGET_VALIDATIONS checked calls (fewer for calls of many bytes). */
-  double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(1u << 30) / (call_bytes + 1)));
+  /* About TARGET_VALIDATIONS checked calls (fewer for outputs of many
+   * bytes: each one's outputs travel and are compared). */
+  double out_bytes = (double)kv_call_bytes(t, tm.nelem, 0);
+  double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(256u << 20) / (out_bytes + 1)));
   double q = fmin(1.0, want / n);
   for (int j = 0; j < P && r->verdict == KV_V_OK; j++) {
     for (int k = 0; k < nsides && r->verdict == KV_V_OK; k++) {
@@ -473,6 +547,8 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
       }
       if (side != SIDE_CAND)
         continue;
+      if (!tm.cuda)
+        check_inputs(&tm, m);
       /* Drawn now that the phase is over: which of its calls to check. */
       for (int c = 0; c < m && r->verdict == KV_V_OK; c++) {
         int last = j == P - 1 && c == m - 1 && tm.validated == 0;
@@ -489,23 +565,25 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
     goto done;
   r->timing.validated_calls = tm.validated;
 
-  /* The candidate's process goes; the reference alone gives the baseline
-   * its interleaved times must agree with. */
+  /* The candidate's process goes (and with it any GPU work it left
+   * running: stopping a process does not stop its kernels). The reference
+   * and the empty entry alone give the baselines that the interleaved times
+   * must agree with, and the empty entry alone prices kevo's overhead. */
   kv_session_stop_candidate(s, r);
-  tm.sd[SIDE_ALONE].slot = 0;
   int PB = P / 2 > 2 ? P / 2 : 2;
-  for (int j = 0; j < PB; j++) {
-    double dl = job + 4.0 * m * tm.sd[SIDE_REF].per_call * 1e-9;
-    st = phase(&tm, SIDE_ALONE, m, 1, 0, dl);
+  for (int j = 0; j < 2 * PB; j++) {
+    int side = (j % 2) ^ ((j / 2) % 2) ? SIDE_EMPTY_ALONE : SIDE_ALONE; /* ABBA */
+    double dl = job + 4.0 * m * tm.sd[side == SIDE_ALONE ? SIDE_REF : SIDE_EMPTY].per_call * 1e-9;
+    st = phase(&tm, side, m, 1, 0, dl);
     if (st != KV_CALL_OK) {
-      phase_failed(&tm, SIDE_ALONE, st, err, errlen, &kevo_failed);
+      phase_failed(&tm, side, st, err, errlen, &kevo_failed);
       goto done;
     }
   }
 
   /* The times. cuda: events unless the host clock says work escaped them. */
-  struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *E = &tm.sd[SIDE_EMPTY],
-              *B = &tm.sd[SIDE_BASE], *A = &tm.sd[SIDE_ALONE];
+  struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *E = &tm.sd[SIDE_EMPTY_ALONE],
+              *EI = &tm.sd[SIDE_EMPTY], *B = &tm.sd[SIDE_BASE], *A = &tm.sd[SIDE_ALONE];
   double empty_host = median_ns(E->host, E->n); /* launch + sync of nothing (cpu: ~0) */
   if (tm.cuda) {
     int dummy;
@@ -593,6 +671,15 @@ int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base
   double ra = r->timing.ref_alone.median_us, ri = r->timing.ref.median_us;
   double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
   double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
+  double ea = median_ns(E->wall, E->nph) / 1000.0, ei = median_ns(EI->wall, EI->nph) / 1000.0;
+  if (ea > 0 && ei > ea * (1 + INTERFERENCE_TOL) + 2 * slack / 1000.0) {
+    kv_set_verdict(r, KV_V_INTERFERENCE,
+                   "kevo's own empty phases took %.1f us while the candidate's process existed "
+                   "and %.1f us alone (%.0f%% slower): the candidate left work running that "
+                   "slows everything beside it",
+                   ei, ea, (ei / ea - 1) * 100);
+    goto done;
+  }
   if (ra > 0 && ri > ra * (1 + tol) + 2.0) {
     kv_set_verdict(r, KV_V_INTERFERENCE,
                    "the reference took %.1f us (median) while the candidate's process existed "
@@ -632,6 +719,8 @@ done:
   if (kevo_failed)
     rc = -1;
   kv_worker_resume(&s->cw);
+  free(tm.flush);
+  free(tm.pristine);
   for (int i = 0; i < NSIDES; i++)
     side_free(&tm.sd[i]);
   return rc;
