@@ -12,7 +12,21 @@
  *    kernel achieves make it implausible.
  * 4. Every example task passes `task check --surface cuda`, and its starter
  *    and good candidates are accepted; their timings are printed.
- * A verdict table and a timing table are printed at the end. */
+ * 5. Timing attacks (cands/ too; each header names its class and mechanism):
+ *    candidates that do the reference's work when they work at all, so an
+ *    honest measurement gives about 1x, and try to obtain a fake speedup by
+ *    forging times inside the worker, sabotaging the reference, exploiting
+ *    which outputs are validated, or changing the inputs while timed. Each
+ *    fails (the test passes) when its verdict is a rejection (implausible,
+ *    interference, stale, unwritten or wrong output, input mutation, crash,
+ *    timeout) or ok with a speedup under 1.3x; ok at 1.3x or more means the
+ *    gate was fooled and the test fails naming the attack and the speedup.
+ *    Some attacks need a compute-bound or value-dependent task: matmul,
+ *    rowmax, fourier and histogram beside rowsum in tests/gpu/. Only these:
+ *    KEVO_GPU_FILTER='attack_*'; with `kevo eval` and honest controls:
+ *    tests/gpu/attacks.sh BUILD_DIR.
+ * A verdict table, an attack table and a timing table are printed at the
+ * end. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,6 +65,8 @@ static struct {
   int nrows;
   char timings[32][320];
   int ntimings;
+  char attacks[32][400];
+  int nattacks;
 } g;
 
 static double now_s(void) {
@@ -143,6 +159,28 @@ static const struct gcase cases[] = {
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
+/* Timing attacks: cands/<name>.cu on tests/gpu/<task>. */
+struct attack {
+  const char *name, *task, *klass;
+};
+
+static const struct attack attacks[] = {
+    {"forge_elapsed", "rowsum", "1 forge: driver table"},
+    {"forge_clock", "rowsum", "1 forge: GOT clock"},
+    {"forge_write", "rowsum", "1 forge: GOT write"},
+    {"forge_reply", "rowsum", "1 forge: own reply"},
+    {"hog_stream", "rowsum", "2 sabotage: spinner"},
+    {"persistent_ctx", "rowsum", "2 sabotage: 2nd ctx"},
+    {"steal_ref_output", "rowsum", "2 ref's buffers"},
+    {"last_call_only", "rowsum", "3 validation: last"},
+    {"diff_cache", "matmul", "3 validation: diff"},
+    {"sampled_cache", "rowmax", "3 validation: sample"},
+    {"fourier_poison", "fourier", "4 inputs: slow path"},
+    {"histogram_contention", "histogram", "4 inputs: contention"},
+};
+#define NATTACKS (sizeof attacks / sizeof attacks[0])
+#define FOOLED_SPEEDUP 1.3
+
 static void row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void row(const char *fmt, ...) {
   if (g.nrows >= 64)
@@ -203,6 +241,77 @@ static void run_case(void **state) {
     c->check(c, r, wall);
   kv_gate_result_release(r);
   free(r);
+}
+
+static void attack_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void attack_row(const char *fmt, ...) {
+  if (g.nattacks >= 32)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g.attacks[g.nattacks++], sizeof g.attacks[0], fmt, ap);
+  va_end(ap);
+}
+
+/* An attack fails (the test passes) when the gate rejects it for what it
+ * did, or accepts it without a real gain; it must still build and load. */
+static void run_attack(void **state) {
+  const struct attack *a = *state;
+  char dir[4200], path[4200], err[2048] = "";
+  snprintf(dir, sizeof dir, "%s/tests/gpu/%s", g.src, a->task);
+  snprintf(path, sizeof path, "%s/tests/gpu/cands/%s.cu", g.src, a->name);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  struct kv_gate_opts o;
+  opts(&o);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  printf("[gpu] attack %s on %s ...\n", a->name, a->task);
+  fflush(stdout);
+  double t0 = now_s();
+  int rc = kv_gate_eval(t, path, &o, r, err, sizeof err);
+  double wall = now_s() - t0;
+  kv_task_free(t);
+  if (rc != 0) {
+    attack_row("%-21s %-22s %-16s %6.2f  FAIL: kevo error: %.150s", a->name, a->klass, "kevo error",
+               wall, err);
+    kv_gate_result_release(r);
+    free(r);
+    fail_msg("%s: kv_gate_eval: %s", a->name, err);
+  }
+  unsigned rejected = V(IMPLAUSIBLE) | V(STALE_OUTPUT) | V(UNWRITTEN_OUTPUT) | V(WRONG_OUTPUT) |
+                      V(INPUT_MUTATED) | V(CRASH) | V(TIMEOUT);
+  int interference = kv_verdict_from_name("interference"); /* -1 until the gate has it */
+  if (interference >= 0)
+    rejected |= 1u << interference;
+  int v = (int)r->verdict;
+  double speedup = r->timed ? r->timing.speedup : 0;
+  char timing[128] = "";
+  if (r->timed)
+    snprintf(timing, sizeof timing, "%.2fx (cand %.1f us, ref %.1f us, %s/%s)", speedup,
+             r->timing.cand.median_us, r->timing.ref.median_us,
+             r->timing.cand_host_timer ? "host" : "events",
+             r->timing.ref_host_timer ? "host" : "events");
+  const char *outcome;
+  char why[512] = "";
+  if (v == KV_V_OK && r->timed && speedup >= FOOLED_SPEEDUP) {
+    outcome = "FAIL";
+    snprintf(why, sizeof why, "%s (%s): the gate was fooled: ok with a fake %.2fx speedup", a->name,
+             a->klass, speedup);
+  } else if (v == KV_V_OK || (rejected >> v & 1)) {
+    outcome = "PASS";
+  } else {
+    outcome = "FAIL";
+    snprintf(why, sizeof why, "%s: verdict %s: the attack no longer runs as written: %s", a->name,
+             kv_verdict_name(r->verdict), r->detail);
+  }
+  attack_row("%-21s %-22s %-16s %6.2f  %s %s; %.150s", a->name, a->klass,
+             kv_verdict_name(r->verdict), wall, outcome, timing, r->detail);
+  kv_gate_result_release(r);
+  free(r);
+  if (why[0])
+    fail_msg("%s", why);
 }
 
 static void test_calibrate(void **state) {
@@ -368,6 +477,11 @@ static int teardown(void **state) {
   printf("%-20s %-34s %-18s %6s  %s\n", "candidate", "expected", "got", "wall_s", "result");
   for (int i = 0; i < g.nrows; i++)
     printf("%s\n", g.rows[i]);
+  printf("\nGPU timing attacks (%s): PASS = not fooled (rejected, or under %.1fx)\n",
+         g.calib.device, FOOLED_SPEEDUP);
+  printf("%-21s %-22s %-16s %6s  %s\n", "attack", "class", "got", "wall_s", "result");
+  for (int i = 0; i < g.nattacks; i++)
+    printf("%s\n", g.attacks[i]);
   printf("\nexamples on %s (timing budget 0.3 s per side)\n", g.calib.device);
   printf("%-10s %-8s %-8s %9s %9s %8s %7s %5s %5s %5s %6s\n", "task", "cand", "verdict", "cand_us",
          "ref_us", "speedup", "roofl", "comp", "check", "time", "wall");
@@ -378,16 +492,22 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-  struct CMUnitTest tests[NCASES + 3];
-  tests[0] = (struct CMUnitTest)cmocka_unit_test(test_calibrate);
-  for (size_t i = 0; i < NCASES; i++) {
-    tests[i + 1].name = cases[i].name;
-    tests[i + 1].test_func = run_case;
-    tests[i + 1].setup_func = NULL;
-    tests[i + 1].teardown_func = NULL;
-    tests[i + 1].initial_state = (void *)&cases[i];
+  /* KEVO_GPU_FILTER: run only the tests it matches (cmocka's * and ?), e.g.
+   * "attack_*" for the timing attacks alone. */
+  const char *filter = getenv("KEVO_GPU_FILTER");
+  if (filter && *filter)
+    cmocka_set_test_filter(filter);
+  static char names[NATTACKS][64];
+  struct CMUnitTest tests[NCASES + NATTACKS + 3];
+  size_t nt = 0;
+  tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_calibrate);
+  for (size_t i = 0; i < NCASES; i++)
+    tests[nt++] = (struct CMUnitTest){cases[i].name, run_case, NULL, NULL, (void *)&cases[i]};
+  for (size_t i = 0; i < NATTACKS; i++) {
+    snprintf(names[i], sizeof names[i], "attack_%s", attacks[i].name);
+    tests[nt++] = (struct CMUnitTest){names[i], run_attack, NULL, NULL, (void *)&attacks[i]};
   }
-  tests[NCASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_baseline_and_ceilings);
-  tests[NCASES + 2] = (struct CMUnitTest)cmocka_unit_test(test_examples);
+  tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_baseline_and_ceilings);
+  tests[nt++] = (struct CMUnitTest)cmocka_unit_test(test_examples);
   return cmocka_run_group_tests_name("gpu", tests, setup, teardown);
 }

@@ -1,8 +1,8 @@
-/* The GPU adversarial candidates build the way the cuda surface builds them
- * (nvcc for sm_90 through kv_build_cuda, KEVO_CUDA_ARCH set, so no GPU is
- * needed), and the policy judges each one as test_gpu expects: this runs in
- * CI, which has nvcc and no GPU. Also: the ptxas resource report is parsed,
- * and a task that allows cuBLAS links it. */
+/* The GPU adversarial candidates, timing attacks included, build the way the
+ * cuda surface builds them (nvcc for sm_90 through kv_build_cuda,
+ * KEVO_CUDA_ARCH set, so no GPU is needed), and the policy judges each one as
+ * test_gpu expects: this runs in CI, which has nvcc and no GPU. Also: the
+ * ptxas resource report is parsed, and a task that allows cuBLAS links it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +39,19 @@ static const struct expect cands[] = {
     {"system_call", NULL, 1, 1},
     {"cublas_not_allowed", NULL, 1, 1},
     {"half_matmul", "examples/tasks/matmul", 1, 0},
+    /* Timing attacks (test_gpu's second table): each passes the policy. */
+    {"forge_elapsed", NULL, 1, 0},
+    {"forge_clock", NULL, 1, 0},
+    {"forge_write", NULL, 1, 0},
+    {"forge_reply", NULL, 1, 0},
+    {"hog_stream", NULL, 1, 0},
+    {"persistent_ctx", NULL, 1, 0},
+    {"steal_ref_output", NULL, 1, 0},
+    {"last_call_only", NULL, 1, 0},
+    {"diff_cache", "tests/gpu/matmul", 1, 0},
+    {"sampled_cache", "tests/gpu/rowmax", 1, 0},
+    {"fourier_poison", "tests/gpu/fourier", 1, 0},
+    {"histogram_contention", "tests/gpu/histogram", 1, 0},
 };
 
 static struct kv_task *load(const char *task) {

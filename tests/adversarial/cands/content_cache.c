@@ -5,13 +5,11 @@
  * checks, including the second call at the same addresses. In the timing loop
  * a harness that re-runs the same inputs, or perturbs them only away from the
  * first 8 elements, gets a memcpy of an old answer.
- * Defence: perturb inputs between timed iterations and validate the output of
- * the last timed call against a reference on exactly those inputs.
- * Expected verdict (timing on): stale_output or wrong_output. (If the gate's
- * perturbation rewrites the first 8 elements every iteration the key never
- * hits, the candidate is honest, and the verdict would be ok: the suite then
- * fails and says so, because such a gate cannot be told apart from one that
- * never checks.) */
+ * Defence: every timed call gets completely fresh inputs (a new seed per
+ * phase, seed + c per call), so the key never hits; validated calls are
+ * drawn after each phase.
+ * Expected verdict (timing on): ok with about the reference's speed (the
+ * cache is never served), or stale_output / wrong_output. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
