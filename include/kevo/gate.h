@@ -82,6 +82,7 @@ struct kv_timing {
   double parent_us;   /* per candidate call by kevo's clock, less overhead from a clean process */
   double clock_ratio; /* the candidate's reported time / parent's: ~1 when honest */
   double clock_slack_us; /* per call: what the clean phases' noise allows */
+  int cand_clamped;      /* the candidate's median was raised to kevo's clock's floor */
 };
 
 struct kv_gate_opts {

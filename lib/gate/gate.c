@@ -779,11 +779,11 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
         "wall_s", t->wall_s, "covered_s", t->covered_s);
     json_object_set_new(tj, "reference_alone", stats_json(&t->ref_alone));
     json_object_set_new(tj, "clock",
-                        json_pack("{s:i,s:i,s:i,s:f,s:f,s:f}", "phases", t->phases,
+                        json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b}", "phases", t->phases,
                                   "calls_per_phase", t->calls_per_phase, "validated_calls",
                                   t->validated_calls, "parent_us_per_call", t->parent_us,
                                   "reported_over_parent", t->clock_ratio, "slack_us_per_call",
-                                  t->clock_slack_us));
+                                  t->clock_slack_us, "median_raised", t->cand_clamped));
     if (t->has_baseline) {
       json_object_set_new(tj, "baseline", stats_json(&t->base));
       json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
