@@ -680,8 +680,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     double t2 = kv_now_s();
     if (!s.cw.alive) {
       kv_set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", s.cw.death);
-    } else if (kv_time_candidate(&s, ref->so_path, basesrc[0] ? bas->so_path : NULL, calp, r, err,
-                                 errlen) < 0) {
+    } else if (kv_time_candidate(&s, basesrc[0] ? bas->so_path : NULL, calp, r, err, errlen) < 0) {
       goto out;
     }
     r->time_s = kv_now_s() - t2;

@@ -195,11 +195,11 @@ void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt
 void kv_tail_of(const struct kv_buf *b, char *out, size_t cap);
 /* Keeps what the candidate printed in r and stops its worker. */
 void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r);
-/* Times the candidate (cw, slot 0) against the reference (rw, slot 0) and
+/* Times the candidate (cw, slot 0) against the reference (rw, slot 0, loaded
+ * for the checks) and
  * the baseline (base_so: loaded into rw slot 2; NULL: none) on bench[0];
  * may change r's verdict. -1 when kevo itself failed (err says why). */
-int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base_so,
-                      const struct kv_calib *cal, struct kv_gate_result *r, char *err,
-                      size_t errlen);
+int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv_calib *cal,
+                      struct kv_gate_result *r, char *err, size_t errlen);
 
 #endif

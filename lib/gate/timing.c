@@ -276,8 +276,8 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
     if (alloc_only)
       return KV_CALL_OK; /* the shared memory is sized on first use */
     /* Fresh inputs for every candidate phase; the clean worker's sides get
-     * theirs once (the reference is trusted, the empty entry reads nothing). */
-    /* The clean worker is stopped and resumed around its phases too, so
+     * theirs once (the reference is trusted, the empty entry reads nothing).
+     * The clean worker is stopped and resumed around its phases too, so
      * that both sides' phases cost kevo the same besides the calls. */
     if (side != SIDE_CAND)
       kv_worker_pause(sd->w);
@@ -292,10 +292,9 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
       tm->rw_filled = m;
   }
   only(tm, side);
-  json_t *req =
-      json_pack("{s:i,s:s,s:i,s:i,s:I,s:I,s:b,s:I}", "slot", sd->slot, "set", "bench", "index", 0,
-                "calls", m, "seed", (json_int_t)seed, "flush_bytes", (json_int_t)0, "alloc_only",
-                alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
+  json_t *req = json_pack("{s:i,s:s,s:i,s:i,s:I,s:b,s:I}", "slot", sd->slot, "set", "bench",
+                          "index", 0, "calls", m, "seed", (json_int_t)seed, "alloc_only",
+                          alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
   json_t *rep = NULL;
   uint64_t t0 = kv_now_ns();
   enum kv_call_status st =
@@ -490,10 +489,8 @@ static double rand01(void) {
   return (double)(kv_random_u64() >> 11) * 0x1p-53;
 }
 
-int kv_time_candidate(struct kv_session *s, const char *ref_so, const char *base_so,
-                      const struct kv_calib *cal, struct kv_gate_result *r, char *err,
-                      size_t errlen) {
-  (void)ref_so; /* loaded in the reference worker's slot 0 for the checks */
+int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv_calib *cal,
+                      struct kv_gate_result *r, char *err, size_t errlen) {
   const struct kv_task *t = s->t;
   struct timing tm;
   memset(&tm, 0, sizeof tm);
