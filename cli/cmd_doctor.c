@@ -68,6 +68,28 @@ int cmd_doctor(int argc, char **argv) {
     printf("  seccomp      %-12s no exec, fork, sockets, ptrace, signals to others\n",
            kv_layer_state_name(s->seccomp));
     printf("  rlimits      %-12s\n", kv_layer_state_name(s->rlimits));
+    char fsize[48] = "any size";
+    if (s->file_limit_bytes)
+      snprintf(fsize, sizeof fsize, "at most %llu MiB",
+               (unsigned long long)(s->file_limit_bytes >> 20));
+    if (s->scratch == KV_LAYER_ACTIVE)
+      printf("  scratch      %-12s private tmpfs of %llu MiB and %llu inodes, freed with the "
+             "worker; files %s\n",
+             kv_layer_state_name(s->scratch), (unsigned long long)(s->scratch_bytes >> 20),
+             (unsigned long long)s->scratch_inodes, fsize);
+    else
+      printf("  scratch      %-12s no size cap on the whole: only files are capped (%s, "
+             "RLIMIT_FSIZE)\n",
+             kv_layer_state_name(s->scratch), fsize);
+    if (s->exec_lock == KV_LAYER_ACTIVE)
+      printf("  exec_lock    %-12s once loaded: no new executable memory, no file opened for "
+             "writing, %d segments sealed%s\n",
+             kv_layer_state_name(s->exec_lock), s->sealed,
+             s->sealed ? "" : " (no mseal: code and GOT could be made writable)");
+    else
+      printf("  exec_lock    %-12s once loaded: W^X, no writes through /proc, loaded objects "
+             "sealed\n",
+             kv_layer_state_name(s->exec_lock));
     printf("  environment  %d variables (scrubbed: no API keys)\n", p.env_vars);
     if (s->note[0])
       printf("  note: %s\n", s->note);

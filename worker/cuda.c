@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cuda_api.h"
@@ -37,7 +38,14 @@
 typedef void (*cuda_shim_fn)(void *const *args, CUstream stream);
 typedef int (*guard_fn)(char *buf, int cap);
 
-static struct kv_cu cu;
+/* The driver's entry points, alone in their own pages: read-only once looked
+ * up (setup), and sealed so by kv_sandbox_lock_exec. */
+#define KV_CU_PAGES ((sizeof(struct kv_cu) + 4095) / 4096 * 4096)
+static union {
+  struct kv_cu t;
+  char pad[KV_CU_PAGES];
+} cu_page __attribute__((aligned(4096)));
+#define cu (cu_page.t)
 static int ready;         /* the context, stream, events and flush buffer exist */
 static char problem[600]; /* why not */
 static CUdevice dev;
@@ -203,6 +211,14 @@ static int setup(json_t *j) {
 static void cuda_init(json_t *hello) {
   json_t *j = json_object();
   ready = setup(j) == 0;
+  /* The input generator's PTX is JIT-compiled now: once the worker is locked
+   * (kv_sandbox_lock_exec) the driver can no longer load its JIT compiler. */
+  if (ready)
+    mprotect(&cu_page, sizeof cu_page, PROT_READ);
+  if (ready && gen_state == 0) {
+    char gerr[600];
+    gen_state = kv_cugen_init(&cu, gerr, sizeof gerr) == 0 ? 1 : -1;
+  }
   json_object_set_new(j, "ok", json_boolean(ready));
   if (!ready)
     json_object_set_new(j, "error", json_string(problem));

@@ -33,6 +33,22 @@ static shim_fn slots[KV_SLOTS]; /* slot_entry, typed for the cpu runtime */
 static void *handles[KV_SLOTS];
 static uint64_t cur_token;
 static const char *scratch = ".";
+/* The sandbox's layers, and whether the lockdown is in force: once the
+ * worker has run loaded code, it loads no more (kv_sandbox_lock_exec). */
+static struct kv_sandbox_status sandbox_st;
+static int sandboxed, locked, has_candidate;
+
+/* A candidate is loaded (LOAD said "candidate"): lock right then, inside the
+ * untimed LOAD job and before any call into it; no more loads after. A lock
+ * that cannot be applied is reported by doctor's probe and is not fatal (like
+ * every layer). Workers that only run the task's own objects (reference,
+ * baseline) are not locked. */
+static void lock_exec(void) {
+  if (locked || !sandboxed || !has_candidate)
+    return;
+  locked = 1;
+  kv_sandbox_lock_exec(&sandbox_st);
+}
 
 int reply(uint32_t type, json_t *j, const void *blob, uint64_t n) {
   char *s = json_dumps(j, JSON_COMPACT);
@@ -275,6 +291,8 @@ static int handle_load(json_t *req) {
     return reply_error("bad LOAD request");
   if (handles[slot])
     return reply_error("slot %d already loaded", slot);
+  if (locked)
+    return reply_error("this worker has run a candidate and loads no more; use a new worker");
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
@@ -287,6 +305,10 @@ static int handle_load(json_t *req) {
   memcpy(&slots[slot], &f, sizeof f);
   slot_entry[slot] = f;
   slot_guard[slot] = dlsym(h, "kevo_cuda_last_error");
+  if (json_is_true(json_object_get(req, "candidate"))) {
+    has_candidate = 1;
+    lock_exec();
+  }
   if (rt->loaded && rt->loaded(slot) != 0)
     return 0; /* it replied */
   return reply(KV_MSG_REPLY, json_object(), NULL, 0);
@@ -339,6 +361,50 @@ static int handle_probe(void) {
   json_object_set_new(r, "read_parent_environ", json_string(rfd < 0 ? "blocked" : "allowed"));
   long k = syscall(SYS_kill, (long)getppid(), 0L);
   json_object_set_new(r, "signal_parent", json_string(k < 0 ? "blocked" : "allowed"));
+  /* Filling scratch past its cap (only tried where it is a private tmpfs:
+   * elsewhere it would fill the disk, and is reported as allowed). */
+  int filled = sandbox_st.scratch != KV_LAYER_ACTIVE;
+  if (!filled) {
+    static char chunk[1 << 20];
+    uint64_t total = 0;
+    int i = 0;
+    for (; total <= KV_SCRATCH_BYTES; i++) {
+      snprintf(path, sizeof path, "%s/fill-%d", scratch, i);
+      int ffd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (ffd < 0)
+        break;
+      ssize_t n = 0;
+      for (int c = 0; c < 16 && (n = write(ffd, chunk, sizeof chunk)) > 0; c++)
+        total += (uint64_t)n;
+      close(ffd);
+      if (n <= 0)
+        break;
+    }
+    filled = total > KV_SCRATCH_BYTES;
+    for (int f = 0; f <= i; f++) {
+      snprintf(path, sizeof path, "%s/fill-%d", scratch, f);
+      unlink(path);
+    }
+  }
+  json_object_set_new(r, "fill_scratch", json_string(filled ? "allowed" : "blocked"));
+  /* The lockdown, as before a candidate's first call. */
+  has_candidate = 1;
+  lock_exec();
+  uintptr_t code = (uintptr_t)&handle_probe & ~(uintptr_t)4095;
+  int mp = mprotect((void *)code, 4096, PROT_READ | PROT_WRITE | PROT_EXEC);
+  json_object_set_new(r, "make_code_writable", json_string(mp < 0 ? "blocked" : "allowed"));
+  void *x = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (x != MAP_FAILED)
+    munmap(x, 4096);
+  json_object_set_new(r, "map_executable", json_string(x == MAP_FAILED ? "blocked" : "allowed"));
+  snprintf(path, sizeof path, "/proc/self/task/%ld/mem", (long)syscall(SYS_gettid));
+  int mfd = open(path, O_RDWR);
+  if (mfd >= 0)
+    close(mfd);
+  json_object_set_new(r, "write_own_memory", json_string(mfd < 0 ? "blocked" : "allowed"));
+  json_object_set_new(r, "exec_lock",
+                      json_pack("{s:s,s:i}", "state", kv_layer_state_name(sandbox_st.exec_lock),
+                                "sealed", sandbox_st.sealed));
   char *argv[] = {"/bin/true", NULL};
   char *envp[] = {NULL};
   long e = syscall(SYS_execve, "/bin/true", argv, envp); /* returns only on failure */
@@ -400,7 +466,7 @@ int main(int argc, char **argv) {
   struct kv_sandbox_status st;
   memset(&st, 0, sizeof st);
   if (sandbox) {
-    kv_sandbox_defaults(&so, scratch);
+    kv_sandbox_worker_defaults(&so, scratch);
     for (int i = 0; i < nreads; i++)
       so.read_paths[so.nread_paths++] = reads[i];
     if (rt->sandbox)
@@ -413,8 +479,18 @@ int main(int argc, char **argv) {
       kv_layer_state_name(st.landlock), "seccomp", kv_layer_state_name(st.seccomp), "rlimits",
       kv_layer_state_name(st.rlimits), "landlock_abi", st.landlock_abi, "note", st.note);
   json_object_set_new(hello, "surface", json_string(rt->name));
+  json_object_set_new(hello, "scratch", json_string(kv_layer_state_name(st.scratch)));
+  json_object_set_new(hello, "scratch_bytes", json_integer((json_int_t)st.scratch_bytes));
+  json_object_set_new(hello, "scratch_inodes", json_integer((json_int_t)st.scratch_inodes));
+  json_object_set_new(hello, "file_limit_bytes", json_integer((json_int_t)st.file_limit_bytes));
   if (rt->init)
     rt->init(hello);
+  /* The runtime has named its threads (cuInit): no more writes under /proc
+   * before any candidate's constructor runs. */
+  if (sandbox)
+    kv_sandbox_close_proc(&st);
+  sandbox_st = st;
+  sandboxed = sandbox;
   if (reply(KV_MSG_HELLO, hello, NULL, 0) < 0)
     _exit(3);
   for (;;) {

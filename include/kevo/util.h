@@ -36,7 +36,11 @@ int kv_read_file(const char *path, size_t max, char **out, size_t *len, char *er
 int kv_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* mkdir -p with the given mode for created directories. */
 int kv_mkdirs(const char *path, mode_t mode, char *err, size_t errlen);
-/* rm -rf of a directory tree (does not follow symlinks). */
+/* rm -rf of a directory tree (or a file, or a symlink: never followed), with at
+ * most three descriptors open whatever its depth or width, never crossing into
+ * another file system. 0 when it is all gone, else -1 with errno from the
+ * first thing that stayed (ESTALE: a directory moved away during the walk,
+ * which then stops rather than follow it). */
 int kv_rmtree(const char *path);
 int kv_path_exists(const char *path);
 /* Directory holding the running executable. */

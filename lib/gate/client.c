@@ -515,6 +515,10 @@ void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st) {
   st->landlock = layer(hello, "landlock");
   st->seccomp = layer(hello, "seccomp");
   st->rlimits = layer(hello, "rlimits");
+  st->scratch = layer(hello, "scratch");
+  st->scratch_bytes = (uint64_t)json_integer_value(json_object_get(hello, "scratch_bytes"));
+  st->scratch_inodes = (uint64_t)json_integer_value(json_object_get(hello, "scratch_inodes"));
+  st->file_limit_bytes = (uint64_t)json_integer_value(json_object_get(hello, "file_limit_bytes"));
   st->landlock_abi = (int)json_integer_value(json_object_get(hello, "landlock_abi"));
   const char *n = json_string_value(json_object_get(hello, "note"));
   snprintf(st->note, sizeof st->note, "%s", n ? n : "");

@@ -133,10 +133,11 @@ static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *e
 
 /* Loads `so` into a slot. A load failure is returned as 1 with the loader's
  * message in detail. */
-int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen) {
+static int session_load(struct kv_worker *w, int slot, const char *so, int candidate, char *detail,
+                        size_t detlen) {
   json_t *rep = NULL;
   char d[1024];
-  json_t *req = json_pack("{s:i,s:s}", "slot", slot, "path", so);
+  json_t *req = json_pack("{s:i,s:s,s:b}", "slot", slot, "path", so, "candidate", candidate);
   enum kv_call_status st = kv_worker_call(w, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
   json_decref(req);
   json_decref(rep);
@@ -146,12 +147,17 @@ int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail,
   return 1;
 }
 
+int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen) {
+  return session_load(w, slot, so, 0, detail, detlen);
+}
+
 /* Starts a worker, sends it the task and loads `so` into slot 0. */
 static int start_worker(struct kv_session *s, struct kv_worker *w, int *up, const char *so,
                         char *detail, size_t detlen, char *err, size_t errlen) {
   if (worker_up(s, w, up, err, errlen) < 0)
     return -1;
-  return kv_session_load(w, 0, so, detail, detlen);
+  /* The candidate's worker locks itself before running it. */
+  return session_load(w, 0, so, w == &s->cw, detail, detlen);
 }
 
 /* Workers started on threads while the compile pool runs (cuda: cuInit and
@@ -543,7 +549,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (calp)
     r->calib = *calp;
   if (sf->device_in_worker)
-    lr = kv_session_load(&s.cw, 0, cand->so_path, detail, sizeof detail);
+    lr = session_load(&s.cw, 0, cand->so_path, 1, detail, sizeof detail);
   else
     lr = start_worker(&s, &s.cw, &s.cw_up, cand->so_path, detail, sizeof detail, err, errlen);
   if (lr < 0)
@@ -863,6 +869,12 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
       p->blocked[p->nprobes++] = !strcmp(json_string_value(v), "blocked");
     } else if (!strcmp(key, "env_vars")) {
       p->env_vars = (int)json_integer_value(v);
+    } else if (!strcmp(key, "exec_lock") && json_is_object(v)) {
+      const char *ls = json_string_value(json_object_get(v, "state"));
+      for (int i = 0; ls && i <= KV_LAYER_FAILED; i++)
+        if (!strcmp(ls, kv_layer_state_name((enum kv_layer_state)i)))
+          p->layers.exec_lock = (enum kv_layer_state)i;
+      p->layers.sealed = (int)json_integer_value(json_object_get(v, "sealed"));
     }
   }
   json_decref(rep);

@@ -5,6 +5,7 @@
  * its attacks on its own. */
 #include "kevo/sandbox.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,12 +20,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <link.h>
+#include <setjmp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <seccomp.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -64,6 +72,7 @@ typedef void (*probe_fn)(void *ctx, struct res *r);
 
 struct fixture {
   char scratch[64];
+  char objects[64]; /* where built objects live (read only to the child) */
   char outside[64];
   char outside_dir[80];
 };
@@ -82,6 +91,9 @@ static int setup(void **state) {
   snprintf(fx.scratch, sizeof fx.scratch, "/tmp/kevo-sbx-scratch-XXXXXX");
   if (!mkdtemp(fx.scratch))
     return -1;
+  snprintf(fx.objects, sizeof fx.objects, "/tmp/kevo-sbx-objects-XXXXXX");
+  if (!mkdtemp(fx.objects))
+    return -1;
   snprintf(fx.outside, sizeof fx.outside, "/tmp/kevo-sbx-test-%ld", (long)getpid());
   unlink(fx.outside);
   snprintf(fx.outside_dir, sizeof fx.outside_dir, "%s.d", fx.outside);
@@ -92,6 +104,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   nftw(fx.scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  nftw(fx.objects, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   unlink(fx.outside);
   rmdir(fx.outside_dir);
   return 0;
@@ -151,8 +164,9 @@ static void expect_ok(const struct res *r, int i, const char *what) {
     fail_msg("%s: failed: %s", what, strerror(r->e[i]));
 }
 
+/* What kevo-worker applies. */
 static void opts_all(struct kv_sandbox_opts *o) {
-  kv_sandbox_defaults(o, fx.scratch);
+  kv_sandbox_worker_defaults(o, fx.scratch);
 }
 
 static void opts_only(struct kv_sandbox_opts *o, int netns, int landlock, int seccomp,
@@ -279,12 +293,21 @@ static void test_status_all_active(void **state) {
   struct res r;
   int status = run_child(&o, probe_nothing, NULL, &r);
   expect_clean_exit(status, &r);
-  print_message("sandbox: nnp=%s netns=%s landlock=%s (abi %d) seccomp=%s rlimits=%s note='%s'\n",
+  print_message("sandbox: nnp=%s netns=%s landlock=%s (abi %d) seccomp=%s rlimits=%s "
+                "scratch=%s (%llu bytes, %llu inodes) note='%s'\n",
                 kv_layer_state_name(r.st.no_new_privs), kv_layer_state_name(r.st.netns),
                 kv_layer_state_name(r.st.landlock), r.st.landlock_abi,
-                kv_layer_state_name(r.st.seccomp), kv_layer_state_name(r.st.rlimits), r.st.note);
+                kv_layer_state_name(r.st.seccomp), kv_layer_state_name(r.st.rlimits),
+                kv_layer_state_name(r.st.scratch), (unsigned long long)r.st.scratch_bytes,
+                (unsigned long long)r.st.scratch_inodes, r.st.note);
   assert_int_equal(r.st.no_new_privs, KV_LAYER_ACTIVE);
   assert_int_equal(r.st.netns, KV_LAYER_ACTIVE);
+  /* Where a network namespace can be made, so can a mount namespace. */
+  assert_int_equal(r.st.scratch, KV_LAYER_ACTIVE);
+  assert_true(r.st.scratch_bytes == KV_SCRATCH_BYTES);
+  assert_true(r.st.scratch_inodes == KV_SCRATCH_INODES);
+  assert_true(r.st.file_limit_bytes == 64ULL << 20);
+  assert_int_equal(r.st.exec_lock, KV_LAYER_OFF);
   assert_int_equal(r.st.landlock, KV_LAYER_ACTIVE);
   assert_int_equal(r.st.seccomp, KV_LAYER_ACTIVE);
   assert_int_equal(r.st.rlimits, KV_LAYER_ACTIVE);
@@ -300,6 +323,12 @@ static void test_defaults_and_names(void **state) {
   assert_true(o.mem_limit_bytes == 16ULL << 30);
   assert_true(o.file_limit_bytes == 64ULL << 20);
   assert_int_equal(o.cpu_seconds, 600);
+  /* The compiler's sandbox writes its outputs to its directory: no tmpfs. */
+  assert_true(o.scratch_bytes == 0);
+  assert_int_equal(o.thread_names, 0);
+  kv_sandbox_worker_defaults(&o, "/x");
+  assert_true(o.scratch_bytes == KV_SCRATCH_BYTES && o.scratch_inodes == KV_SCRATCH_INODES);
+  assert_true(o.netns && o.landlock && o.seccomp && o.rlimits);
   assert_string_equal(kv_layer_state_name(KV_LAYER_ACTIVE), "active");
   assert_string_equal(kv_layer_state_name(KV_LAYER_OFF), "off");
   assert_string_equal(kv_layer_state_name(KV_LAYER_UNAVAILABLE), "unavailable");
@@ -312,6 +341,7 @@ static void test_defaults_and_names(void **state) {
   assert_int_equal(r.st.no_new_privs, KV_LAYER_OFF);
   assert_int_equal(r.st.landlock, KV_LAYER_OFF);
   assert_int_equal(r.st.seccomp, KV_LAYER_OFF);
+  assert_int_equal(r.st.scratch, KV_LAYER_OFF);
 }
 
 /* ---- process creation ---- */
@@ -405,6 +435,7 @@ static void test_threads_work(void **state) {
   (void)state;
   struct kv_sandbox_opts o;
   opts_all(&o);
+  o.thread_names = 1; /* as for libcuda */
   struct res r;
   int status = run_child(&o, probe_threads, NULL, &r);
   expect_clean_exit(status, &r);
@@ -578,6 +609,7 @@ static void probe_files(void *ctx, struct res *r) {
   R(r, 9, chmod(inside, 0777));
   R(r, 10, mkdir(fx.outside_dir, 0700));
   R(r, 11, read_file("/sys/devices/system/cpu/online", buf, sizeof buf));
+  R(r, 12, read_file(inside, r->text, sizeof r->text));
 }
 
 static void test_files_confined(void **state) {
@@ -591,10 +623,13 @@ static void test_files_confined(void **state) {
   assert_int_equal(access(fx.outside, F_OK), -1);
   assert_int_equal(errno, ENOENT);
   expect_ok(&r, 1, "write inside scratch");
-  char path[128], buf[64];
+  assert_int_equal(r.v[12], 7);
+  assert_string_equal(r.text, "inside\n");
+  /* On the worker's private tmpfs: nothing of it reaches the directory. */
+  char path[128];
   snprintf(path, sizeof path, "%s/ok.txt", fx.scratch);
-  assert_int_equal(read_file(path, buf, sizeof buf), 7);
-  assert_string_equal(buf, "inside\n");
+  assert_int_equal(r.st.scratch, KV_LAYER_ACTIVE);
+  assert_int_equal(access(path, F_OK), -1);
   expect_ok(&r, 2, "mkdir inside scratch");
   expect_fail(&r, 3, EACCES, "read /etc/passwd");
   expect_fail(&r, 4, EACCES, "open /root");
@@ -728,8 +763,8 @@ static void test_dlopen_candidate(void **state) {
   (void)state;
   struct dl_ctx d;
   char src[128], cmd[512];
-  snprintf(src, sizeof src, "%s/cand.c", fx.scratch);
-  snprintf(d.so, sizeof d.so, "%s/libcand.so", fx.scratch);
+  snprintf(src, sizeof src, "%s/cand.c", fx.objects);
+  snprintf(d.so, sizeof d.so, "%s/libcand.so", fx.objects);
   assert_int_equal(write_text(src, "#include <math.h>\n"
                                    "int kevo_probe(int x) { return x * 2 + (int)sqrt(4.0); }\n"),
                    0);
@@ -738,6 +773,7 @@ static void test_dlopen_candidate(void **state) {
     fail_msg("could not build the test object: %s", cmd);
   struct kv_sandbox_opts o;
   opts_all(&o);
+  o.read_paths[o.nread_paths++] = fx.objects;
   struct res r;
   int status = run_child(&o, probe_dlopen, &d, &r);
   expect_clean_exit(status, &r);
@@ -910,6 +946,524 @@ static void test_file_size_limit(void **state) {
   assert_int_equal(r.e[0], EFBIG);
 }
 
+/* ---- /proc/self/task/<tid>/mem: writes through every page protection ---- */
+
+/* A read-only page of this program, to aim at. */
+static const char ro_target[4096] __attribute__((aligned(4096))) = "kevo read-only";
+
+static void probe_proc_mem(void *ctx, struct res *r) {
+  const int *close_first = ctx;
+  char path[96];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/mem", (long)syscall(SYS_gettid));
+  int fd;
+  R(r, 0, fd = open(path, O_RDWR | O_CLOEXEC));
+  if (fd >= 0)
+    close(fd);
+  R(r, 1, fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC));
+  if (fd >= 0)
+    close(fd);
+  if (*close_first) {
+    R(r, 2, kv_sandbox_close_proc(&r->st));
+    R(r, 3, fd = open(path, O_RDWR | O_CLOEXEC));
+    if (fd >= 0) {
+      /* The attack the layer stops: rewrite a read-only page. */
+      r->v[4] = pwrite(fd, "forged", 6, (off_t)(uintptr_t)ro_target);
+      close(fd);
+    }
+    R(r, 5, read_file(path, r->text, 16) >= 0 || errno == EIO ? 0 : -1); /* reading stays */
+    R(r, 6, write_text("/dev/null", "x"));
+    char inside[128];
+    snprintf(inside, sizeof inside, "%s/after-close", fx.scratch);
+    R(r, 7, write_text(inside, "ok"));
+    R(r, 8, pthread_setname_np(pthread_self(), "kevo-self") == 0 ? 0 : -1);
+  }
+  r->v[9] = strcmp(ro_target, "kevo read-only") == 0;
+}
+
+static void test_proc_mem_not_writable(void **state) {
+  (void)state;
+  struct kv_sandbox_opts o;
+  struct res r;
+  int close_first = 0;
+  /* The cpu worker: never granted. */
+  opts_all(&o);
+  int status = run_child(&o, probe_proc_mem, &close_first, &r);
+  expect_clean_exit(status, &r);
+  expect_fail(&r, 0, EACCES, "open /proc/self/task/<tid>/mem for writing");
+  expect_fail(&r, 1, EACCES, "open /proc/self/mem for writing");
+  assert_int_equal(r.v[9], 1);
+  /* Granted for thread names (libcuda), then withdrawn. */
+  o.thread_names = 1;
+  close_first = 1;
+  status = run_child(&o, probe_proc_mem, &close_first, &r);
+  expect_clean_exit(status, &r);
+  expect_ok(&r, 0, "thread names granted: task/<tid>/mem opens (why it must be withdrawn)");
+  expect_ok(&r, 2, "kv_sandbox_close_proc");
+  expect_fail(&r, 3, EACCES, "task/<tid>/mem for writing after kv_sandbox_close_proc");
+  expect_ok(&r, 6, "write /dev/null after close_proc");
+  expect_ok(&r, 7, "write in scratch after close_proc");
+  expect_ok(&r, 8, "name the calling thread after close_proc");
+  assert_int_equal(r.v[9], 1);
+}
+
+/* ---- scratch: a private tmpfs with a size and an inode cap ---- */
+
+static sigjmp_buf bus_jmp;
+static void on_bus(int sig) {
+  (void)sig;
+  siglongjmp(bus_jmp, 1);
+}
+
+/* Fills scratch every way it can; v[] holds how far each way got. */
+static void probe_fill_scratch(void *ctx, struct res *r) {
+  (void)ctx;
+  signal(SIGXFSZ, SIG_IGN);
+  char path[160];
+  static char chunk[1 << 16];
+  memset(chunk, 'k', sizeof chunk);
+  /* 1. Many files of 1 MiB, written. */
+  long total = 0;
+  int err = 0;
+  for (int i = 0; i < 64 && !err; i++) {
+    snprintf(path, sizeof path, "%s/w%d", fx.scratch, i);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    for (int k = 0; k < 16; k++) {
+      ssize_t n = write(fd, chunk, sizeof chunk);
+      if (n < 0) {
+        err = errno;
+        break;
+      }
+      total += n;
+    }
+    close(fd);
+  }
+  r->v[0] = total;
+  r->e[0] = err;
+  for (int i = 0; i < 64; i++) {
+    snprintf(path, sizeof path, "%s/w%d", fx.scratch, i);
+    unlink(path);
+  }
+  /* 2. Through a shared mapping of a sparse file: SIGBUS at the cap. */
+  snprintf(path, sizeof path, "%s/mapped", fx.scratch);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const long len = 32L << 20;
+  volatile long touched = 0;
+  r->v[1] = -1;
+  if (fd >= 0 && ftruncate(fd, len) == 0) {
+    char *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      signal(SIGBUS, on_bus);
+      if (sigsetjmp(bus_jmp, 1) == 0) {
+        for (long off = 0; off < len; off += 4096) {
+          p[off] = 1;
+          touched = off + 4096;
+        }
+        r->e[1] = 0;
+      } else
+        r->e[1] = EFAULT; /* SIGBUS */
+      signal(SIGBUS, SIG_DFL);
+      munmap(p, (size_t)len);
+    }
+    r->v[1] = touched;
+  }
+  if (fd >= 0)
+    close(fd);
+  unlink(path);
+  /* 3. fallocate beyond the cap. */
+  snprintf(path, sizeof path, "%s/falloc", fx.scratch);
+  fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  R(r, 2, fallocate(fd, 0, 0, 16L << 20));
+  close(fd);
+  unlink(path);
+  /* 4. noexec: a file written there cannot be mapped executable. */
+  snprintf(path, sizeof path, "%s/code", fx.scratch);
+  fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0 && write(fd, chunk, 4096) == 4096) {
+    errno = 0;
+    void *x = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+    r->v[5] = x == MAP_FAILED ? -1 : 0;
+    r->e[5] = x == MAP_FAILED ? errno : 0;
+  }
+  if (fd >= 0)
+    close(fd);
+  unlink(path);
+  /* 5. Many empty files. */
+  int nfiles = 0;
+  err = 0;
+  for (; nfiles < 100000; nfiles++) {
+    snprintf(path, sizeof path, "%s/e%d", fx.scratch, nfiles);
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    close(fd);
+  }
+  r->v[3] = nfiles;
+  r->e[3] = err;
+  for (int i = 0; i < nfiles; i++) {
+    snprintf(path, sizeof path, "%s/e%d", fx.scratch, i);
+    unlink(path);
+  }
+  /* 6. A deep chain of directories. */
+  int dfd = open(fx.scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int depth = 0;
+  err = 0;
+  for (; dfd >= 0 && depth < 100000; depth++) {
+    if (mkdirat(dfd, "d", 0700) != 0) {
+      err = errno;
+      break;
+    }
+    int next = openat(dfd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    close(dfd);
+    dfd = next;
+  }
+  if (dfd >= 0)
+    close(dfd);
+  r->v[4] = depth;
+  r->e[4] = err;
+  struct statvfs vfs;
+  r->v[6] = statvfs(fx.scratch, &vfs) == 0 ? (long)(vfs.f_blocks * vfs.f_frsize) : -1;
+}
+
+static int dir_is_empty(const char *path) {
+  DIR *d = opendir(path);
+  if (!d)
+    return 0;
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      n++;
+  closedir(d);
+  return n == 0;
+}
+
+static void test_scratch_capped(void **state) {
+  (void)state;
+  struct kv_sandbox_opts o;
+  opts_all(&o);
+  o.scratch_bytes = 4 << 20;
+  o.scratch_inodes = 64;
+  struct res r;
+  int status = run_child(&o, probe_fill_scratch, NULL, &r);
+  expect_clean_exit(status, &r);
+  assert_int_equal(r.st.scratch, KV_LAYER_ACTIVE);
+  assert_true(r.st.scratch_bytes == 4 << 20);
+  assert_true(r.st.scratch_inodes == 64);
+  print_message("scratch of 4 MiB, 64 inodes: wrote %ld bytes (%s), mapped %ld (%s), "
+                "%ld files, %ld levels\n",
+                r.v[0], strerror(r.e[0]), r.v[1], r.e[1] ? "SIGBUS" : "no fault", r.v[3], r.v[4]);
+  /* Written: stops at the cap with ENOSPC. */
+  assert_true(r.v[0] > 0 && r.v[0] <= 4L << 20);
+  assert_int_equal(r.e[0], ENOSPC);
+  /* Through a mapping: SIGBUS at the cap, never 32 MiB. */
+  assert_true(r.v[1] >= 0 && r.v[1] <= 4L << 20);
+  assert_int_equal(r.e[1], EFAULT);
+  expect_fail(&r, 2, ENOSPC, "fallocate 16 MiB in a 4 MiB scratch");
+  /* Files and directories: at most the inode cap. */
+  assert_true(r.v[3] < 64);
+  assert_int_equal(r.e[3], ENOSPC);
+  assert_true(r.v[4] < 64);
+  assert_int_equal(r.e[4], ENOSPC);
+  expect_fail(&r, 5, EPERM, "mmap(PROT_EXEC) of a file written in scratch (noexec)");
+  assert_int_equal(r.v[6], 4L << 20);
+  /* And nothing of it is left in, or was ever seen from, the directory. */
+  assert_true(dir_is_empty(fx.scratch));
+}
+
+/* Without a mount namespace: reported, and files stay capped one by one. */
+static void probe_no_namespaces(void *ctx, struct res *r) {
+  /* Runs before the sandbox: refuse unshare as a kernel without user
+   * namespaces (or a container's filter) would. */
+  scmp_filter_ctx c = seccomp_init(SCMP_ACT_ALLOW);
+  if (!c || seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) != 0 ||
+      prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || seccomp_load(c) != 0)
+    _exit(4);
+  seccomp_release(c);
+  kv_sandbox_enter(ctx, &r->st);
+  probe_fsize(NULL, r);
+}
+
+static void test_scratch_fallback(void **state) {
+  (void)state;
+  struct kv_sandbox_opts o;
+  opts_all(&o);
+  o.netns = 0;
+  o.file_limit_bytes = 1 << 20;
+  struct res r;
+  int status = run_child(NULL, probe_no_namespaces, &o, &r);
+  expect_clean_exit(status, &r);
+  assert_int_equal(r.st.scratch, KV_LAYER_UNAVAILABLE);
+  assert_non_null(strstr(r.st.note, "RLIMIT_FSIZE"));
+  assert_true(r.st.file_limit_bytes == 1 << 20);
+  assert_int_equal(r.v[0], 1 << 20);
+  assert_int_equal(r.e[0], EFBIG);
+}
+
+/* ---- the lockdown after load ---- */
+
+struct lock_ctx {
+  char so[128];
+  char other[128]; /* a second object, to load after the lock */
+};
+
+/* The main program's PT_GNU_RELRO (its GOT under full RELRO). */
+static int find_relro(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uintptr_t *range = arg;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+      range[0] = (uintptr_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr) & ~4095UL;
+      range[1] =
+          (uintptr_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz) &
+          ~4095UL;
+    }
+  return 1; /* the first object is the main program */
+}
+
+static pthread_barrier_t lock_bar;
+static volatile long early_thread_mmap_exec, early_thread_mem;
+static volatile int early_thread_errno, early_thread_mem_errno;
+
+/* Created before the lock: the filter must reach it too. */
+static void *early_thread(void *arg) {
+  (void)arg;
+  pthread_barrier_wait(&lock_bar);
+  pthread_barrier_wait(&lock_bar);
+  errno = 0;
+  void *p =
+      mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  early_thread_mmap_exec = p == MAP_FAILED ? -1 : 0;
+  early_thread_errno = errno;
+  /* With thread names granted, this thread keeps Landlock's older domain
+   * (before ABI 8): the lock's seccomp filter must stop it. */
+  char path[96];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/mem", (long)syscall(SYS_gettid));
+  errno = 0;
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  early_thread_mem = fd;
+  early_thread_mem_errno = errno;
+  if (fd >= 0)
+    close(fd);
+  return NULL;
+}
+
+/* malloc in many sizes (arenas grow by mprotect, big blocks are mmapped). */
+static void *malloc_thread(void *arg) {
+  long ok = 1;
+  for (int round = 0; round < 200; round++) {
+    void *p[16];
+    for (int i = 0; i < 16; i++) {
+      size_t n = (size_t)(16 << (i % 16)) + (size_t)round; /* 16 B .. 512 KiB */
+      p[i] = malloc(n);
+      if (!p[i])
+        ok = 0;
+      else
+        memset(p[i], i, n);
+    }
+    for (int i = 0; i < 16; i++)
+      free(p[i]);
+  }
+  void *big = malloc(64 << 20);
+  if (!big)
+    ok = 0;
+  else
+    memset(big, 1, 64 << 20);
+  free(big);
+  *(long *)arg = ok;
+  return NULL;
+}
+
+static void probe_lock(void *ctx, struct res *r) {
+  struct lock_ctx *d = ctx;
+  void *h = dlopen(d->so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(r->text, sizeof r->text, "%s", dlerror());
+    return;
+  }
+  int (*fn)(int) = (int (*)(int))dlsym(h, "kevo_probe");
+  pthread_t early;
+  pthread_barrier_init(&lock_bar, NULL, 2);
+  pthread_create(&early, NULL, early_thread, NULL);
+  pthread_barrier_wait(&lock_bar);
+  char before[160];
+  snprintf(before, sizeof before, "%s/opened-before", fx.scratch);
+  int wfd = open(before, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+  R(r, 0, kv_sandbox_lock_exec(&r->st));
+
+  pthread_barrier_wait(&lock_bar);
+  pthread_join(early, NULL);
+  r->v[1] = early_thread_mmap_exec;
+  r->e[1] = early_thread_errno;
+
+  uintptr_t code = (uintptr_t)fn & ~4095UL;
+  R(r, 2, mprotect((void *)code, 4096, PROT_READ | PROT_WRITE | PROT_EXEC));
+  R(r, 3, mprotect((void *)code, 4096, PROT_READ | PROT_WRITE)); /* sealed */
+  uintptr_t relro[2] = {0, 0};
+  dl_iterate_phdr(find_relro, relro);
+  R(r, 4, relro[0] ? mprotect((void *)relro[0], 4096, PROT_READ | PROT_WRITE) : -2);
+  void *p;
+  R(r, 5,
+    (p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED
+        ? -1
+        : 0);
+  /* Data stays data: RW mappings and mprotect among RW, R and none. */
+  char *rw = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  r->v[6] = rw != MAP_FAILED;
+  if (rw != MAP_FAILED) {
+    rw[0] = 1;
+    R(r, 7, mprotect(rw, 4096, PROT_READ));
+    R(r, 8, mprotect(rw, 4096, PROT_NONE));
+    R(r, 9, mprotect(rw, 4096, PROT_READ | PROT_WRITE));
+    R(r, 10, mprotect(rw, 4096, PROT_READ | PROT_WRITE | PROT_EXEC));
+    R(r, 11, syscall(SYS_pkey_mprotect, rw, 4096, PROT_READ | PROT_EXEC, -1));
+  }
+  /* memfd: writable and mappable, never executable. */
+  int mfd = (int)syscall(SYS_memfd_create, "kevo", 0);
+  if (mfd >= 0 && ftruncate(mfd, 4096) == 0)
+    R(r, 12, mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, mfd, 0) == MAP_FAILED ? -1 : 0);
+  if (mfd >= 0)
+    close(mfd);
+  int shm = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  if (shm >= 0) {
+    R(r, 13, shmat(shm, NULL, SHM_EXEC) == (void *)-1 ? -1 : 0);
+    shmctl(shm, IPC_RMID, NULL);
+  } else
+    r->v[13] = -2;
+  /* No more code: a second object does not load. */
+  void *h2 = dlopen(d->other, RTLD_NOW | RTLD_LOCAL);
+  r->v[14] = h2 != NULL;
+  /* What must keep working: the loaded code, threads, malloc, OpenMP. */
+  r->v[15] = fn ? fn(20) : -1;
+  pthread_t t[8];
+  long ok[8] = {0};
+  for (int i = 0; i < 8; i++)
+    r->v[16] += pthread_create(&t[i], NULL, malloc_thread, &ok[i]) == 0;
+  for (int i = 0; i < 8; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < 8; i++)
+    r->v[17] += ok[i];
+  int team = 0;
+#if defined(__clang__)
+  team = 4; /* LLVM's libomp registers itself in /dev/shm, which Landlock refuses */
+#else
+#pragma omp parallel num_threads(4)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+  }
+#endif
+  r->v[18] = team;
+  /* The main program's read-only page cannot be rewritten through /proc. */
+  char path[96];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/mem", (long)syscall(SYS_gettid));
+  int fd;
+  R(r, 19, fd = open(path, O_RDWR | O_CLOEXEC));
+  if (fd >= 0)
+    close(fd);
+  r->v[20] = strcmp(ro_target, "kevo read-only") == 0;
+  r->v[21] = r->st.sealed;
+  r->v[22] = early_thread_mem;
+  r->e[22] = early_thread_mem_errno;
+  /* Files: read as before; none opened for writing; one opened before the
+   * lock still written. */
+  char buf[64];
+  R(r, 23, read_file("/proc/self/status", buf, sizeof buf));
+  char after[160];
+  snprintf(after, sizeof after, "%s/opened-after", fx.scratch);
+  R(r, 24, open(after, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  R(r, 25, open(before, O_RDWR | O_CLOEXEC));
+  R(r, 26, wfd >= 0 ? write(wfd, "ok", 2) : -1);
+  if (wfd >= 0)
+    close(wfd);
+  /* READ_IMPLIES_EXEC would make every readable mapping executable. */
+  R(r, 27, personality(READ_IMPLIES_EXEC));
+}
+
+static void build_object(const char *so, const char *body) {
+  char src[160], cmd[512];
+  snprintf(src, sizeof src, "%s.c", so);
+  assert_int_equal(write_text(src, body), 0);
+  snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -o '%s' '%s' -lm", so, src);
+  if (system(cmd) != 0)
+    fail_msg("could not build the test object: %s", cmd);
+}
+
+static void check_lock(const struct res *r, int thread_names) {
+  if (r->v[0] != 0)
+    fail_msg("kv_sandbox_lock_exec failed: %s (%s)", r->st.note, r->text);
+  assert_int_equal(r->st.exec_lock, KV_LAYER_ACTIVE);
+  print_message("lock_exec (thread_names=%d): %d segments sealed; note '%s'\n", thread_names,
+                r->st.sealed, r->st.note);
+  expect_fail(r, 1, EPERM, "mmap(PROT_EXEC) from a thread created before the lock");
+  expect_fail(r, 2, EPERM, "mprotect(code, RWX)");
+  if (r->v[21] > 0) {
+    expect_fail(r, 3, EPERM, "mprotect(code, RW) of a sealed object");
+    expect_fail(r, 4, EPERM, "mprotect(main program's RELRO, RW)");
+  } else
+    print_message("no mseal here: code and RELRO can still be made writable\n");
+  expect_fail(r, 5, EPERM, "mmap(anonymous, PROT_EXEC)");
+  assert_int_equal(r->v[6], 1);
+  expect_ok(r, 7, "mprotect(RW -> R)");
+  expect_ok(r, 8, "mprotect(R -> none)");
+  expect_ok(r, 9, "mprotect(none -> RW)");
+  expect_fail(r, 10, EPERM, "mprotect(data, RWX)");
+  expect_fail(r, 11, EPERM, "pkey_mprotect(data, RX)");
+  expect_fail(r, 12, EPERM, "mmap(memfd, PROT_EXEC)");
+  if (r->v[13] != -2)
+    expect_fail(r, 13, EPERM, "shmat(SHM_EXEC)");
+  assert_int_equal(r->v[14], 0);
+  assert_int_equal(r->v[15], 42);
+  assert_int_equal(r->v[16], 8);
+  assert_int_equal(r->v[17], 8);
+  assert_int_equal(r->v[18], 4);
+  expect_fail(r, 19, EPERM, "open task/<tid>/mem for writing after the lock");
+  assert_int_equal(r->v[20], 1);
+  expect_fail(r, 22, EPERM, "open task/<tid>/mem for writing from a thread made before the lock");
+  expect_ok(r, 23, "read a file after the lock");
+  expect_fail(r, 24, EPERM, "create a file after the lock");
+  expect_fail(r, 25, EPERM, "open a file for writing after the lock");
+  assert_int_equal(r->v[26], 2);
+  expect_fail(r, 27, EPERM, "personality(READ_IMPLIES_EXEC)");
+}
+
+static void test_lock_exec(void **state) {
+  (void)state;
+  struct lock_ctx d;
+  snprintf(d.so, sizeof d.so, "%s/libcand.so", fx.objects);
+  snprintf(d.other, sizeof d.other, "%s/libother.so", fx.objects);
+  build_object(d.so, "#include <math.h>\n"
+                     "int kevo_probe(int x) { return x * 2 + (int)sqrt(4.0); }\n");
+  build_object(d.other, "int kevo_other(void) { return 7; }\n");
+  struct kv_sandbox_opts o;
+  struct res r;
+  for (int names = 0; names <= 1; names++) {
+    opts_all(&o);
+    o.read_paths[o.nread_paths++] = fx.objects;
+    o.thread_names = names; /* the cuda worker's case: closed by the lock */
+    int status = run_child(&o, probe_lock, &d, &r);
+    expect_clean_exit(status, &r);
+    check_lock(&r, names);
+  }
+  /* Without the sandbox at all (kevo-worker --no-sandbox): the lock alone. */
+  int status = run_child(NULL, probe_lock, &d, &r);
+  expect_clean_exit(status, &r);
+  if (r.v[0] != 0)
+    fail_msg("kv_sandbox_lock_exec alone failed: %s", r.st.note);
+  expect_fail(&r, 2, EPERM, "alone: mprotect(code, RWX)");
+  expect_fail(&r, 5, EPERM, "alone: mmap(PROT_EXEC)");
+  expect_fail(&r, 24, EPERM, "alone: create a file");
+  expect_fail(&r, 27, EPERM, "alone: personality(READ_IMPLIES_EXEC)");
+  assert_int_equal(r.v[15], 42);
+  assert_int_equal(r.v[17], 8);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   /* /proc/<pid>/environ shows the environment a process started with, so
@@ -931,6 +1485,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_abort_kills_self, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dlopen_candidate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_size_limit, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_proc_mem_not_writable, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scratch_capped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scratch_fallback, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lock_exec, setup, teardown),
       cmocka_unit_test_setup_teardown(test_layer_landlock_alone, setup, teardown),
       cmocka_unit_test_setup_teardown(test_layer_seccomp_alone, setup, teardown),
       cmocka_unit_test_setup_teardown(test_layer_netns_alone, setup, teardown),

@@ -3,9 +3,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kevo/util.h"
@@ -121,6 +129,219 @@ static void test_run_missing(void **state) {
   assert_non_null(strstr(err, "kevo-no-such-program"));
 }
 
+/* ---- kv_rmtree against trees a hostile candidate can build ---- */
+
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d)
+    return -1;
+  int n = 0;
+  while (readdir(d))
+    n++;
+  closedir(d);
+  return n;
+}
+
+/* The descriptor limit of a worker that gives up, and lower: 64. */
+static struct rlimit saved_nofile;
+
+static void lower_nofile(void) {
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved_nofile), 0);
+  struct rlimit rl = {64, saved_nofile.rlim_max};
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
+static void restore_nofile(void) {
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved_nofile), 0);
+}
+
+static void touch_at(int dfd, const char *name) {
+  int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "x", 1), 1);
+  close(fd);
+}
+
+/* dir/d/d/d/... `depth` levels, built with two descriptors; a file every 997
+ * levels, and `outside` linked in at a few levels when given. */
+static void build_chain(const char *dir, int depth, const char *outside) {
+  int cur = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true(cur >= 0);
+  for (int i = 0; i < depth; i++) {
+    if (mkdirat(cur, "d", 0700) != 0)
+      fail_msg("mkdir at depth %d: %s", i, strerror(errno));
+    if (i % 997 == 0)
+      touch_at(cur, "f");
+    if (outside && i % 9973 == 0)
+      assert_int_equal(symlinkat(outside, cur, "out"), 0);
+    int next = openat(cur, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(next >= 0);
+    close(cur);
+    cur = next;
+  }
+  touch_at(cur, "bottom");
+  close(cur);
+}
+
+static void test_rmtree_deep(void **state) {
+  (void)state;
+  char dir[4096], err[256];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-rmtree-deep", dir, sizeof dir, err, sizeof err), 0);
+  build_chain(dir, 30000, NULL);
+  int before = open_fds();
+  lower_nofile();
+  double t0 = kv_now_s();
+  int rc = kv_rmtree(dir);
+  int e = errno;
+  double dt = kv_now_s() - t0;
+  restore_nofile();
+  if (rc != 0)
+    fail_msg("kv_rmtree of a 30000-deep chain: %s", strerror(e));
+  assert_false(kv_path_exists(dir));
+  assert_int_equal(open_fds(), before);
+  print_message("30000-deep chain removed in %.2f s with RLIMIT_NOFILE 64\n", dt);
+}
+
+static void test_rmtree_wide(void **state) {
+  (void)state;
+  char dir[4096], err[256];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-rmtree-wide", dir, sizeof dir, err, sizeof err), 0);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true(dfd >= 0);
+  /* 100000 entries: 90000 files and 10000 directories, each holding a file
+   * and a short chain (the walk leaves the wide directory 10000 times). */
+  char name[64];
+  for (int i = 0; i < 100000; i++) {
+    snprintf(name, sizeof name, "entry-%06d", i);
+    if (i % 10) {
+      touch_at(dfd, name);
+      continue;
+    }
+    assert_int_equal(mkdirat(dfd, name, 0700), 0);
+    int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(sub >= 0);
+    touch_at(sub, "f");
+    assert_int_equal(mkdirat(sub, "g", 0700), 0);
+    assert_int_equal(mkdirat(sub, "g/h", 0700), 0);
+    touch_at(sub, "g/h/f");
+    close(sub);
+  }
+  close(dfd);
+  int before = open_fds();
+  lower_nofile();
+  double t0 = kv_now_s();
+  int rc = kv_rmtree(dir);
+  int e = errno;
+  double dt = kv_now_s() - t0;
+  restore_nofile();
+  if (rc != 0)
+    fail_msg("kv_rmtree of a directory of 100000 entries: %s", strerror(e));
+  assert_false(kv_path_exists(dir));
+  assert_int_equal(open_fds(), before);
+  print_message("100000 entries (10000 of them directories) removed in %.2f s\n", dt);
+}
+
+static void test_rmtree_symlinks_not_followed(void **state) {
+  (void)state;
+  char tree[4096], outside[4096], err[256], path[4300];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-rmtree-tree", tree, sizeof tree, err, sizeof err), 0);
+  assert_int_equal(
+      kv_mkdtemp("/tmp", "kevo-rmtree-outside", outside, sizeof outside, err, sizeof err), 0);
+  snprintf(path, sizeof path, "%s/keep", outside);
+  assert_int_equal(kv_write_file(path, "keep", 4, err, sizeof err), 0);
+  snprintf(path, sizeof path, "%s/sub", outside);
+  assert_int_equal(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/sub/keep", outside);
+  assert_int_equal(kv_write_file(path, "keep", 4, err, sizeof err), 0);
+
+  /* Links to the outside directory, to a file in it, and dangling, at the
+   * top and deep down a chain. */
+  snprintf(path, sizeof path, "%s/to-dir", tree);
+  assert_int_equal(symlink(outside, path), 0);
+  snprintf(path, sizeof path, "%s/to-file", tree);
+  char target[4300];
+  snprintf(target, sizeof target, "%s/keep", outside);
+  assert_int_equal(symlink(target, path), 0);
+  snprintf(path, sizeof path, "%s/dangling", tree);
+  assert_int_equal(symlink("/nonexistent/kevo", path), 0);
+  build_chain(tree, 20000, outside);
+
+  lower_nofile();
+  int rc = kv_rmtree(tree);
+  int e = errno;
+  restore_nofile();
+  if (rc != 0)
+    fail_msg("kv_rmtree: %s", strerror(e));
+  assert_false(kv_path_exists(tree));
+  snprintf(path, sizeof path, "%s/keep", outside);
+  assert_true(kv_path_exists(path));
+  snprintf(path, sizeof path, "%s/sub/keep", outside);
+  assert_true(kv_path_exists(path));
+
+  /* A symlink given as the tree itself: the link goes, not its target. */
+  snprintf(path, sizeof path, "%s-link", outside);
+  assert_int_equal(symlink(outside, path), 0);
+  assert_int_equal(kv_rmtree(path), 0);
+  struct stat sb;
+  assert_int_equal(lstat(path, &sb), -1);
+  snprintf(path, sizeof path, "%s/sub/keep", outside);
+  assert_true(kv_path_exists(path));
+
+  /* A plain file, a trailing slash, a missing path. */
+  snprintf(path, sizeof path, "%s/keep", outside);
+  assert_int_equal(kv_rmtree(path), 0);
+  assert_false(kv_path_exists(path));
+  snprintf(path, sizeof path, "%s/", outside);
+  assert_int_equal(kv_rmtree(path), 0);
+  assert_false(kv_path_exists(outside));
+  assert_int_equal(kv_rmtree(outside), -1);
+  assert_int_equal(errno, ENOENT);
+}
+
+/* A mount inside the tree is not crossed (where this test may mount: in a
+ * child, in its own mount namespace). */
+static void test_rmtree_stops_at_mounts(void **state) {
+  (void)state;
+  char dir[4096], err[256], path[4300];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-rmtree-mnt", dir, sizeof dir, err, sizeof err), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+      _exit(77);
+    snprintf(path, sizeof path, "%s/a", dir);
+    if (mkdir(path, 0700) != 0)
+      _exit(1);
+    snprintf(path, sizeof path, "%s/a/m", dir);
+    if (mkdir(path, 0700) != 0 || mount("kevo-test", path, "tmpfs", 0, "size=1m") != 0)
+      _exit(77);
+    snprintf(path, sizeof path, "%s/a/m/other-fs", dir);
+    if (kv_write_file(path, "x", 1, err, sizeof err) != 0)
+      _exit(2);
+    int rc = kv_rmtree(dir);
+    int e = errno;
+    if (rc != -1 || (e != EXDEV && e != EBUSY))
+      _exit(3);
+    if (!kv_path_exists(path))
+      _exit(4); /* it went into the other file system */
+    umount(path);
+    snprintf(path, sizeof path, "%s/a/m", dir);
+    umount(path);
+    _exit(kv_rmtree(dir) == 0 && !kv_path_exists(dir) ? 0 : 5);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    kv_rmtree(dir);
+    skip();
+  }
+  if (WEXITSTATUS(status) != 0)
+    fail_msg("mount test: step %d failed", WEXITSTATUS(status));
+  assert_false(kv_path_exists(dir));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buf_cap),
@@ -130,6 +351,10 @@ int main(void) {
       cmocka_unit_test(test_run_deadline_kills_group),
       cmocka_unit_test(test_run_flood_capped),
       cmocka_unit_test(test_run_missing),
+      cmocka_unit_test(test_rmtree_deep),
+      cmocka_unit_test(test_rmtree_wide),
+      cmocka_unit_test(test_rmtree_symlinks_not_followed),
+      cmocka_unit_test(test_rmtree_stops_at_mounts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -192,30 +192,243 @@ int kv_mkdirs(const char *path, mode_t mode, char *err, size_t errlen) {
   return 0;
 }
 
-static int rmtree_at(int dirfd, const char *name) {
-  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return unlinkat(dirfd, name, 0);
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    close(fd);
-    return -1;
+/* ---- rm -rf with a bounded number of descriptors ----
+ *
+ * The tree may have been built by a hostile candidate: a chain of directories
+ * deeper than the descriptor limit, directories of a hundred thousand
+ * entries, symlinks pointing out of the tree. So the walk is iterative and
+ * holds at most three descriptors whatever the depth: it goes down with
+ * openat(O_NOFOLLOW) one level at a time, closing the parent, and back up
+ * with "..", checking that the directory reached is the one it came from
+ * (device and inode, remembered per level: 32 bytes a level, no names). It
+ * never follows a symlink (it unlinks the link), never crosses into another
+ * file system, and resumes a directory where it left it (the entry's offset)
+ * so that a wide directory costs one pass, then checks it once from the start
+ * before removing it. */
+
+struct rm_level {
+  ino_t ino;  /* of this directory */
+  off_t at;   /* where the entry we went down into starts */
+  off_t next; /* where the entry after it starts */
+  int failed; /* something below could not be removed */
+};
+
+struct rm_walk {
+  struct rm_level *lv;
+  size_t cap;
+  dev_t dev;
+  int failed, err; /* the first errno that made something stay */
+};
+
+static void rm_fail(struct rm_walk *w, int err) {
+  if (!w->failed)
+    w->err = err;
+  w->failed = 1;
+}
+
+/* Removes a non-directory, or an empty directory; 1 when `name` is a
+ * directory with something in it, 0 when removed or gone, -1 on failure. */
+static int rm_entry(int dfd, const char *name, unsigned char type) {
+  if (type != DT_DIR && type != DT_UNKNOWN) {
+    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+      return 0;
+    if (errno != EISDIR)
+      return -1;
   }
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+  if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+    return 0;
+  if (errno == ENOTEMPTY || errno == EEXIST)
+    return 1;
+  if (errno == ENOTDIR) /* not (or no longer) a directory */
+    return unlinkat(dfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
+  return -1;
+}
+
+/* Empties the directory open as `root` (which it closes). */
+static void rm_contents(int root, struct rm_walk *w) {
+  enum { BUF = 64 * 1024 };
+  char *buf = malloc(BUF);
+  struct stat sb;
+  if (!buf || fstat(root, &sb) != 0) {
+    rm_fail(w, buf ? errno : ENOMEM);
+    free(buf);
+    close(root);
+    return;
+  }
+  w->dev = sb.st_dev;
+  size_t depth = 0;
+  w->lv[0] = (struct rm_level){.ino = sb.st_ino};
+  int cur = root;
+  for (;;) {
+    struct rm_level *l = &w->lv[depth];
+    off_t start = l->at;
+    int down = -1; /* descriptor of the directory to go down into */
+    ino_t down_ino = 0;
+    if (lseek(cur, start, SEEK_SET) < 0) {
+      start = 0;
+      lseek(cur, 0, SEEK_SET);
+    }
+    off_t pos = start;
+    ssize_t n = 0;
+    /* A pass stops at the first directory with something in it and goes
+     * down into it; coming back, it resumes there with a small read (the
+     * next such directory may be near), doubling while it meets none. */
+    size_t want = start == 0 ? BUF : 2048;
+    while (down < 0 && (n = getdents64(cur, buf, want)) > 0) {
+      if (want < BUF)
+        want *= 2;
+      for (ssize_t i = 0; i < n;) {
+        struct dirent64 *e = (struct dirent64 *)(buf + i);
+        i += e->d_reclen;
+        off_t here = pos;
+        pos = e->d_off;
+        const char *name = e->d_name;
+        if (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2])))
+          continue;
+        int r = rm_entry(cur, name, e->d_type);
+        if (r < 0) {
+          rm_fail(w, errno);
+          l->failed = 1;
+        }
+        if (r <= 0)
+          continue;
+        int fd = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+          /* Replaced by a symlink or a file since: unlink that instead. */
+          if ((errno == ELOOP || errno == ENOTDIR) && unlinkat(cur, name, 0) == 0)
+            continue;
+          rm_fail(w, errno);
+          l->failed = 1;
+          continue;
+        }
+        if (fstat(fd, &sb) != 0 || sb.st_dev != w->dev) {
+          rm_fail(w, EXDEV); /* a mount point: never cross it */
+          l->failed = 1;
+          close(fd);
+          continue;
+        }
+        if (depth + 1 >= w->cap) {
+          size_t cap = w->cap * 2;
+          struct rm_level *lv = realloc(w->lv, cap * sizeof *lv);
+          if (!lv) {
+            rm_fail(w, ENOMEM);
+            l->failed = 1;
+            close(fd);
+            continue;
+          }
+          w->lv = lv;
+          w->cap = cap;
+          l = &w->lv[depth];
+        }
+        l->at = here;
+        l->next = e->d_off;
+        down = fd;
+        down_ino = sb.st_ino;
+        break;
+      }
+    }
+    if (down >= 0) {
+      close(cur);
+      cur = down;
+      depth++;
+      w->lv[depth] = (struct rm_level){.ino = down_ino};
       continue;
-    if (e->d_type == DT_DIR)
-      rmtree_at(fd, e->d_name);
-    else
-      unlinkat(fd, e->d_name, 0);
+    }
+    if (n < 0) {
+      rm_fail(w, errno);
+      l->failed = 1;
+    }
+    /* A pass that began mid-directory: once more from the start, unless
+     * something here stays anyway (which also rules out looping on it). */
+    if (start != 0 && !l->failed) {
+      l->at = 0;
+      continue;
+    }
+    if (depth == 0)
+      break;
+    /* Up: ".." must be the directory we came down from. */
+    int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct rm_level *p = &w->lv[depth - 1];
+    if (up < 0 || fstat(up, &sb) != 0 || sb.st_dev != w->dev || sb.st_ino != p->ino) {
+      rm_fail(w, up < 0 ? errno : ESTALE); /* moved away under us: stop */
+      if (up >= 0)
+        close(up);
+      break;
+    }
+    close(cur);
+    cur = up;
+    /* The directory we left is empty now (it is removed when the pass meets
+     * it again), unless something in it stayed: then skip it. */
+    if (l->failed) {
+      p->failed = 1;
+      p->at = p->next;
+    }
+    depth--;
   }
-  closedir(d);
-  return unlinkat(dirfd, name, AT_REMOVEDIR);
+  close(cur);
+  free(buf);
 }
 
 int kv_rmtree(const char *path) {
-  return rmtree_at(AT_FDCWD, path);
+  char dir[PATH_MAX];
+  size_t len = strlen(path);
+  while (len > 1 && path[len - 1] == '/')
+    len--;
+  if (len == 0 || len >= sizeof dir) {
+    errno = len ? ENAMETOOLONG : ENOENT;
+    return -1;
+  }
+  memcpy(dir, path, len);
+  dir[len] = 0;
+  char *slash = strrchr(dir, '/');
+  const char *name = dir;
+  int base = AT_FDCWD;
+  if (slash && slash[1]) {
+    name = slash + 1;
+    if (slash == dir)
+      base = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    else {
+      *slash = 0;
+      base = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (base < 0)
+      return -1;
+  } else if (slash) {
+    errno = EBUSY; /* "/" itself */
+    return -1;
+  }
+  if (!strcmp(name, ".") || !strcmp(name, "..")) {
+    if (base != AT_FDCWD)
+      close(base);
+    errno = EINVAL;
+    return -1;
+  }
+  int rc = -1, saved = 0;
+  int root = openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (root < 0) {
+    /* A file or a symlink (never followed): unlink it. */
+    if (errno == ENOTDIR || errno == ELOOP)
+      rc = unlinkat(base, name, 0);
+    saved = errno;
+  } else {
+    struct rm_walk w = {.cap = 64};
+    w.lv = malloc(w.cap * sizeof *w.lv);
+    if (!w.lv) {
+      close(root);
+      saved = ENOMEM;
+    } else {
+      rm_contents(root, &w);
+      free(w.lv);
+      rc = unlinkat(base, name, AT_REMOVEDIR);
+      saved = w.failed ? w.err : errno;
+      if (w.failed)
+        rc = -1;
+    }
+  }
+  if (base != AT_FDCWD)
+    close(base);
+  errno = saved;
+  return rc;
 }
 
 int kv_path_exists(const char *path) {
