@@ -22,6 +22,7 @@ int cmd_runs(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -37,6 +37,10 @@ static const struct kv_command commands[] = {
     {"rules", cmd_rules,
      "kevo rules list [--all] | show ID | export FILE | import FILE  [--db PATH]",
      "the validity rules learnt from failures (list shows those seen at least twice)"},
+    {"import", cmd_import,
+     "kevo import [-o OUTDIR] [--jobs N] [--deadline S] [--max-gib G] [--python PATH] [--force] "
+     "FILE.py|DIR...",
+     "write a task for each KernelBench-style PyTorch module (a DIR: every *.py in it)"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
 };

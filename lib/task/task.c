@@ -987,10 +987,17 @@ int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen
   if (rc < 0)
     return -1;
   if (stat(ref, &st) != 0 || !S_ISREG(st.st_mode)) {
-    kvt_seterr(err, errlen,
-               "%s: not found; write the CPU reference there, defining void %s(...) as in the "
-               "task's prototype",
-               ref, t->entry);
+    char py[4096]; /* kevo import writes reference.py: no C reference to load yet */
+    if (join_path(py, sizeof py, dir, "reference.py") == 0 && stat(py, &st) == 0)
+      kvt_seterr(err, errlen,
+                 "%s: this task's reference is reference.py (PyTorch): the torch "
+                 "reference worker is not available yet; write reference.c by hand meanwhile",
+                 dir);
+    else
+      kvt_seterr(err, errlen,
+                 "%s: not found; write the CPU reference there, defining void %s(...) as in the "
+                 "task's prototype",
+                 ref, t->entry);
     kv_task_free(t);
     return -1;
   }

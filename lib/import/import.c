@@ -1,0 +1,309 @@
+/* One module in, one task directory out: find the helper, run it as a child
+ * with a deadline and a scrubbed environment, turn its reply into task.json,
+ * write everything into a temporary directory and rename it into place. */
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kevo/import.h"
+#include "kevo/util.h"
+
+#ifndef KEVO_SOURCE_DIR
+#define KEVO_SOURCE_DIR "."
+#endif
+
+void kv_import_opts_default(struct kv_import_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->deadline_s = 120;
+  o->max_bytes = (int64_t)2 << 30;
+  o->check_bytes = (int64_t)64 << 20;
+  o->threads = 1;
+}
+
+int kv_import_find_helper(char *out, size_t cap, char *err, size_t errlen) {
+  const char *e = getenv("KEVO_IMPORT_HELPER");
+  if (e && *e) {
+    if (!kv_path_exists(e))
+      return kv_error(err, errlen,
+                      "KEVO_IMPORT_HELPER=%s: not found; point it at python/kevo_import.py", e);
+    snprintf(out, cap, "%s", e);
+    return 0;
+  }
+  char dir[PATH_MAX], cand[PATH_MAX + 64];
+  if (kv_exe_dir(dir, sizeof dir) == 0) {
+    const char *rel[] = {"/kevo_import.py", "/../share/kevo/kevo_import.py"};
+    for (size_t i = 0; i < KV_ARRAY_LEN(rel); i++) {
+      snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
+      if (kv_path_exists(cand)) {
+        snprintf(out, cap, "%s", cand);
+        return 0;
+      }
+    }
+  }
+  snprintf(cand, sizeof cand, "%s/python/kevo_import.py", KEVO_SOURCE_DIR);
+  if (kv_path_exists(cand)) {
+    snprintf(out, cap, "%s", cand);
+    return 0;
+  }
+  return kv_error(err, errlen,
+                  "kevo_import.py: not found beside the kevo executable nor in the source tree; "
+                  "rebuild kevo or set KEVO_IMPORT_HELPER to python/kevo_import.py");
+}
+
+void kv_import_task_name(const char *path, char *out, size_t cap) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  size_t n = strlen(b);
+  if (n > 3 && !strcmp(b + n - 3, ".py"))
+    n -= 3;
+  size_t k = 0;
+  for (size_t i = 0; i < n && k + 1 < cap && k < 63; i++) {
+    char c = b[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '-' || c == '.';
+    out[k++] = ok ? c : '_';
+  }
+  if (k == 0 && cap > 1)
+    out[k++] = '_';
+  if (cap)
+    out[k < cap ? k : cap - 1] = 0;
+}
+
+static int skip(struct kv_import_result *r, const char *cause, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int skip(struct kv_import_result *r, const char *cause, const char *fmt, ...) {
+  r->ok = 0;
+  snprintf(r->cause, sizeof r->cause, "%s", cause);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+/* The last few lines of the child's output, on one line. */
+static void tail_of(const char *s, size_t n, char *out, size_t cap) {
+  size_t start = n > 400 ? n - 400 : 0;
+  size_t k = 0;
+  for (size_t i = start; i < n && k + 1 < cap; i++)
+    out[k++] = (s[i] == '\n' || s[i] == '\r' || s[i] == '\t') ? ' ' : s[i];
+  while (k > 0 && out[k - 1] == ' ')
+    k--;
+  out[k] = 0;
+}
+
+static int write_task(const char *dir, const char *name, const char *json, const char *src,
+                      size_t srclen, const char *py_path, const char *readme_extra, char *err,
+                      size_t errlen) {
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/task.json", dir);
+  if (kv_write_file(p, json, strlen(json), err, errlen) < 0)
+    return -1;
+  snprintf(p, sizeof p, "%s/reference.py", dir);
+  if (kv_write_file(p, src, srclen, err, errlen) < 0)
+    return -1;
+  char abs[PATH_MAX], hex[65], when[32], readme[PATH_MAX + 1024];
+  if (!realpath(py_path, abs))
+    snprintf(abs, sizeof abs, "%s", py_path);
+  kv_sha256_hex(src, srclen, hex);
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(when, sizeof when, "%Y-%m-%d", &tm);
+  int n = snprintf(readme, sizeof readme,
+                   "%s: imported by `kevo import` on %s from %s (sha256 %.16s); reference.py is "
+                   "that file verbatim%s.\n",
+                   name, when, abs, hex, readme_extra);
+  snprintf(p, sizeof p, "%s/README.md", dir);
+  return kv_write_file(p, readme, (size_t)(n < (int)sizeof readme ? n : (int)sizeof readme - 1),
+                       err, errlen);
+}
+
+int kv_import_module(const struct kv_import_opts *o, const char *py_path, const char *outdir,
+                     struct kv_import_result *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  double t0 = kv_now_s();
+  kv_import_task_name(py_path, r->name, sizeof r->name);
+  char helper[PATH_MAX];
+  if (o->helper)
+    snprintf(helper, sizeof helper, "%s", o->helper);
+  else if (kv_import_find_helper(helper, sizeof helper, err, errlen) < 0)
+    return -1;
+  const char *py = o->python;
+  if (!py || !*py)
+    py = getenv("KEVO_PYTHON");
+  if (!py || !*py)
+    py = "python3";
+
+  char *src = NULL;
+  size_t srclen = 0;
+  char rerr[512];
+  struct stat st;
+  if (stat(py_path, &st) != 0)
+    return skip(r, "read", "%s: cannot read it (%s); check the path", py_path, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return skip(r, "read", "%s: not a regular file; pass a .py module or a directory of them",
+                py_path);
+  if (st.st_size > KV_IMPORT_MAX_SOURCE)
+    return skip(r, "read",
+                "%s: %lld bytes, over the %d-byte limit for a module; a KernelBench "
+                "module is small",
+                py_path, (long long)st.st_size, KV_IMPORT_MAX_SOURCE);
+  if (kv_read_file(py_path, KV_IMPORT_MAX_SOURCE, &src, &srclen, rerr, sizeof rerr) < 0)
+    return skip(r, "read", "%s: %s", py_path, rerr);
+
+  /* Run the helper in a scratch directory with only the environment it needs. */
+  char scratch[PATH_MAX];
+  const char *tmp = getenv("TMPDIR");
+  if (kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-import-", scratch, sizeof scratch, err, errlen) <
+      0) {
+    free(src);
+    return -1;
+  }
+  char e_path[4200], e_home[4200], e_pp[4200], e_thr[64], e_omp[64], e_mkl[64];
+  const char *v = getenv("PATH");
+  snprintf(e_path, sizeof e_path, "PATH=%s", v && *v ? v : "/usr/local/bin:/usr/bin:/bin");
+  v = getenv("HOME");
+  snprintf(e_home, sizeof e_home, "HOME=%s", v && *v ? v : scratch);
+  v = getenv("PYTHONPATH");
+  snprintf(e_pp, sizeof e_pp, "PYTHONPATH=%s", v ? v : "");
+  int thr = o->threads > 0 ? o->threads : 1;
+  snprintf(e_thr, sizeof e_thr, "%d", thr);
+  snprintf(e_omp, sizeof e_omp, "OMP_NUM_THREADS=%d", thr);
+  snprintf(e_mkl, sizeof e_mkl, "MKL_NUM_THREADS=%d", thr);
+  char *envp[] = {e_path,
+                  e_home,
+                  e_pp,
+                  e_omp,
+                  e_mkl,
+                  "LANG=C.UTF-8",
+                  "CUDA_VISIBLE_DEVICES=",
+                  "PYTHONDONTWRITEBYTECODE=1",
+                  "PYTHONUNBUFFERED=1",
+                  "PYTHONWARNINGS=ignore",
+                  NULL};
+  char maxb[32], chkb[32];
+  snprintf(maxb, sizeof maxb, "%lld", (long long)o->max_bytes);
+  snprintf(chkb, sizeof chkb, "%lld", (long long)o->check_bytes);
+  char abs[PATH_MAX];
+  if (!realpath(py_path, abs))
+    snprintf(abs, sizeof abs, "%s", py_path);
+  char *argv[] = {(char *)py,      "-B", helper,      abs,   "--max-bytes", maxb,
+                  "--check-bytes", chkb, "--threads", e_thr, NULL};
+  struct kv_buf out;
+  kv_buf_init(&out, KV_IMPORT_MAX_OUTPUT);
+  struct kv_proc_result pr;
+  if (kv_run(argv, envp, scratch, o->deadline_s > 0 ? o->deadline_s : 120, NULL, NULL, &out, &pr,
+             err, errlen) < 0) {
+    kv_rmtree(scratch);
+    kv_buf_release(&out);
+    free(src);
+    if (!o->python && !getenv("KEVO_PYTHON"))
+      kv_error(err, errlen,
+               "%s: cannot run python3 (not on PATH); install Python 3 with torch "
+               "or set KEVO_PYTHON",
+               py_path);
+    return -1;
+  }
+  kv_rmtree(scratch);
+  r->seconds = kv_now_s() - t0;
+  char tail[512], how[128];
+  tail_of(out.data ? out.data : "", out.len, tail, sizeof tail);
+  kv_proc_describe(&pr, how, sizeof how);
+  int rc = 0;
+  char *json = NULL;
+  if (pr.timed_out) {
+    rc = skip(r, "timeout",
+              "%s: did not finish in %.0f s and was killed (a module that hangs, "
+              "or one too slow on this CPU); --deadline S gives it longer",
+              py_path, o->deadline_s);
+    goto done;
+  }
+  if (!out.data || !strstr(out.data, "KEVO_IMPORT_JSON ")) {
+    if (pr.signaled)
+      rc = skip(r, "crash", "%s: the Python process running it was %s; its last output: %s",
+                py_path, how, tail[0] ? tail : "(none)");
+    else if (out.truncated)
+      rc = skip(r, "helper",
+                "%s: it printed over %d bytes and the helper's reply was lost; keep "
+                "the module quiet",
+                py_path, KV_IMPORT_MAX_OUTPUT);
+    else
+      rc = skip(r, "crash",
+                "%s: the Python helper %s without a reply (is %s a working Python "
+                "3?); its last output: %s",
+                py_path, how, py, tail[0] ? tail : "(none)");
+    goto done;
+  }
+  char cause[32], jerr[1200];
+  if (kv_import_task_json(out.data, out.len, r->name, r->name, &json, cause, sizeof cause, jerr,
+                          sizeof jerr) < 0) {
+    rc = skip(r, cause[0] ? cause : "helper", "%s: %s", py_path, jerr);
+    goto done;
+  }
+
+  /* Write into a temporary directory beside the target, then rename. */
+  char final[PATH_MAX + 80], tdir[PATH_MAX];
+  if (kv_mkdirs(outdir, 0755, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  snprintf(final, sizeof final, "%s/%s", outdir, r->name);
+  if (kv_path_exists(final) && !o->force) {
+    rc = skip(r, "exists", "%s: %s already exists; remove it or pass --force to replace it",
+              py_path, final);
+    goto done;
+  }
+  if (kv_mkdtemp(outdir, ".kevo-import-", tdir, sizeof tdir, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  char werr[512];
+  if (write_task(tdir, r->name, json, src, srclen, py_path, "", werr, sizeof werr) < 0 ||
+      chmod(tdir, 0755) < 0) {
+    kv_rmtree(tdir);
+    rc = kv_error(err, errlen, "%s: cannot write the task: %s", py_path, werr);
+    goto done;
+  }
+  if (kv_path_exists(final)) {
+    char old[PATH_MAX];
+    if (kv_mkdtemp(outdir, ".kevo-import-old-", old, sizeof old, err, errlen) < 0 ||
+        rename(final, old) < 0) {
+      kv_rmtree(tdir);
+      rc = kv_error(err, errlen, "%s: cannot move the old task aside (%s)", final, strerror(errno));
+      goto done;
+    }
+    if (rename(tdir, final) < 0) {
+      int e = errno;
+      rename(old, final);
+      kv_rmtree(tdir);
+      rc = kv_error(err, errlen, "%s: cannot rename into place (%s)", final, strerror(e));
+      goto done;
+    }
+    kv_rmtree(old);
+  } else if (rename(tdir, final) < 0) {
+    int e = errno;
+    kv_rmtree(tdir);
+    if (e == EEXIST || e == ENOTEMPTY)
+      rc = skip(r, "exists", "%s: %s already exists; remove it or pass --force to replace it",
+                py_path, final);
+    else
+      rc = kv_error(err, errlen, "%s: cannot rename into place (%s)", final, strerror(e));
+    goto done;
+  }
+  r->ok = 1;
+  snprintf(r->task_dir, sizeof r->task_dir, "%s", final);
+done:
+  r->seconds = kv_now_s() - t0;
+  free(json);
+  free(src);
+  kv_buf_release(&out);
+  return rc;
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# kevo import end to end with a real Python and torch (CPU): the examples
+# import, every bad module is refused with its cause and the file named,
+# nothing is half-written, and task check says where the reference is.
+# Exits 77 (skipped, with a message) when this Python has no torch.
+set -u
+KEVO=$1
+SRC=$2
+PY=${KEVO_PYTHON:-python3}
+if ! "$PY" -c "import torch" >/dev/null 2>&1; then
+  echo "SKIPPED: $PY cannot import torch, so kevo import is not tested end to end here;"
+  echo "         install CPU torch (pip install torch) or set KEVO_PYTHON (.ci/run installs it)"
+  exit 77
+fi
+OUT=$(mktemp -d /tmp/kevo-import-e2e-XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$KEVO" import -o "$OUT/ok" --jobs 2 "$SRC/examples/kernelbench" >"$OUT/ok.log" 2>&1
+rc=$?
+cat "$OUT/ok.log"
+[ $rc = 0 ] || fail "importing examples/kernelbench exited $rc"
+for t in 1_Softmax_rows 2_Linear_GELU_Scale 3_Small_ConvNet; do
+  d="$OUT/ok/kernelbench/$t"
+  [ -f "$d/task.json" ] && [ -f "$d/README.md" ] || fail "$t: no task.json or README.md"
+  cmp -s "$d/reference.py" "$SRC/examples/kernelbench/$t.py" || fail "$t: reference.py differs"
+done
+grep -q '"hidden\*2"' "$OUT/ok/kernelbench/3_Small_ConvNet/task.json" || fail "no hidden*2 shape"
+
+# task check on an imported task: a clear message, exit 2.
+"$KEVO" task check "$OUT/ok/kernelbench/1_Softmax_rows" >"$OUT/check.log" 2>&1
+rc=$?
+cat "$OUT/check.log"
+[ $rc = 2 ] || fail "task check on an imported task exited $rc, not 2"
+grep -q "reference.py (PyTorch)" "$OUT/check.log" || fail "task check does not name reference.py"
+
+"$KEVO" import -o "$OUT/bad" --deadline 20 "$SRC/tests/import/bad" >"$OUT/bad.log" 2>&1
+rc=$?
+cat "$OUT/bad.log"
+[ $rc = 1 ] || fail "importing tests/import/bad exited $rc, not 1"
+grep -q "0 of 7 modules imported" "$OUT/bad.log" || fail "a bad module was imported"
+expect() { # cause file
+  grep -A8 "^skipped, $1 " "$OUT/bad.log" | grep -q "$2" || fail "$2 is not skipped as $1"
+}
+expect no_model no_model.py
+expect syntax syntax_error.py
+expect not_tensor not_tensor.py
+expect too_large huge_inputs.py
+expect timeout hangs.py
+expect crash segfaults.py
+expect dtype complex_dtype.py
+grep -q "SEGV" "$OUT/bad.log" || fail "the segfault is not named"
+[ -z "$(ls -A "$OUT/bad" 2>/dev/null)" ] || fail "something was left in $OUT/bad: $(ls -A "$OUT/bad")"
+echo "1 passed, 0 failed"

@@ -1,0 +1,339 @@
+/* kevo import without torch: task.json from recorded helper replies, every
+ * refusal and malformed reply, and the child process (a fake Python that
+ * replies, hangs or dies by SIGSEGV) with nothing half-written left behind. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+
+#include "kevo/import.h"
+#include "kevo/task.h"
+#include "kevo/util.h"
+
+#ifndef KEVO_SOURCE_DIR
+#define KEVO_SOURCE_DIR "."
+#endif
+
+static char *reply_file(const char *name, size_t *len) {
+  char p[1024], err[256];
+  snprintf(p, sizeof p, "%s/tests/import/replies/%s", KEVO_SOURCE_DIR, name);
+  char *s = NULL;
+  assert_int_equal(kv_read_file(p, 1 << 22, &s, len, err, sizeof err), 0);
+  return s;
+}
+
+static json_t *param(json_t *task, const char *name) {
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(task, "params"), i,
+                     p) if (!strcmp(json_string_value(json_object_get(p, "name")), name)) return p;
+  return NULL;
+}
+
+static void assert_shape(json_t *task, const char *name, const char *const *dims, size_t n) {
+  json_t *p = param(task, name);
+  assert_non_null(p);
+  json_t *sh = json_object_get(p, "shape");
+  assert_int_equal(json_array_size(sh), n);
+  for (size_t d = 0; d < n; d++)
+    assert_string_equal(json_string_value(json_array_get(sh, d)), dims[d]);
+}
+
+/* A recorded reply of KernelBench level 2 problem 1 (conv, ReLU, bias). */
+static void test_conv_reply(void **state) {
+  (void)state;
+  size_t len;
+  char *out = reply_file("conv_relu_bias.txt", &len);
+  char *json = NULL, cause[32], err[1024];
+  assert_int_equal(kv_import_task_json(out, len, "1_Conv2D_ReLU_BiasAdd", "x.py", &json, cause,
+                                       sizeof cause, err, sizeof err),
+                   0);
+  json_t *t = json_loads(json, 0, NULL);
+  assert_non_null(t);
+  const char *x[] = {"batch_size", "in_channels", "height", "width"};
+  assert_shape(t, "x", x, 4);
+  const char *w[] = {"out_channels", "in_channels", "kernel_size", "kernel_size"};
+  assert_shape(t, "conv_weight", w, 4);
+  const char *o[] = {"batch_size", "out_channels", "height-kernel_size+1", "width-kernel_size+1"};
+  assert_shape(t, "out", o, 4);
+  /* Order: inputs, parameters (named_parameters order), outputs, sizes. */
+  json_t *ps = json_object_get(t, "params");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(ps, 0), "name")), "x");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(ps, 1), "name")), "bias");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(ps, 4), "role")), "out");
+  /* Linear/Conv default: uniform(+-1/sqrt(fan_in)), fan_in = 64*3*3. */
+  json_t *init = json_object_get(param(t, "conv_weight"), "init");
+  assert_string_equal(json_string_value(json_object_get(init, "dist")), "uniform");
+  assert_true(fabs(json_real_value(json_object_get(init, "hi")) - 1 / 24.0) < 1e-6);
+  /* Bench: its own sizes; checks small. */
+  json_t *b = json_array_get(json_object_get(t, "bench"), 0);
+  assert_int_equal(json_integer_value(json_object_get(b, "batch_size")), 128);
+  json_t *c;
+  size_t i;
+  json_array_foreach(json_object_get(t, "check"), i, c)
+      assert_true(json_integer_value(json_object_get(c, "height")) <= 16);
+  assert_true(json_real_value(json_object_get(json_object_get(t, "tolerance"), "atol")) == 1e-4);
+  assert_non_null(strstr(json_string_value(json_object_get(t, "summary")), "fan_in"));
+  /* The same parser every task goes through accepts it. */
+  struct kv_task *kt = NULL;
+  assert_int_equal(kv_task_parse(json, strlen(json), "task.json", &kt, err, sizeof err), 0);
+  kv_task_free(kt);
+  json_decref(t);
+  free(json);
+  free(out);
+}
+
+/* A network with batch norm buffers and literal kernel sizes. */
+static void test_convnet_reply(void **state) {
+  (void)state;
+  size_t len;
+  char *out = reply_file("convnet.txt", &len);
+  char *json = NULL, cause[32], err[1024];
+  assert_int_equal(kv_import_task_json(out, len, "3_Small_ConvNet", "x.py", &json, cause,
+                                       sizeof cause, err, sizeof err),
+                   0);
+  json_t *t = json_loads(json, 0, NULL);
+  const char *w[] = {"hidden", "in_channels", "3", "3"};
+  assert_shape(t, "conv1_weight", w, 4);
+  const char *w2[] = {"hidden*2", "hidden", "3", "3"};
+  assert_shape(t, "conv2_weight", w2, 4);
+  /* A norm's ones become a uniform around one. */
+  json_t *init = json_object_get(param(t, "bn1_weight"), "init");
+  assert_true(json_real_value(json_object_get(init, "lo")) < 1);
+  assert_true(json_real_value(json_object_get(init, "hi")) > 1);
+  assert_non_null(param(t, "bn1_running_var"));
+  json_decref(t);
+  free(json);
+  free(out);
+}
+
+static int import_text(const char *text, char *cause, char *err, size_t errlen) {
+  char *json = NULL;
+  int rc = kv_import_task_json(text, strlen(text), "t", "t.py", &json, cause, 32, err, errlen);
+  if (rc == 0) {
+    assert_non_null(json);
+    free(json);
+  } else {
+    assert_null(json);
+    assert_true(err[0] != 0);
+    assert_null(strchr(err, '\n'));
+  }
+  return rc;
+}
+
+#define SIMPLE(shape0, shape1, dtype)                                                              \
+  "noise\nKEVO_IMPORT_JSON {\"ok\": true, \"runs\": [\"bench\", \"check\"], \"constants\": "       \
+  "[{\"name\": \"n\", \"values\": [4096, 8]}], \"tensors\": [{\"kind\": \"input\", \"name\": "     \
+  "\"x\", \"dtype\": \"" dtype "\", \"shapes\": [" shape0 ", " shape1 "], \"init\": {\"dist\": "   \
+  "\"normal\", \"mean\": 0, \"std\": 1}}, {\"kind\": \"output\", \"name\": \"out\", \"dtype\": "   \
+  "\"" dtype "\", \"shapes\": [" shape0 ", " shape1 "]}]}\n"
+
+static void test_refusals(void **state) {
+  (void)state;
+  char cause[32], err[1024];
+  assert_int_equal(import_text(SIMPLE("[4096]", "[8]", "f32"), cause, err, sizeof err), 0);
+  /* The helper's own refusal passes through with its cause. */
+  assert_int_equal(import_text("KEVO_IMPORT_JSON {\"ok\": false, \"cause\": \"no_model\", "
+                               "\"detail\": \"no class Model at the top level\"}",
+                               cause, err, sizeof err),
+                   -1);
+  assert_string_equal(cause, "no_model");
+  assert_non_null(strstr(err, "no class Model"));
+  /* No reply, not JSON, wrong types. */
+  assert_int_equal(import_text("Traceback ...\nSegmentation fault\n", cause, err, sizeof err), -1);
+  assert_string_equal(cause, "helper");
+  assert_int_equal(import_text("KEVO_IMPORT_JSON {\"ok\": tru", cause, err, sizeof err), -1);
+  assert_string_equal(cause, "helper");
+  assert_int_equal(import_text("KEVO_IMPORT_JSON [1]", cause, err, sizeof err), -1);
+  assert_int_equal(
+      import_text("KEVO_IMPORT_JSON {\"ok\": true, \"runs\": [\"check\"]}", cause, err, sizeof err),
+      -1);
+  assert_string_equal(cause, "helper");
+  /* A dtype kevo does not have. */
+  assert_int_equal(import_text(SIMPLE("[4]", "[2]", "c64"), cause, err, sizeof err), -1);
+  assert_string_equal(cause, "dtype");
+  /* Half precision: looser tolerance. */
+  char *json = NULL;
+  const char *h = SIMPLE("[4096]", "[8]", "f16");
+  assert_int_equal(
+      kv_import_task_json(h, strlen(h), "t", "t.py", &json, cause, sizeof cause, err, sizeof err),
+      0);
+  assert_non_null(strstr(json, "0.01"));
+  free(json);
+  /* Beyond kevo's per-buffer cap at the bench size. */
+  assert_int_equal(import_text(SIMPLE("[4096, 1048576]", "[8, 8]", "f32"), cause, err, sizeof err),
+                   -1);
+  assert_string_equal(cause, "kevo_byte_caps");
+  assert_non_null(strstr(err, "sizes"));
+  /* A dim that is no expression of the constants: checks fall back to the bench size. */
+  json = NULL;
+  const char *odd = SIMPLE("[4096, 7]", "[8, 5]", "f32");
+  assert_int_equal(kv_import_task_json(odd, strlen(odd), "t", "t.py", &json, cause, sizeof cause,
+                                       err, sizeof err),
+                   0);
+  assert_non_null(strstr(json, "the same as the bench size"));
+  free(json);
+}
+
+static void test_too_many_params(void **state) {
+  (void)state;
+  struct kv_buf b;
+  kv_buf_init(&b, 1 << 20);
+  kv_buf_appendf(&b, "KEVO_IMPORT_JSON {\"ok\": true, \"runs\": [\"bench\"], \"constants\": [], "
+                     "\"tensors\": [");
+  for (int i = 0; i < 40; i++)
+    kv_buf_appendf(&b,
+                   "{\"kind\": \"parameter\", \"name\": \"l.%d.weight\", \"dtype\": \"f32\", "
+                   "\"shapes\": [[4]], \"init\": {\"dist\": \"uniform\", \"lo\": -1, \"hi\": 1}},",
+                   i);
+  kv_buf_appendf(&b, "{\"kind\": \"output\", \"name\": \"out\", \"dtype\": \"f32\", \"shapes\": "
+                     "[[4]]}]}");
+  char cause[32], err[1024];
+  assert_int_equal(import_text(b.data, cause, err, sizeof err), -1);
+  assert_string_equal(cause, "kevo_param_cap");
+  assert_non_null(strstr(err, "params"));
+  kv_buf_release(&b);
+}
+
+static void test_task_name(void **state) {
+  (void)state;
+  char n[64];
+  kv_import_task_name("/a/b/19_ReLU.py", n, sizeof n);
+  assert_string_equal(n, "19_ReLU");
+  kv_import_task_name("we ird$name.py", n, sizeof n);
+  assert_string_equal(n, "we_ird_name");
+}
+
+/* The child process: a fake Python that replies, hangs or segfaults. */
+static char dir[1024], fake[1100];
+
+static void write_text(const char *path, const char *text) {
+  char err[256];
+  assert_int_equal(kv_write_file(path, text, strlen(text), err, sizeof err), 0);
+}
+
+static int count_entries(const char *d) {
+  DIR *dd = opendir(d);
+  if (!dd)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(dd)))
+    n += e->d_name[0] != '.' || (strncmp(e->d_name, ".kevo-import", 12) == 0);
+  closedir(dd);
+  return n;
+}
+
+static int setup_dir(void **state) {
+  (void)state;
+  char err[256];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-test-import-", dir, sizeof dir, err, sizeof err), 0);
+  snprintf(fake, sizeof fake, "%s/fake-python", dir);
+  write_text(fake, "#!/bin/sh\n# argv: -B HELPER MODULE ...\ncase \"$3\" in\n"
+                   "  *hang*) exec sleep 60 ;;\n  *segv*) kill -SEGV $$ ;;\n"
+                   "  *) cat \"${3%.py}.reply\" ;;\nesac\n");
+  chmod(fake, 0755);
+  return 0;
+}
+
+static int teardown_dir(void **state) {
+  (void)state;
+  kv_rmtree(dir);
+  return 0;
+}
+
+static void test_child(void **state) {
+  (void)state;
+  struct kv_import_opts o;
+  kv_import_opts_default(&o);
+  o.python = fake;
+  o.helper = fake; /* never read: the fake Python ignores it */
+  o.deadline_s = 2;
+  char p[1200], outdir[1200], err[1024];
+  snprintf(outdir, sizeof outdir, "%s/out", dir);
+  struct kv_import_result r;
+
+  snprintf(p, sizeof p, "%s/good.py", dir);
+  write_text(p, "class Model: pass\n");
+  snprintf(p, sizeof p, "%s/good.reply", dir);
+  write_text(p, SIMPLE("[4096]", "[8]", "f32"));
+  snprintf(p, sizeof p, "%s/good.py", dir);
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_true(r.ok);
+  char f[1400];
+  snprintf(f, sizeof f, "%s/good/reference.py", outdir);
+  size_t len;
+  char *s = NULL;
+  assert_int_equal(kv_read_file(f, 1024, &s, &len, err, sizeof err), 0);
+  assert_string_equal(s, "class Model: pass\n"); /* verbatim */
+  free(s);
+  snprintf(f, sizeof f, "%s/good/README.md", outdir);
+  assert_true(kv_path_exists(f));
+  /* kevo task load says where the reference is. */
+  snprintf(f, sizeof f, "%s/good", outdir);
+  struct kv_task *t = NULL;
+  assert_int_equal(kv_task_load(f, &t, err, sizeof err), -1);
+  assert_non_null(strstr(err, "reference.py (PyTorch)"));
+  /* Again: it exists; with force it is replaced. */
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_false(r.ok);
+  assert_string_equal(r.cause, "exists");
+  o.force = 1;
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_true(r.ok);
+
+  /* Hangs: killed at the deadline. Segfaults: named. Neither leaves anything. */
+  snprintf(p, sizeof p, "%s/hang.py", dir);
+  write_text(p, "x = 1\n");
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_false(r.ok);
+  assert_string_equal(r.cause, "timeout");
+  assert_non_null(strstr(r.detail, "hang.py"));
+  assert_true(r.seconds < 10);
+  snprintf(p, sizeof p, "%s/segv.py", dir);
+  write_text(p, "x = 1\n");
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_false(r.ok);
+  assert_string_equal(r.cause, "crash");
+  assert_non_null(strstr(r.detail, "SEGV"));
+  /* A refusal from the helper. */
+  snprintf(p, sizeof p, "%s/nomodel.reply", dir);
+  write_text(p, "KEVO_IMPORT_JSON {\"ok\": false, \"cause\": \"no_model\", \"detail\": \"no class "
+                "Model\"}\n");
+  snprintf(p, sizeof p, "%s/nomodel.py", dir);
+  write_text(p, "x = 1\n");
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_string_equal(r.cause, "no_model");
+  assert_non_null(strstr(r.detail, "nomodel.py"));
+  /* Only the one imported task, no temporary directory. */
+  assert_int_equal(count_entries(outdir), 1);
+  /* A missing file. */
+  snprintf(p, sizeof p, "%s/absent.py", dir);
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), 0);
+  assert_string_equal(r.cause, "read");
+  /* No such Python: kevo itself cannot run it. */
+  o.python = "/nonexistent/python3";
+  snprintf(p, sizeof p, "%s/good.py", dir);
+  assert_int_equal(kv_import_module(&o, p, outdir, &r, err, sizeof err), -1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_conv_reply),
+      cmocka_unit_test(test_convnet_reply),
+      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_too_many_params),
+      cmocka_unit_test(test_task_name),
+      cmocka_unit_test_setup_teardown(test_child, setup_dir, teardown_dir),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
