@@ -80,7 +80,7 @@ static int ask(int argc, char **argv) {
       if (cli_number("--max-usd", v, &f.max_usd) != 0)
         return 2;
     } else if (!strcmp(a, "--max-tokens") && v) {
-      long n;
+      long n = 0;
       if (parse_int("--max-tokens", v, 1, 10000000, &n) != 0)
         return 2;
       f.max_tokens = (int)n;

@@ -1,6 +1,7 @@
 /* kevo run / runs / resume / best: searches and their results. */
 #include <limits.h>
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,8 +107,11 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) 
                       (long long)run.id);
     } else if (out_path) {
       FILE *f = fopen(out_path, "w");
-      if (!f || fputs(head, f) < 0 || fwrite(src, 1, len, f) != len || fclose(f) != 0)
-        code = cli_fail("%s: cannot write the kernel", out_path);
+      int ok = f && fputs(head, f) >= 0 && fwrite(src, 1, len, f) == len;
+      if (f && fclose(f) != 0) /* closed whatever happened: no FILE leaks on a failed write */
+        ok = 0;
+      if (!ok)
+        code = cli_fail("%s: cannot write the kernel: %s", out_path, strerror(errno));
       else
         printf("best kernel of run %lld (%.2fx): %s\n", (long long)run.id, run.best_speedup,
                out_path);

@@ -537,7 +537,7 @@ void kv_store_close(struct kv_store *s) {
 }
 
 int kv_store_schema_version(struct kv_store *s) {
-  int v;
+  int v = -1;
   if (!s || read_user_version(s, &v, NULL, 0) != 0)
     return -1;
   return v;
