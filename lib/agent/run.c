@@ -34,6 +34,7 @@ struct search {
   int steps;
   struct point *pts; /* evaluated, in step order */
   int npts;
+  char last_params[512]; /* what the progress line's last_params points to */
 };
 
 struct proposal {
@@ -306,7 +307,10 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
     if (pt->speedup > pr->best_speedup)
       pr->best_speedup = pt->speedup;
     pr->last_verdict = kv_verdict_name(r->verdict);
-    pr->last_params = params;
+    /* The progress outlives this iteration: it points at the search's copy,
+     * not at the loop's array. */
+    snprintf(s->last_params, sizeof s->last_params, "%s", params);
+    pr->last_params = s->last_params;
     if (h && h->progress)
       h->progress(h->ud, pr);
     kv_gate_result_release(r);
