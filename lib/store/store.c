@@ -1240,13 +1240,21 @@ int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limi
     return -1;
   sqlite3_bind_int(st, 1, limit > 0 ? limit : 100);
   struct kv_run_row *out = calloc((size_t)(limit > 0 ? limit : 100), sizeof *out);
-  int k = 0, rc;
+  int k = 0, rc = SQLITE_DONE;
   while (out && (rc = sqlite3_step(st)) == SQLITE_ROW)
     run_row(st, &out[k++]);
   sqlite3_finalize(st);
   if (!out) {
     seterr(err, errlen, "store: out of memory");
     return -1;
+  }
+  /* A busy or broken database stops the steps early: that is an error, not
+   * a shorter list. */
+  if (rc != SQLITE_DONE) {
+    for (int i = 0; i < k; i++)
+      kv_run_row_release(&out[i]);
+    free(out);
+    return db_fail(s, "cannot read the runs", err, errlen);
   }
   *rows = out;
   *n = k;

@@ -1063,8 +1063,45 @@ static void test_runs_and_nodes(void **state) {
   kv_store_close(s);
 }
 
+/* A step that fails part-way (here: a corrupt table) is an error, not a
+ * shorter list of runs (issue 17). */
+static void test_runs_read_error(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "";
+  path_in(path, sizeof path, "runs-corrupt.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = 0, rid = 0;
+  assert_int_equal(kv_store_put_task(s, "rowsum", "/t", "h1", "{}", &task, err, sizeof err), 0);
+  for (int i = 0; i < 400; i++)
+    assert_int_equal(kv_store_run_create(s, task, "tune", "{\"steps\":3}", &rid, err, sizeof err),
+                     0);
+  kv_store_close(s);
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  assert_true(size > 8192);
+  char junk[4096];
+  memset(junk, 0xA5, sizeof junk);
+  /* The last pages: the latest runs' leaves (the schema and the root pages
+   * come first), so the store opens and the listing fails part-way. */
+  for (long off = (size / 4096 - 2) * 4096; off < size; off += 4096) {
+    assert_int_equal(fseek(f, off, SEEK_SET), 0);
+    assert_int_equal(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+  }
+  fclose(f);
+  assert_int_equal(kv_store_open(path, &s, err, sizeof err), 0);
+  struct kv_run_row *list = NULL;
+  int nl = -1;
+  int rc = kv_store_runs(s, &list, &nl, 100, err, sizeof err);
+  assert_int_equal(rc, -1);
+  assert_non_null(strstr(err, "cannot read the runs"));
+  kv_store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_runs_read_error),
       cmocka_unit_test(test_open_migrate_reopen),
       cmocka_unit_test(test_put_task_idempotent),
       cmocka_unit_test(test_put_source_idempotent),
