@@ -71,7 +71,8 @@ struct kv_task {
   char *json; /* the canonical JSON text of the spec (json_dumps, sorted keys) */
 };
 
-/* Loads DIR/task.json and checks that DIR/reference.c exists. Messages are
+/* Loads DIR/task.json and checks that DIR/reference.c (or, for a task of kevo
+ * import, DIR/reference.py: the torch reference worker runs it) exists. Messages are
  * prefixed with the file path as given ("examples/tasks/rowsum/task.json: ..."). */
 int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen);
 /* Parses a task.json held in memory; `filename` prefixes the messages. */

@@ -149,10 +149,10 @@ static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t 
 /* The worker's whole environment: nothing of kevo's own (no API keys). */
 struct worker_env {
   char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256];
-  char *env[16];
+  char *env[20];
 };
 
-static void worker_env(struct worker_env *we, const char *scratch, int cuda) {
+static void worker_env(struct worker_env *we, const char *scratch, int cuda, int torch) {
   int n = 0;
   we->env[n++] = "PATH=/usr/bin:/bin";
   we->env[n++] = "LANG=C";
@@ -185,6 +185,12 @@ static void worker_env(struct worker_env *we, const char *scratch, int cuda) {
     we->env[n++] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
     we->env[n++] = "CUDA_CACHE_DISABLE=1";
   }
+  if (torch) {
+    /* Python: no bytecode written, no user site; torch on the CPU only. */
+    we->env[n++] = "PYTHONDONTWRITEBYTECODE=1";
+    we->env[n++] = "PYTHONNOUSERSITE=1";
+    we->env[n++] = "CUDA_VISIBLE_DEVICES=";
+  }
 #ifdef KEVO_SANITIZED
   /* LeakSanitizer needs ptrace, which the sandbox forbids. */
   we->env[n++] = "ASAN_OPTIONS=detect_leaks=0";
@@ -212,10 +218,14 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   w->req_fd = w->resp_fd = w->out_fd = w->err_fd = w->shm_fd = -1;
   kv_buf_init(&w->out, KV_OUTPUT_CAP);
   kv_buf_init(&w->err, KV_OUTPUT_CAP);
-  if (access(spec->worker_path, X_OK) != 0)
+  const char *exe = spec->python ? spec->python : spec->worker_path;
+  if (access(exe, X_OK) != 0)
     return kv_error(err, errlen,
-                    "%s: the worker executable is missing; run 'make' or set KEVO_WORKER",
-                    spec->worker_path);
+                    spec->python ? "%s: cannot run the torch reference worker's Python; set "
+                                   "KEVO_PYTHON"
+                                 : "%s: the worker executable is missing; run 'make' or set "
+                                   "KEVO_WORKER",
+                    exe);
   if (kv_mkdtemp(spec->scratch_base, "worker", w->scratch, sizeof w->scratch, err, errlen) < 0)
     return -1;
   int pipes[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
@@ -232,9 +242,15 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
       start_cleanup(w, pipes);
       return kv_error(err, errlen, "pipe: %s", strerror(e));
     }
-  char *argv[10 + 2 * 8];
+  char *argv[16 + 2 * 8];
   int a = 0;
-  argv[a++] = (char *)spec->worker_path;
+  argv[a++] = (char *)exe;
+  if (spec->python) {
+    argv[a++] = "-B";
+    argv[a++] = (char *)spec->script;
+    argv[a++] = "--rt";
+    argv[a++] = (char *)spec->rtlib;
+  }
   argv[a++] = "--scratch";
   argv[a++] = w->scratch;
   int cuda = spec->surface && !strcmp(spec->surface, "cuda");
@@ -254,7 +270,7 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     start_cleanup(w, pipes);
     return kv_error(err, errlen, "out of memory");
   }
-  worker_env(we, w->scratch, cuda);
+  worker_env(we, w->scratch, cuda, spec->python != NULL);
   char **envp = we->env;
   pid_t pid = fork();
   if (pid < 0) {
@@ -278,7 +294,7 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     close_range(6, ~0U, 0);
     if (chdir(w->scratch) < 0)
       _exit(126);
-    execve(spec->worker_path, argv, envp);
+    execve(exe, argv, envp);
     _exit(127);
   }
   setpgid(pid, pid);
@@ -304,7 +320,8 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   if (s != KV_CALL_OK || fp.h.type != KV_MSG_HELLO) {
     kv_frame_parser_release(&fp);
     reap(w, 1);
-    return kv_error(err, errlen, "%s: the worker did not start (%s)%s%s", spec->worker_path,
+    return kv_error(err, errlen, "%s: the worker did not start (%s)%s%s",
+                    spec->python ? spec->script : spec->worker_path,
                     w->death[0] ? w->death : "no hello", w->err.len ? ": " : "",
                     w->err.len ? w->err.data : "");
   }

@@ -91,7 +91,9 @@ static void session_release(struct kv_session *s) {
     kv_worker_stop(&s->rw);
   if (s->cw_up)
     kv_worker_stop(&s->cw);
-  s->rw_up = s->cw_up = 0;
+  if (s->ew_up)
+    kv_worker_stop(&s->ew);
+  s->rw_up = s->cw_up = s->ew_up = 0;
 }
 
 /* What a cuda worker said about the device in its HELLO (NULL for cpu). */
@@ -109,6 +111,11 @@ static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *e
   spec.sandbox = s->o->sandbox;
   spec.start_deadline_s = s->sf->worker_start_s;
   spec.surface = s->sf->worker_runtime;
+  if (s->torch && w == &s->rw) {
+    spec.python = s->tp.python;
+    spec.script = s->tp.script;
+    spec.rtlib = s->tp.rtlib;
+  }
   if (kv_worker_start(w, &spec, err, errlen) < 0)
     return -1;
   *up = 1;
@@ -129,6 +136,11 @@ static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *e
   if (st != KV_CALL_OK)
     return kv_error(err, errlen, "the worker could not take the task: %s", d);
   return 0;
+}
+
+int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                         size_t errlen) {
+  return worker_up(s, w, up, err, errlen);
 }
 
 /* Loads `so` into a slot. A load failure is returned as 1 with the loader's
@@ -416,6 +428,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
   const char *dir = t->dir && *t->dir ? t->dir : ".";
   snprintf(refsrc, sizeof refsrc, "%s/%s", dir, sf->reference);
+  /* An imported task: reference.py runs in the torch reference worker. */
+  s.torch = kv_torch_reference(t, refsrc, sizeof refsrc);
   basesrc[0] = 0;
   if (sf->baseline) {
     snprintf(basesrc, sizeof basesrc, "%s/%s", dir, sf->baseline);
@@ -431,6 +445,15 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   kv_sha256_hex(text, len, r->source_hash);
   free(text);
   if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
+    goto out;
+  if (s.torch && sf->device_in_worker) {
+    kv_error(err, errlen,
+             "%s: the torch reference worker runs on the cpu surface only so far; use "
+             "--surface cpu, or write reference.cu",
+             refsrc);
+    goto out;
+  }
+  if (s.torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
     goto out;
   if (!kv_path_exists(refsrc)) {
     kv_error(err, errlen, "%s: not found; the %s surface needs the task's ground truth there",
@@ -455,7 +478,12 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     jobs[i].cache_dir = s.cache;
     jobs[i].deadline_s = o->compile_deadline_s;
   }
-  kv_build_pool(sf->build, jobs, njobs);
+  /* reference.py is not built: the torch worker loads it as it is. */
+  kv_build_pool(sf->build, jobs + s.torch, njobs - s.torch);
+  if (s.torch) {
+    ref->ok = 1;
+    snprintf(ref->so_path, sizeof ref->so_path, "%s", refsrc);
+  }
   r->compile_s = kv_now_s() - t0;
   /* Waiting for the workers still to come counts as correctness time. */
   double t_up = kv_now_s();

@@ -39,6 +39,9 @@ struct kv_worker_spec {
   int sandbox;
   double start_deadline_s;
   const char *surface; /* NULL or "cpu": the CPU runtime; "cuda": the driver, device buffers */
+  /* The torch reference worker (torchref.c): when python is set, the worker
+   * started is `python -B script --rt rtlib ...` instead of worker_path. */
+  const char *python, *script, *rtlib;
 };
 
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
@@ -61,6 +64,19 @@ int kv_worker_resume(struct kv_worker *w);
  * paused or trusted), mapping it here; the worker maps the same bytes. */
 uint8_t *kv_worker_shm(struct kv_worker *w, size_t len, char *err, size_t errlen);
 void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
+
+/* ---- the torch reference worker (torchref.c) ---- */
+struct kv_torch_paths {
+  char python[4096], script[4096], rtlib[4096];
+};
+/* 1 when the task's reference is reference.py (and no reference.c): its
+ * absolute path in `path`; else 0. */
+int kv_torch_reference(const struct kv_task *t, char *path, size_t cap);
+/* The Python ($KEVO_PYTHON, else python3 on PATH), kevo_torch_worker.py and
+ * libkevo_pyrt.so (beside worker_path or this executable; the script also in
+ * the source tree). 0, or -1 with the reason in err. */
+int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, char *err,
+                          size_t errlen);
 
 /* ---- compilation (compile.c, nvcc.c) ---- */
 struct kv_build {
@@ -176,7 +192,18 @@ struct kv_session {
   char worker_path[4096];
   struct kv_worker rw, cw; /* reference worker (never runs candidate code), candidate worker */
   int rw_up, cw_up;
+  /* A reference.py task: rw is the torch worker, and kevo's empty entry runs
+   * in ew, a clean kevo-worker, so that the overhead it prices is that of a
+   * process like the candidate's. */
+  int torch;
+  struct kv_torch_paths tp;
+  struct kv_worker ew;
+  int ew_up;
 };
+/* Starts a worker of the session's surface and sends it the task (rw: the
+ * torch worker when s->torch). */
+int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                         size_t errlen);
 /* Loads `so` into a slot of w: 0, or 1 with the loader's message in detail. */
 int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen);
 /* The calls of one CHECK job; on success *blob holds ncalls x call_bytes. */

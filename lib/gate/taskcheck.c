@@ -97,6 +97,51 @@ static int trivial_passes(const struct kv_task *t, struct sample *sm, int ns, in
   return 1;
 }
 
+/* Two calls of the reference on the same inputs (check size 0, one seed)
+ * in one job: outputs that differ beyond the tolerance make a finding. */
+static void same_inputs_twice(const struct kv_task *t, struct kv_worker *w, uint64_t seed,
+                              double deadline, struct kv_task_report *r) {
+  const struct kv_sizeset *ss = &t->check[0];
+  int64_t nelem[KV_MAX_PARAMS];
+  char e[512], d[1024], sizes[256];
+  if (kv_layout(t, ss, nelem, e, sizeof e) < 0)
+    return;
+  size_t ob = kv_call_bytes(t, nelem, 0);
+  json_t *req =
+      json_pack("{s:i,s:s,s:i,s:[{s:I,s:i,s:i},{s:I,s:i,s:i}],s:b}", "slot", 0, "set", "check",
+                "index", 0, "calls", "seed", (json_int_t)seed, "poison", 0, "perturb", -1, "seed",
+                (json_int_t)seed, "poison", 1, "perturb", -1, "return_inputs", 0);
+  json_t *rep = NULL;
+  uint8_t *blob = NULL;
+  kv_sizeset_format(t, ss, sizes, sizeof sizes);
+  enum kv_call_status st =
+      kv_worker_call(w, KV_MSG_CHECK, req, deadline, &rep, &blob, 2 * ob, d, sizeof d);
+  json_decref(req);
+  json_decref(rep);
+  r->ncalls += 2;
+  if (st != KV_CALL_OK) {
+    finding(r, "the reference fails at %s: %s", sizes, d);
+    return;
+  }
+  size_t off = 0;
+  for (int p = 0; p < t->nparams; p++) {
+    if (!kv_is_output(t->params[p].role))
+      continue;
+    struct kv_cmp c;
+    kv_compare(t, ss, p, blob + off, blob + ob + off, nelem[p], -1, &c);
+    if (c.verdict != KV_V_OK) {
+      finding(r,
+              "ill-posed: two calls of the reference on the same inputs differ at %s (%s); it is "
+              "not deterministic (training-mode Dropout, an unseeded random draw?), so it cannot "
+              "judge a candidate",
+              sizes, c.detail);
+      break;
+    }
+    off += kv_param_bytes(t, p, nelem);
+  }
+  free(blob);
+}
+
 int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct kv_task_report *r,
                   char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));
@@ -134,13 +179,29 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   }
   char refsrc[PATH_MAX];
   snprintf(refsrc, sizeof refsrc, "%s/%s", t->dir && *t->dir ? t->dir : ".", sf->reference);
+  /* An imported task: reference.py runs in the torch reference worker,
+   * loaded as it is (nothing to compile). */
+  struct kv_torch_paths tp;
+  int torch = kv_torch_reference(t, refsrc, sizeof refsrc);
+  if (torch && sf->device_in_worker)
+    return kv_error(err, errlen,
+                    "%s: the torch reference worker runs on the cpu surface only so far; use "
+                    "--surface cpu, or write reference.cu",
+                    refsrc);
+  if (torch && kv_torch_worker_paths(wpath, &tp, err, errlen) < 0)
+    return -1;
   if (!kv_path_exists(refsrc))
     return kv_error(err, errlen,
                     "%s: not found; the %s surface needs the task's ground truth there", refsrc,
                     sf->name);
   struct kv_build b;
-  if (sf->build(t, refsrc, cache, o->compile_deadline_s, &b, err, errlen) < 0)
+  memset(&b, 0, sizeof b);
+  if (torch) {
+    b.ok = 1;
+    snprintf(b.so_path, sizeof b.so_path, "%s", refsrc);
+  } else if (sf->build(t, refsrc, cache, o->compile_deadline_s, &b, err, errlen) < 0) {
     return -1;
+  }
   r->compile_s = b.seconds;
   r->compile_log = b.log;
   b.log = NULL;
@@ -156,6 +217,11 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   spec.sandbox = o->sandbox;
   spec.start_deadline_s = sf->worker_start_s;
   spec.surface = sf->worker_runtime;
+  if (torch) {
+    spec.python = tp.python;
+    spec.script = tp.script;
+    spec.rtlib = tp.rtlib;
+  }
   if (kv_worker_start(&w, &spec, err, errlen) < 0) {
     kv_build_release(&b);
     return -1;
@@ -287,6 +353,11 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     }
     if (!differs)
       finding(r, "ill-posed: the reference output does not change when the inputs change");
+    /* The same inputs twice must give the same outputs (within tolerance):
+     * a reference with randomness inside (training-mode Dropout, an unseeded
+     * RNG) cannot judge anything. */
+    if (have > 0)
+      same_inputs_twice(t, &w, base, o->job_deadline_s, r);
   }
   /* One reference call at the bench size, to show what timing will cost. */
   if (r->ok && rc == 0 && t->nbench > 0) {

@@ -986,18 +986,16 @@ int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen
   free(buf);
   if (rc < 0)
     return -1;
-  if (stat(ref, &st) != 0 || !S_ISREG(st.st_mode)) {
-    char py[4096]; /* kevo import writes reference.py: no C reference to load yet */
-    if (join_path(py, sizeof py, dir, "reference.py") == 0 && stat(py, &st) == 0)
-      kvt_seterr(err, errlen,
-                 "%s: this task's reference is reference.py (PyTorch): the torch "
-                 "reference worker is not available yet; write reference.c by hand meanwhile",
-                 dir);
-    else
-      kvt_seterr(err, errlen,
-                 "%s: not found; write the CPU reference there, defining void %s(...) as in the "
-                 "task's prototype",
-                 ref, t->entry);
+  /* kevo import writes reference.py: the gate runs it in the torch
+   * reference worker (lib/gate/torchref.c). */
+  char py[4096];
+  int has_py = join_path(py, sizeof py, dir, "reference.py") == 0 && stat(py, &st) == 0 &&
+               S_ISREG(st.st_mode);
+  if (!has_py && (stat(ref, &st) != 0 || !S_ISREG(st.st_mode))) {
+    kvt_seterr(err, errlen,
+               "%s: not found; write the CPU reference there, defining void %s(...) as in the "
+               "task's prototype",
+               ref, t->entry);
     kv_task_free(t);
     return -1;
   }

@@ -27,12 +27,12 @@ for t in 1_Softmax_rows 2_Linear_GELU_Scale 3_Small_ConvNet; do
 done
 grep -q '"hidden\*2"' "$OUT/ok/kernelbench/3_Small_ConvNet/task.json" || fail "no hidden*2 shape"
 
-# task check on an imported task: a clear message, exit 2.
+# task check on an imported task: the torch reference worker runs it
+# (tests/import/torch_worker.sh tests it further).
 "$KEVO" task check "$OUT/ok/kernelbench/1_Softmax_rows" >"$OUT/check.log" 2>&1
 rc=$?
 cat "$OUT/check.log"
-[ $rc = 2 ] || fail "task check on an imported task exited $rc, not 2"
-grep -q "reference.py (PyTorch)" "$OUT/check.log" || fail "task check does not name reference.py"
+[ $rc = 0 ] || fail "task check on an imported task exited $rc, not 0"
 
 "$KEVO" import -o "$OUT/bad" --deadline 20 "$SRC/tests/import/bad" >"$OUT/bad.log" 2>&1
 rc=$?
