@@ -320,10 +320,11 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   if (s != KV_CALL_OK || fp.h.type != KV_MSG_HELLO) {
     kv_frame_parser_release(&fp);
     reap(w, 1);
-    return kv_error(err, errlen, "%s: the worker did not start (%s)%s%s",
-                    spec->python ? spec->script : spec->worker_path,
-                    w->death[0] ? w->death : "no hello", w->err.len ? ": " : "",
-                    w->err.len ? w->err.data : "");
+    kv_error(err, errlen, "%s: the worker did not start (%s)%s%s",
+             spec->python ? spec->script : spec->worker_path, w->death[0] ? w->death : "no hello",
+             w->err.len ? ": " : "", w->err.len ? w->err.data : "");
+    kv_worker_stop(w); /* its descriptors, scratch and captured output go too */
+    return -1;
   }
   w->hello = json_loads(fp.json, 0, NULL);
   kv_frame_parser_release(&fp);

@@ -4,6 +4,10 @@
 # against PyTorch (speedup reported), a wrong one is wrong_output, and a
 # module with training-mode Dropout is refused as not deterministic.
 # Exits 77 (skipped, with a message) when this Python has no torch.
+if [ -n "${KEVO_TORCH_TESTS_SKIP:-}" ]; then
+  echo "SKIPPED: $KEVO_TORCH_TESTS_SKIP"
+  exit 77
+fi
 set -u
 KEVO=$1
 SRC=$2
