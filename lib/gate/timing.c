@@ -709,18 +709,24 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
     ratio[j] = e > slack ? (rep + slack) / e : 1.0;
   }
   double per_parent = median_ns(pe, C->nph), phase_ratio = median_ns(ratio, C->nph);
+  /* How much the candidate's phases vary by kevo's clock (never by what the
+   * candidate reports: it could claim noise to escape the rejection below). */
+  struct kv_stats spread;
+  stats_of(pe, C->nph, &spread);
   free(ratio);
   free(pe);
   r->timing.clock_ratio = phase_ratio;
   r->timing.parent_us = per_parent / 1000.0;
   double med_host = median_ns(C->host, C->n) - empty_host;
   /* Where kevo's clock is precise (a quiet GPU: the slack is a few percent
-   * of a call, and the calls' own times vary by under 10%), reported times
-   * below CLOCK_FLOOR of it are a forgery; on a
-   * noisy host an honest phase can fall far below (the process waited for a
-   * core outside its calls), so there the candidate's median is raised to
-   * the floor instead (below): a forger gains at most 1 / CLOCK_FLOOR. */
-  int precise = slack / m < 0.05 * per_parent && r->timing.cand.cv < 0.10;
+   * of a call, and the candidate's phases differ by under 10% on kevo's
+   * clock), reported times below CLOCK_FLOOR of it are a forgery; on a noisy
+   * host an honest phase can fall far below (the process waited for a core
+   * outside its calls), so there the candidate's median is raised to the
+   * floor instead (below): a forger gains at most 1 / CLOCK_FLOOR, and can
+   * make the clock imprecise only by really spending time in its phases. */
+  int precise = slack / m < 0.05 * per_parent &&
+                (spread.median_us <= 0 || spread.iqr_us < 0.10 * spread.median_us);
   if (sum_of(C->host, C->n) > sum_of(C->wall, C->nph) * 1.001 + 1e6) {
     kv_set_verdict(r, KV_V_IMPLAUSIBLE,
                    "the candidate's worker reported %.3f s of calls in phases that took %.3f s "
