@@ -165,7 +165,6 @@ def load_rt(path):
     rt.kvpy_dims.argtypes = [P, ctypes.c_int, ctypes.c_int, ctypes.c_int, I64P,
                              ctypes.c_char_p, SZ]
     rt.kvpy_fill_inputs.argtypes = [P, I64P, ctypes.POINTER(P), U64, ctypes.c_int]
-    rt.kvpy_perturb.argtypes = [P, I64P, ctypes.POINTER(P), U64, U64]
     rt.kvpy_poison_fill.argtypes = [ctypes.c_int, P, SZ, ctypes.c_int]
     rt.kvpy_shm_layout.restype = SZ
     rt.kvpy_shm_layout.argtypes = [P, I64P, ctypes.POINTER(SZ)]
@@ -377,9 +376,6 @@ def handle_check(req):
     for call in calls:
         seed = int(call.get("seed", 0)) & ((1 << 64) - 1)
         rt.kvpy_fill_inputs(task, lay.nelem, arr, seed, threads())
-        pert = call.get("perturb")
-        if isinstance(pert, int) and pert >= 0:
-            rt.kvpy_perturb(task, lay.nelem, arr, seed, pert)
         for p, r in raws.items():
             if params[p][1] == 1 and lay.nbytes[p]:
                 rt.kvpy_poison_fill(params[p][2], r.data_ptr(), int(lay.nelem[p]),

@@ -294,12 +294,6 @@ static void free_all(CUdeviceptr *d, size_t n) {
       cu.MemFree(d[i]);
 }
 
-/* Inputs of bench sizes are hundreds of MiB: generate them on every core. */
-static int fill_threads(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 16 ? 16 : n < 1 ? 1 : (int)n;
-}
-
 /* ---- CHECK: correctness calls at fresh device addresses ---- */
 
 static int cuda_check(json_t *req) {
@@ -353,20 +347,12 @@ static int cuda_check(json_t *req) {
     json_t *call = json_array_get(calls, c);
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(call, "seed"));
     int poison = (int)json_integer_value(json_object_get(call, "poison"));
-    json_t *jp = json_object_get(call, "perturb");
     /* The same device addresses for every call of the job: new contents only. */
     /* On the device when kevo's generator is there (the same bytes), else
      * on the host and copied. */
-    if (gen_state == 0) {
-      char gerr[600];
-      gen_state = kv_cugen_init(&cu, gerr, sizeof gerr) == 0 ? 1 : -1;
-    }
-    int perturbed = json_is_integer(jp) && json_integer_value(jp) >= 0;
-    int on_dev = gen_state > 0 && !perturbed;
+    int on_dev = gen_state > 0; /* loaded at start (cuda_init) */
     if (!on_dev)
-      kv_fill_inputs_mt(task, nelem, hin, seed, fill_threads());
-    if (perturbed)
-      kv_perturb(task, nelem, hin, seed, (uint64_t)json_integer_value(jp), NULL);
+      kv_fill_inputs_mt(task, nelem, hin, seed, kv_fill_threads());
     kv_fill_scalars(task, s, seed, scal);
     for (int p = 0; p < task->nparams; p++) {
       enum kv_role r = task->params[p].role;
@@ -458,7 +444,7 @@ static const char *phase_alloc(const struct kv_sizeset *s, const int64_t nelem[K
   for (int p = 0; p < task->nparams; p++) {
     enum kv_role r = task->params[p].role;
     size_t b = kv_param_bytes(task, p, nelem);
-    if (kv_is_input(r) && !(cph.hin[p] = malloc(b ? b : 1)))
+    if (kv_is_input(r) && gen_state < 0 && !(cph.hin[p] = malloc(b ? b : 1)))
       return phase_free(), "host memory";
     for (int c = 0; c < m && is_buffer(r); c++)
       if ((*cr = dev_alloc(&cph.d[c][p], b)) != KV_CU_SUCCESS)
@@ -496,14 +482,10 @@ static int cuda_time(json_t *req) {
     return reply(KV_MSG_REPLY, json_object(), NULL, 0);
   /* Fresh inputs for every call (generated on the device, the same bytes as
    * the host's generator, else on the host and copied), poisoned outputs. */
-  if (gen_state == 0) {
-    char gerr[600];
-    gen_state = kv_cugen_init(&cu, gerr, sizeof gerr) == 0 ? 1 : -1;
-  }
   for (int c = 0; c < m; c++) {
     uint64_t sd = seed + (uint64_t)c;
     if (gen_state < 0)
-      kv_fill_inputs_mt(task, nelem, cph.hin, sd, fill_threads());
+      kv_fill_inputs_mt(task, nelem, cph.hin, sd, kv_fill_threads());
     kv_fill_scalars(task, s, sd, cph.scal[c]);
     for (int p = 0; p < task->nparams; p++) {
       enum kv_role r = task->params[p].role;

@@ -130,11 +130,6 @@ static void poison_outputs(struct site *st, const int64_t nelem[KV_MAX_PARAMS], 
       kv_poison_fill(task->params[p].dtype, st->bufs[p], (size_t)nelem[p], which);
 }
 
-static int fill_threads(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 16 ? 16 : n < 1 ? 1 : (int)n;
-}
-
 static int handle_check(json_t *req) {
   const struct kv_sizeset *s = pick_set(req);
   int slot = (int)json_integer_value(json_object_get(req, "slot"));
@@ -164,11 +159,8 @@ static int handle_check(json_t *req) {
     json_t *call = json_array_get(calls, c);
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(call, "seed"));
     int poison = (int)json_integer_value(json_object_get(call, "poison"));
-    json_int_t perturb = json_integer_value(json_object_get(call, "perturb"));
     /* The same addresses for every call of the job: new contents only. */
-    kv_fill_inputs_mt(task, nelem, st.bufs, seed, fill_threads());
-    if (json_is_integer(json_object_get(call, "perturb")) && perturb >= 0)
-      kv_perturb(task, nelem, st.bufs, seed, (uint64_t)perturb, NULL);
+    kv_fill_inputs_mt(task, nelem, st.bufs, seed, kv_fill_threads());
     kv_fill_scalars(task, s, seed, st.scal);
     poison_outputs(&st, nelem, poison);
     site_args(&st);
@@ -275,11 +267,6 @@ static int handle_time(json_t *req) {
   free(ns);
   free(sites);
   return reply(KV_MSG_REPLY, json_pack("{s:o}", "ns", jn), NULL, 0);
-}
-
-static int cpu_fetch(json_t *req) {
-  (void)req;
-  return reply_error("the cpu runtime shares its timed calls' buffers; nothing to fetch");
 }
 
 static const struct worker_runtime *rt;
@@ -427,7 +414,7 @@ static int cpu_time(json_t *req) {
 
 /* The runtimes, by the surface the parent names: cpu first, cuda second. */
 static const struct worker_runtime cpu_runtime = {"cpu",    NULL, NULL, cpu_check,
-                                                  cpu_time, NULL, NULL, cpu_fetch};
+                                                  cpu_time, NULL, NULL, NULL};
 static const struct worker_runtime *const runtimes[] = {&cpu_runtime, &wcuda_runtime};
 
 int main(int argc, char **argv) {
@@ -517,7 +504,10 @@ int main(int argc, char **argv) {
     else if (h.type == KV_MSG_CALIB)
       rc = rt->calib ? rt->calib(req) : reply_error("the %s runtime measures nothing", rt->name);
     else if (h.type == KV_MSG_FETCH)
-      rc = rt->fetch(req);
+      rc = rt->fetch
+               ? rt->fetch(req)
+               : reply_error("the %s runtime shares its timed calls' buffers: nothing to fetch",
+                             rt->name);
     else if (h.type == KV_MSG_PROBE)
       rc = handle_probe();
     else if (h.type == KV_MSG_QUIT)

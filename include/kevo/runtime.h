@@ -39,6 +39,8 @@ void kv_fill_inputs(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
  * chunks (for bench-size buffers of hundreds of MiB). */
 void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                        void *const bufs[KV_MAX_PARAMS], uint64_t seed, int threads);
+/* Threads to generate bench-size inputs with: the online cores, 1..16. */
+int kv_fill_threads(void);
 /* Fills one param (in or inout) from seed. */
 void kv_fill_param(const struct kv_task *t, int p, int64_t nelem, void *buf, uint64_t seed);
 /* Changes KV_PERTURB_POINTS elements of every in/inout buffer, chosen and

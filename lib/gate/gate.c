@@ -204,14 +204,13 @@ static void up_join(struct up_job *j) {
 
 /* Runs the calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
 enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set, int index,
-                                 const uint64_t *seeds, const int *poisons, const int64_t *perturb,
-                                 int ncalls, int ret_inputs, size_t want, double deadline,
-                                 uint8_t **blob, json_t **reply, char *detail, size_t detlen) {
+                                 const uint64_t *seeds, const int *poisons, int ncalls,
+                                 int ret_inputs, size_t want, double deadline, uint8_t **blob,
+                                 json_t **reply, char *detail, size_t detlen) {
   json_t *calls = json_array();
   for (int c = 0; c < ncalls; c++)
-    json_array_append_new(calls, json_pack("{s:I,s:i,s:I}", "seed", (json_int_t)seeds[c], "poison",
-                                           poisons[c], "perturb",
-                                           (json_int_t)(perturb ? perturb[c] : -1)));
+    json_array_append_new(
+        calls, json_pack("{s:I,s:i}", "seed", (json_int_t)seeds[c], "poison", poisons[c]));
   json_t *req = json_pack("{s:i,s:s,s:i,s:o,s:b}", "slot", slot, "set", set, "index", index,
                           "calls", calls, "return_inputs", ret_inputs);
   json_t *rep = NULL;
@@ -613,8 +612,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       ck->seed = seeds[0];
       uint8_t *exp = NULL, *got = NULL;
       char d[1024];
-      enum kv_call_status st = kv_run_check(&s.rw, 0, "check", i, seeds, poisons, NULL, 2, 0,
-                                            2 * ob, o->job_deadline_s, &exp, NULL, d, sizeof d);
+      enum kv_call_status st = kv_run_check(&s.rw, 0, "check", i, seeds, poisons, 2, 0, 2 * ob,
+                                            o->job_deadline_s, &exp, NULL, d, sizeof d);
       if (st != KV_CALL_OK) {
         kv_error(err, errlen, "%s: the reference failed at %s: %s; run 'kevo task check %s'",
                  refsrc, ck->sizes, d, t->dir);
@@ -630,8 +629,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
           goto out;
         }
       }
-      st = kv_run_check(&s.cw, 0, "check", i, seeds, poisons, NULL, 2, 1, 2 * cb, o->job_deadline_s,
-                        &got, NULL, d, sizeof d);
+      st = kv_run_check(&s.cw, 0, "check", i, seeds, poisons, 2, 1, 2 * cb, o->job_deadline_s, &got,
+                        NULL, d, sizeof d);
       char tail[300], sizes[256];
       int first_ok = 0;
       snprintf(sizes, sizeof sizes, "%s", ck->sizes);

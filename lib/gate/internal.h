@@ -208,9 +208,9 @@ int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, cha
 int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen);
 /* The calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
 enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set, int index,
-                                 const uint64_t *seeds, const int *poisons, const int64_t *perturb,
-                                 int ncalls, int ret_inputs, size_t want, double deadline,
-                                 uint8_t **blob, json_t **reply, char *detail, size_t detlen);
+                                 const uint64_t *seeds, const int *poisons, int ncalls,
+                                 int ret_inputs, size_t want, double deadline, uint8_t **blob,
+                                 json_t **reply, char *detail, size_t detlen);
 /* Judges one call's outputs against the reference's and, with got_in, its
  * inputs after the call against want_in (NULL: regenerated from seed). */
 void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,

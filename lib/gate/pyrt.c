@@ -22,8 +22,6 @@ EXPORT int kvpy_dims(const void *t, int bench, int index, int p, int64_t *dims, 
 EXPORT void kvpy_fill_param(const void *t, int p, int64_t n, void *buf, uint64_t seed);
 EXPORT void kvpy_fill_inputs(const void *t, const int64_t *nelem, void *const *bufs, uint64_t seed,
                              int threads);
-EXPORT void kvpy_perturb(const void *t, const int64_t *nelem, void *const *bufs, uint64_t seed,
-                         uint64_t iter);
 EXPORT void kvpy_poison_fill(int dtype, void *buf, size_t n, int which);
 EXPORT size_t kvpy_shm_layout(const void *t, const int64_t *nelem, size_t *off);
 EXPORT size_t kvpy_call_bytes(const void *t, const int64_t *nelem, int inputs);
@@ -88,11 +86,6 @@ void kvpy_fill_param(const void *t, int p, int64_t n, void *buf, uint64_t seed) 
 void kvpy_fill_inputs(const void *t, const int64_t *nelem, void *const *bufs, uint64_t seed,
                       int threads) {
   kv_fill_inputs_mt(t, nelem, bufs, seed, threads);
-}
-
-void kvpy_perturb(const void *t, const int64_t *nelem, void *const *bufs, uint64_t seed,
-                  uint64_t iter) {
-  kv_perturb(t, nelem, bufs, seed, iter, NULL);
 }
 
 void kvpy_poison_fill(int dtype, void *buf, size_t n, int which) {

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 int kv_is_output(enum kv_role r) {
   return r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
@@ -299,4 +300,9 @@ size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS]
   }
   *per_call = o ? o : 64;
   return *per_call;
+}
+
+int kv_fill_threads(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 16 ? 16 : n < 1 ? 1 : (int)n;
 }

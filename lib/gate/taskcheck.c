@@ -107,10 +107,9 @@ static void same_inputs_twice(const struct kv_task *t, struct kv_worker *w, uint
   if (kv_layout(t, ss, nelem, e, sizeof e) < 0)
     return;
   size_t ob = kv_call_bytes(t, nelem, 0);
-  json_t *req =
-      json_pack("{s:i,s:s,s:i,s:[{s:I,s:i,s:i},{s:I,s:i,s:i}],s:b}", "slot", 0, "set", "check",
-                "index", 0, "calls", "seed", (json_int_t)seed, "poison", 0, "perturb", -1, "seed",
-                (json_int_t)seed, "poison", 1, "perturb", -1, "return_inputs", 0);
+  json_t *req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i},{s:I,s:i}],s:b}", "slot", 0, "set", "check",
+                          "index", 0, "calls", "seed", (json_int_t)seed, "poison", 0, "seed",
+                          (json_int_t)seed, "poison", 1, "return_inputs", 0);
   json_t *rep = NULL;
   uint8_t *blob = NULL;
   kv_sizeset_format(t, ss, sizes, sizeof sizes);
@@ -276,8 +275,8 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     uint64_t seeds[NSEEDS];
     for (int j = 0; j < NSEEDS; j++) {
       seeds[j] = base + (uint64_t)i * 1000 + (uint64_t)j;
-      json_array_append_new(calls, json_pack("{s:I,s:i,s:i}", "seed", (json_int_t)seeds[j],
-                                             "poison", j & 1, "perturb", -1));
+      json_array_append_new(calls,
+                            json_pack("{s:I,s:i}", "seed", (json_int_t)seeds[j], "poison", j & 1));
     }
     req = json_pack("{s:i,s:s,s:i,s:o,s:b}", "slot", 0, "set", "check", "index", i, "calls", calls,
                     "return_inputs", 0);

@@ -430,8 +430,8 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
   if (!tm->cuda)
     st = reference_on(tm, c, seed, deadline, &exp);
   else
-    st = kv_run_check(&s->rw, 0, "bench", 0, &seed, &poison, NULL, 1, inputs, cb, deadline, &exp,
-                      NULL, tm->d, sizeof tm->d);
+    st = kv_run_check(&s->rw, 0, "bench", 0, &seed, &poison, 1, inputs, cb, deadline, &exp, NULL,
+                      tm->d, sizeof tm->d);
   if (st != KV_CALL_OK) {
     free(got);
     return kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
@@ -552,8 +552,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
       return kv_error(err, errlen, "out of memory for timing (%zu bytes)", tm.shm_len);
     }
   }
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  tm.threads = ncpu > 16 ? 16 : ncpu < 1 ? 1 : (int)ncpu;
+  tm.threads = kv_fill_threads();
   int rc = 0, kevo_failed = 0;
   enum kv_call_status st;
 
