@@ -171,16 +171,7 @@ static int handle_check(json_t *req) {
     fflush(stderr);
     json_array_append_new(ns, json_integer((json_int_t)(t1 - t0)));
     /* Outputs first (param order), then the inputs as they are now. */
-    for (int pass = 0; pass < 2; pass++) {
-      for (int p = 0; p < task->nparams; p++) {
-        enum kv_role r = task->params[p].role;
-        if (pass == 0 ? kv_is_output(r) : (ret_inputs && r == KV_ROLE_IN)) {
-          size_t b = kv_param_bytes(task, p, nelem);
-          memcpy(blob + off, st.bufs[p], b);
-          off += b;
-        }
-      }
-    }
+    off += kv_pack_call(task, nelem, st.bufs, ret_inputs, blob + off);
   }
   site_free(&st);
   int rc = reply(KV_MSG_REPLY, json_pack("{s:o}", "call_ns", ns), blob, off);
@@ -245,11 +236,7 @@ static int handle_time(json_t *req) {
     return reply_error("out of memory for the timing loop");
   }
   for (int c = 0; c < m; c++) {
-    for (int p = 0; p < task->nparams; p++) {
-      enum kv_role r = task->params[p].role;
-      if (r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT)
-        sites[c].bufs[p] = ph.map + (size_t)c * per_call + off[p];
-    }
+    kv_shm_call_bufs(task, ph.map, per_call, off, c, sites[c].bufs);
     kv_fill_scalars(task, s, seed + (uint64_t)c, sites[c].scal);
     site_args(&sites[c]);
   }

@@ -67,6 +67,14 @@ void kv_fill_scalars(const struct kv_task *t, const struct kv_sizeset *s, uint64
 size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                      size_t off[KV_MAX_PARAMS], size_t *per_call);
 
+/* Call c's buffer pointers in that memory (base), NULL for non-buffers. */
+void kv_shm_call_bufs(const struct kv_task *t, uint8_t *base, size_t per_call,
+                      const size_t off[KV_MAX_PARAMS], int c, void *bufs[KV_MAX_PARAMS]);
+/* Copies a call's outputs (out, inout, param order) and, with `inputs`, its
+ * in buffers into dst: the layout kv_call_bytes counts. Returns the bytes. */
+size_t kv_pack_call(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                    void *const bufs[KV_MAX_PARAMS], int inputs, uint8_t *dst);
+
 /* Flushes caches by writing and reading a buffer (CPU). */
 void kv_flush_cpu(uint8_t *buf, size_t n, unsigned salt);
 

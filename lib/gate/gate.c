@@ -266,31 +266,37 @@ void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const u
     if (t->params[p].role != KV_ROLE_IN)
       continue;
     size_t b = kv_param_bytes(t, p, nelem);
-    uint8_t *want = malloc(b ? b : 1);
-    if (!want)
+    /* What it was given: the reference worker's copy, else regenerated. */
+    uint8_t *regen = want_in ? NULL : malloc(b ? b : 1);
+    if (!want_in && !regen)
       return;
-    if (want_in)
-      memcpy(want, want_in + ioff, b);
-    else
-      kv_fill_param(t, p, nelem[p], want, seed);
-    if (memcmp(want, got_in + ioff, b) != 0) {
-      size_t sz = kv_dtype_size(t->params[p].dtype);
-      int64_t i = 0;
-      while (i < nelem[p] && !memcmp(want + (size_t)i * sz, got_in + ioff + (size_t)i * sz, sz))
-        i++;
-      char where[160];
-      kv_format_index(t, ss, p, i, where, sizeof where);
+    if (regen)
+      kv_fill_param(t, p, nelem[p], regen, seed);
+    int changed = kv_input_changed(t, ss, p, want_in ? want_in + ioff : regen, got_in + ioff,
+                                   nelem[p], res->detail, sizeof res->detail);
+    free(regen);
+    if (changed) {
       res->verdict = KV_V_INPUT_MUTATED;
-      snprintf(res->detail, sizeof res->detail,
-               "input %s was modified: it held %.9g before the call and %.9g after", where,
-               kv_elem_as_double(t->params[p].dtype, want, (size_t)i),
-               kv_elem_as_double(t->params[p].dtype, got_in + ioff, (size_t)i));
-      free(want);
       return;
     }
-    free(want);
     ioff += b;
   }
+}
+
+int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p,
+                     const uint8_t *want, const uint8_t *got, int64_t n, char *detail, size_t cap) {
+  size_t sz = kv_dtype_size(t->params[p].dtype);
+  if (!memcmp(want, got, (size_t)n * sz))
+    return 0;
+  int64_t i = 0;
+  while (i < n && !memcmp(want + (size_t)i * sz, got + (size_t)i * sz, sz))
+    i++;
+  char where[160];
+  kv_format_index(t, ss, p, i, where, sizeof where);
+  snprintf(detail, cap, "input %s was modified: it held %.9g before the call and %.9g after", where,
+           kv_elem_as_double(t->params[p].dtype, want, (size_t)i),
+           kv_elem_as_double(t->params[p].dtype, got, (size_t)i));
+  return 1;
 }
 
 void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...) {

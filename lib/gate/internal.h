@@ -216,6 +216,10 @@ enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set,
 void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,
                    const uint8_t *got, const uint8_t *got_in, const uint8_t *want_in,
                    const int64_t *nelem, uint64_t seed, int poison, struct kv_cmp *res);
+/* Whether in param p (n elements) got differs from want; detail names the
+ * first changed element and both values. */
+int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p,
+                     const uint8_t *want, const uint8_t *got, int64_t n, char *detail, size_t cap);
 void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "; its last output: ..." from the candidate's captured stream. */

@@ -306,3 +306,28 @@ int kv_fill_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 16 ? 16 : n < 1 ? 1 : (int)n;
 }
+
+void kv_shm_call_bufs(const struct kv_task *t, uint8_t *base, size_t per_call,
+                      const size_t off[KV_MAX_PARAMS], int c, void *bufs[KV_MAX_PARAMS]) {
+  for (int p = 0; p < KV_MAX_PARAMS; p++) {
+    enum kv_role r = p < t->nparams ? t->params[p].role : KV_ROLE_SIZE;
+    bufs[p] = r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT
+                  ? base + (size_t)c * per_call + off[p]
+                  : NULL;
+  }
+}
+
+size_t kv_pack_call(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                    void *const bufs[KV_MAX_PARAMS], int inputs, uint8_t *dst) {
+  size_t o = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int p = 0; p < t->nparams; p++) {
+      enum kv_role r = t->params[p].role;
+      if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
+        size_t b = kv_param_bytes(t, p, nelem);
+        memcpy(dst + o, bufs[p], b);
+        o += b;
+      }
+    }
+  return o;
+}

@@ -185,14 +185,7 @@ struct timing {
 
 /* cpu: call c's buffers in a worker's shared memory. */
 static void call_bufs(struct timing *tm, uint8_t *base, int c, void *bufs[KV_MAX_PARAMS]) {
-  const struct kv_task *t = tm->s->t;
-  for (int p = 0; p < KV_MAX_PARAMS; p++)
-    bufs[p] = NULL;
-  for (int p = 0; p < t->nparams; p++) {
-    enum kv_role r = t->params[p].role;
-    if (r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT)
-      bufs[p] = base + (size_t)c * tm->per_call + tm->off[p];
-  }
+  kv_shm_call_bufs(tm->s->t, base, tm->per_call, tm->off, c, bufs);
 }
 
 /* cpu: fresh inputs and poisoned outputs for m calls, written while the
@@ -233,23 +226,13 @@ static void check_inputs(struct timing *tm, int m) {
     call_bufs(tm, tm->s->cw.shm, c, got);
     call_bufs(tm, tm->pristine, c, want);
     for (int p = 0; p < t->nparams; p++) {
-      if (t->params[p].role != KV_ROLE_IN)
-        continue;
-      size_t b = kv_param_bytes(t, p, tm->nelem), sz = kv_dtype_size(t->params[p].dtype);
-      if (!memcmp(got[p], want[p], b))
-        continue;
-      size_t i = 0;
-      while (i + sz <= b && !memcmp((uint8_t *)got[p] + i, (uint8_t *)want[p] + i, sz))
-        i += sz;
-      char where[160];
-      kv_format_index(t, tm->ss, p, (int64_t)(i / sz), where, sizeof where);
-      kv_set_verdict(tm->r, KV_V_INPUT_MUTATED,
-                     "timing at %s, timed call %d of a phase: input %s was modified: it held "
-                     "%.9g before the call and %.9g after",
-                     tm->r->timing.sizes, c, where,
-                     kv_elem_as_double(t->params[p].dtype, want[p], i / sz),
-                     kv_elem_as_double(t->params[p].dtype, got[p], i / sz));
-      return;
+      char d[512];
+      if (t->params[p].role == KV_ROLE_IN &&
+          kv_input_changed(t, tm->ss, p, want[p], got[p], tm->nelem[p], d, sizeof d)) {
+        kv_set_verdict(tm->r, KV_V_INPUT_MUTATED, "timing at %s, timed call %d of a phase: %s",
+                       tm->r->timing.sizes, c, d);
+        return;
+      }
     }
   }
 }
@@ -337,9 +320,6 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   return st;
 }
 
-/* Fetches call c of the candidate's last phase and compares it with the
- * reference's outputs on the same fresh inputs (clean worker). Returns 0
- * with r's verdict changed when it is wrong, -1 when kevo failed. */
 /* cpu: the reference's outputs for call c of the candidate's last phase: its
  * inputs as kevo wrote them, copied into the clean worker's first call
  * buffers (no generating them again), one call there. *exp: the outputs in
@@ -350,7 +330,7 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
   struct kv_worker *rw = &tm->s->rw;
   char e[256];
   uint8_t *base = kv_worker_shm(rw, tm->shm_len, e, sizeof e);
-  size_t ob = kv_call_bytes(t, tm->nelem, 0), o = 0;
+  size_t ob = kv_call_bytes(t, tm->nelem, 0);
   *exp = base ? malloc(ob ? ob : 1) : NULL;
   if (!*exp) {
     snprintf(tm->d, sizeof tm->d, "%s", base ? "out of memory" : e);
@@ -374,15 +354,14 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
       kv_worker_call(rw, KV_MSG_TIME, req, deadline, &rep, NULL, 0, tm->d, sizeof tm->d);
   json_decref(req);
   json_decref(rep);
-  for (int p = 0; p < t->nparams && st == KV_CALL_OK; p++)
-    if (kv_is_output(t->params[p].role)) {
-      size_t b = kv_param_bytes(t, p, tm->nelem);
-      memcpy(*exp + o, rb[p], b);
-      o += b;
-    }
+  if (st == KV_CALL_OK)
+    kv_pack_call(t, tm->nelem, rb, 0, *exp);
   return st;
 }
 
+/* Fetches call c of the candidate's last phase and compares it with the
+ * reference's outputs on the same fresh inputs (clean worker). Returns 0
+ * with r's verdict changed when it is wrong, -1 when kevo failed. */
 static int validate(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
@@ -402,16 +381,7 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
       return kv_error(err, errlen, "out of memory");
     void *bufs[KV_MAX_PARAMS];
     call_bufs(tm, s->cw.shm, c, bufs);
-    size_t o = 0;
-    for (int pass = 0; pass < 2; pass++)
-      for (int p = 0; p < t->nparams; p++) {
-        enum kv_role r = t->params[p].role;
-        if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
-          size_t b = kv_param_bytes(t, p, tm->nelem);
-          memcpy(got + o, bufs[p], b);
-          o += b;
-        }
-      }
+    kv_pack_call(t, tm->nelem, bufs, inputs, got);
   } else {
     json_t *req = json_pack("{s:i,s:b}", "call", c, "inputs", inputs), *rep = NULL;
     st = kv_worker_call(&s->cw, KV_MSG_FETCH, req, deadline, &rep, &got, cb, tm->d, sizeof tm->d);
