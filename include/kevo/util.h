@@ -45,6 +45,13 @@ int kv_rmtree(const char *path);
 int kv_path_exists(const char *path);
 /* Directory holding the running executable. */
 int kv_exe_dir(char *out, size_t cap);
+/* A file kevo ships beside its binaries (a Python helper, a library): the
+ * first of `dir` (NULL: none), this executable's directory, its
+ * ../share/kevo, then the source tree's python/ (when `source_too`) that
+ * holds `name`. 0 and the path in out, or -1. */
+int kv_find_shipped(const char *name, const char *dir, int source_too, char *out, size_t cap);
+/* The Python kevo runs its helpers with: $KEVO_PYTHON, else python3. */
+const char *kv_python(void);
 /* $KEVO_CACHE_DIR, else $XDG_CACHE_HOME/kevo, else $HOME/.cache/kevo. */
 int kv_cache_dir(char *out, size_t cap);
 /* A fresh private directory (mode 0700) under base, e.g. base/scratch-XXXXXX. */

@@ -10,10 +10,6 @@
 
 #include "internal.h"
 
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
-
 int kv_torch_reference(const struct kv_task *t, char *path, size_t cap) {
   const char *dir = t->dir && *t->dir ? t->dir : ".";
   char p[PATH_MAX + 32];
@@ -28,16 +24,6 @@ int kv_torch_reference(const struct kv_task *t, char *path, size_t cap) {
   if (!realpath(p, abs))
     return 0;
   snprintf(path, cap, "%s", abs);
-  return 1;
-}
-
-/* `name` in dir, when it is there. */
-static int beside(const char *dir, const char *name, char *out, size_t cap) {
-  char p[PATH_MAX + 64];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
-  if (!kv_path_exists(p))
-    return 0;
-  snprintf(out, cap, "%s", p);
   return 1;
 }
 
@@ -65,9 +51,7 @@ static int which(const char *name, char *out, size_t cap) {
 int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, char *err,
                           size_t errlen) {
   memset(tp, 0, sizeof *tp);
-  const char *py = getenv("KEVO_PYTHON");
-  if (!py || !*py)
-    py = "python3";
+  const char *py = kv_python();
   if (!which(py, tp->python, sizeof tp->python))
     return kv_error(err, errlen,
                     "%s: cannot run it; the torch reference worker needs Python 3 with torch "
@@ -75,27 +59,22 @@ int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, ch
                     py);
   /* Beside kevo-worker (the build directory, or where kevo is installed),
    * beside this executable, else the source tree. */
-  char wdir[PATH_MAX], edir[PATH_MAX];
+  char wdir[PATH_MAX];
   snprintf(wdir, sizeof wdir, "%s", worker_path);
   char *slash = strrchr(wdir, '/');
   if (slash)
     *slash = 0;
   else
     snprintf(wdir, sizeof wdir, ".");
-  int have_exe = kv_exe_dir(edir, sizeof edir) == 0;
   const char *e = getenv("KEVO_TORCH_WORKER");
   if (e && *e)
     snprintf(tp->script, sizeof tp->script, "%s", e);
-  else if (!beside(wdir, "kevo_torch_worker.py", tp->script, sizeof tp->script) &&
-           !(have_exe && beside(edir, "kevo_torch_worker.py", tp->script, sizeof tp->script)) &&
-           !beside(KEVO_SOURCE_DIR "/python", "kevo_torch_worker.py", tp->script,
-                   sizeof tp->script))
+  else if (kv_find_shipped("kevo_torch_worker.py", wdir, 1, tp->script, sizeof tp->script) < 0)
     return kv_error(err, errlen,
                     "kevo_torch_worker.py: not found beside %s nor in the source tree; rebuild "
                     "kevo or set KEVO_TORCH_WORKER",
                     worker_path);
-  if (!beside(wdir, "libkevo_pyrt.so", tp->rtlib, sizeof tp->rtlib) &&
-      !(have_exe && beside(edir, "libkevo_pyrt.so", tp->rtlib, sizeof tp->rtlib)))
+  if (kv_find_shipped("libkevo_pyrt.so", wdir, 0, tp->rtlib, sizeof tp->rtlib) < 0)
     return kv_error(err, errlen,
                     "libkevo_pyrt.so: not found beside %s; rebuild kevo (it is built beside "
                     "kevo-worker)",

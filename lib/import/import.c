@@ -14,10 +14,6 @@
 #include "kevo/import.h"
 #include "kevo/util.h"
 
-#ifndef KEVO_SOURCE_DIR
-#define KEVO_SOURCE_DIR "."
-#endif
-
 void kv_import_opts_default(struct kv_import_opts *o) {
   memset(o, 0, sizeof *o);
   o->deadline_s = 120;
@@ -35,22 +31,8 @@ int kv_import_find_helper(char *out, size_t cap, char *err, size_t errlen) {
     snprintf(out, cap, "%s", e);
     return 0;
   }
-  char dir[PATH_MAX], cand[PATH_MAX + 64];
-  if (kv_exe_dir(dir, sizeof dir) == 0) {
-    const char *rel[] = {"/kevo_import.py", "/../share/kevo/kevo_import.py"};
-    for (size_t i = 0; i < KV_ARRAY_LEN(rel); i++) {
-      snprintf(cand, sizeof cand, "%s%s", dir, rel[i]);
-      if (kv_path_exists(cand)) {
-        snprintf(out, cap, "%s", cand);
-        return 0;
-      }
-    }
-  }
-  snprintf(cand, sizeof cand, "%s/python/kevo_import.py", KEVO_SOURCE_DIR);
-  if (kv_path_exists(cand)) {
-    snprintf(out, cap, "%s", cand);
+  if (kv_find_shipped("kevo_import.py", NULL, 1, out, cap) == 0)
     return 0;
-  }
   return kv_error(err, errlen,
                   "kevo_import.py: not found beside the kevo executable nor in the source tree; "
                   "rebuild kevo or set KEVO_IMPORT_HELPER to python/kevo_import.py");
@@ -136,11 +118,7 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
     snprintf(helper, sizeof helper, "%s", o->helper);
   else if (kv_import_find_helper(helper, sizeof helper, err, errlen) < 0)
     return -1;
-  const char *py = o->python;
-  if (!py || !*py)
-    py = getenv("KEVO_PYTHON");
-  if (!py || !*py)
-    py = "python3";
+  const char *py = o->python && *o->python ? o->python : kv_python();
 
   char *src = NULL;
   size_t srclen = 0;

@@ -562,3 +562,35 @@ int kv_which(const char *name, char *out, size_t cap) {
   }
   return -1;
 }
+
+int kv_find_shipped(const char *name, const char *dir, int source_too, char *out, size_t cap) {
+  char exe[PATH_MAX], cand[PATH_MAX + 128];
+  int have_exe = kv_exe_dir(exe, sizeof exe) == 0;
+  const char *dirs[4] = {dir, have_exe ? exe : NULL, NULL, NULL};
+  char share[PATH_MAX + 16];
+  if (have_exe) {
+    snprintf(share, sizeof share, "%s/../share/kevo", exe);
+    dirs[2] = share;
+  }
+#ifdef KEVO_SOURCE_DIR
+  if (source_too)
+    dirs[3] = KEVO_SOURCE_DIR "/python";
+#else
+  (void)source_too;
+#endif
+  for (size_t i = 0; i < 4; i++) {
+    if (!dirs[i])
+      continue;
+    snprintf(cand, sizeof cand, "%s/%s", dirs[i], name);
+    if (kv_path_exists(cand)) {
+      snprintf(out, cap, "%s", cand);
+      return 0;
+    }
+  }
+  return -1;
+}
+
+const char *kv_python(void) {
+  const char *py = getenv("KEVO_PYTHON");
+  return py && *py ? py : "python3";
+}
