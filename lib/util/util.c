@@ -380,6 +380,11 @@ int kv_rmtree(const char *path) {
   }
   memcpy(dir, path, len);
   dir[len] = 0;
+  /* An empty directory goes without a descriptor: cleaning up after running
+   * out of them (a failed worker start) still works. rmdir refuses ".", ".."
+   * and "/" by itself. */
+  if (rmdir(dir) == 0)
+    return 0;
   char *slash = strrchr(dir, '/');
   const char *name = dir;
   int base = AT_FDCWD;
