@@ -7,6 +7,8 @@
  *   there is an obvious one; nothing here prints or exits. */
 #include "kevo/store.h"
 
+#include "internal.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -23,12 +25,7 @@
 #define KEVO_VERSION "unknown"
 #endif
 
-enum { STORE_PATH_CAP = 4096, STORE_BUSY_MS = 10000 };
-
-struct kv_store {
-  sqlite3 *db;
-  char path[STORE_PATH_CAP];
-};
+enum { STORE_BUSY_MS = 10000 };
 
 /* ---- migrations --------------------------------------------------------- */
 
@@ -155,10 +152,7 @@ _Static_assert(sizeof migrations / sizeof migrations[0] == KV_STORE_SCHEMA_VERSI
 
 /* ---- errors ------------------------------------------------------------- */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
+void store_seterr(char *err, size_t errlen, const char *fmt, ...) {
   if (!err || errlen == 0)
     return;
   va_list ap;
@@ -224,11 +218,11 @@ static const char *hint_for(int code, const char *path, char *buf, size_t cap) {
 }
 
 /* "store: PATH: WHAT: SQLITE MESSAGE; FIX". Returns -1. */
-static int db_fail(struct kv_store *s, const char *what, char *err, size_t errlen) {
+int store_db_fail(struct kv_store *s, const char *what, char *err, size_t errlen) {
   char hint[STORE_PATH_CAP + 160];
   int code = sqlite3_extended_errcode(s->db);
-  seterr(err, errlen, "store: %s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db),
-         hint_for(code, s->path, hint, sizeof hint));
+  store_seterr(err, errlen, "store: %s: %s: %s%s", s->path, what, sqlite3_errmsg(s->db),
+               hint_for(code, s->path, hint, sizeof hint));
   return -1;
 }
 
@@ -247,16 +241,17 @@ static int make_parents(const char *path, char *err, size_t errlen) {
       int e = errno;
       struct stat st;
       if (e != EEXIST) {
-        seterr(err, errlen,
-               "store: %s: cannot create directory %s: %s; create it yourself or use another "
-               "--db",
-               path, buf, strerror(e));
+        store_seterr(err, errlen,
+                     "store: %s: cannot create directory %s: %s; create it yourself or use another "
+                     "--db",
+                     path, buf, strerror(e));
         return -1;
       }
       if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        seterr(err, errlen,
-               "store: %s: %s exists and is not a directory; move it away or use another --db",
-               path, buf);
+        store_seterr(
+            err, errlen,
+            "store: %s: %s exists and is not a directory; move it away or use another --db", path,
+            buf);
         return -1;
       }
     }
@@ -265,18 +260,18 @@ static int make_parents(const char *path, char *err, size_t errlen) {
   return 0;
 }
 
-static int exec(struct kv_store *s, const char *sql, const char *what, char *err, size_t errlen) {
+int store_exec(struct kv_store *s, const char *sql, const char *what, char *err, size_t errlen) {
   if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-    return db_fail(s, what, err, errlen);
+    return store_db_fail(s, what, err, errlen);
   return 0;
 }
 
-static int begin(struct kv_store *s, char *err, size_t errlen) {
-  return exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", err, errlen);
+int store_begin(struct kv_store *s, char *err, size_t errlen) {
+  return store_exec(s, "BEGIN IMMEDIATE", "cannot begin a transaction", err, errlen);
 }
 
-static int commit(struct kv_store *s, char *err, size_t errlen) {
-  if (exec(s, "COMMIT", "cannot commit", err, errlen) != 0) {
+int store_commit(struct kv_store *s, char *err, size_t errlen) {
+  if (store_exec(s, "COMMIT", "cannot commit", err, errlen) != 0) {
     if (!sqlite3_get_autocommit(s->db))
       sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
@@ -284,29 +279,29 @@ static int commit(struct kv_store *s, char *err, size_t errlen) {
   return 0;
 }
 
-static void rollback(struct kv_store *s) {
+void store_rollback(struct kv_store *s) {
   if (!sqlite3_get_autocommit(s->db))
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-static int prepare(struct kv_store *s, const char *sql, sqlite3_stmt **st, char *err,
-                   size_t errlen) {
+int store_prepare(struct kv_store *s, const char *sql, sqlite3_stmt **st, char *err,
+                  size_t errlen) {
   if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK) {
     *st = NULL;
-    return db_fail(s, "cannot prepare a statement", err, errlen);
+    return store_db_fail(s, "cannot prepare a statement", err, errlen);
   }
   return 0;
 }
 
 /* Binds a string as given (any bytes); NULL binds SQL NULL. */
-static int bind_str(sqlite3_stmt *st, int i, const char *v) {
+int store_bind_str(sqlite3_stmt *st, int i, const char *v) {
   if (!v)
     return sqlite3_bind_null(st, i);
   return sqlite3_bind_text(st, i, v, (int)strnlen(v, INT_MAX), SQLITE_TRANSIENT);
 }
 
 /* Binds a non-negative finite time; anything else means "not timed": NULL. */
-static int bind_time(sqlite3_stmt *st, int i, double v) {
+int store_bind_time(sqlite3_stmt *st, int i, double v) {
   if (!(v >= 0) || isinf(v))
     return sqlite3_bind_null(st, i);
   return sqlite3_bind_double(st, i, v);
@@ -314,12 +309,12 @@ static int bind_time(sqlite3_stmt *st, int i, double v) {
 
 static int read_user_version(struct kv_store *s, int *out, char *err, size_t errlen) {
   sqlite3_stmt *st;
-  if (prepare(s, "PRAGMA user_version", &st, err, errlen) != 0)
+  if (store_prepare(s, "PRAGMA user_version", &st, err, errlen) != 0)
     return -1;
   int rc = sqlite3_step(st);
   if (rc != SQLITE_ROW) {
     sqlite3_finalize(st);
-    return db_fail(s, "cannot read the schema version", err, errlen);
+    return store_db_fail(s, "cannot read the schema version", err, errlen);
   }
   *out = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
@@ -327,10 +322,11 @@ static int read_user_version(struct kv_store *s, int *out, char *err, size_t err
 }
 
 static int refuse_newer(struct kv_store *s, int v, char *err, size_t errlen) {
-  seterr(err, errlen,
-         "store: %s: database schema version %d is newer than this kevo (%d); upgrade kevo or "
-         "use another --db",
-         s->path, v, KV_STORE_SCHEMA_VERSION);
+  store_seterr(
+      err, errlen,
+      "store: %s: database schema version %d is newer than this kevo (%d); upgrade kevo or "
+      "use another --db",
+      s->path, v, KV_STORE_SCHEMA_VERSION);
   return -1;
 }
 
@@ -342,38 +338,38 @@ static int migrate(struct kv_store *s, char *err, size_t errlen) {
     return refuse_newer(s, v, err, errlen);
   while (v < KV_STORE_SCHEMA_VERSION) {
     char what[96];
-    if (begin(s, err, errlen) != 0)
+    if (store_begin(s, err, errlen) != 0)
       return -1;
     /* Another process may have migrated while we waited for the lock. */
     if (read_user_version(s, &v, err, errlen) != 0) {
-      rollback(s);
+      store_rollback(s);
       return -1;
     }
     if (v > KV_STORE_SCHEMA_VERSION) {
-      rollback(s);
+      store_rollback(s);
       return refuse_newer(s, v, err, errlen);
     }
     if (v == KV_STORE_SCHEMA_VERSION) {
-      rollback(s);
+      store_rollback(s);
       break;
     }
     snprintf(what, sizeof what, "migration to schema version %d failed", v + 1);
-    if (exec(s, migrations[v], what, err, errlen) != 0) {
-      rollback(s);
+    if (store_exec(s, migrations[v], what, err, errlen) != 0) {
+      store_rollback(s);
       return -1;
     }
     int now;
     if (read_user_version(s, &now, err, errlen) != 0) {
-      rollback(s);
+      store_rollback(s);
       return -1;
     }
     if (now != v + 1) {
-      rollback(s);
-      seterr(err, errlen, "store: %s: migration %d left schema version %d (a bug in kevo)", s->path,
-             v + 1, now);
+      store_rollback(s);
+      store_seterr(err, errlen, "store: %s: migration %d left schema version %d (a bug in kevo)",
+                   s->path, v + 1, now);
       return -1;
     }
-    if (commit(s, err, errlen) != 0)
+    if (store_commit(s, err, errlen) != 0)
       return -1;
     v = now;
   }
@@ -393,23 +389,24 @@ static int try_wal(struct kv_store *s, int memory, int *code, char *err, size_t 
   /* journal_mode returns the mode now in force; anything but WAL (or memory,
    * for :memory:) means the file system refused it. */
   sqlite3_stmt *st;
-  if (prepare(s, "PRAGMA journal_mode = WAL", &st, err, errlen) != 0) {
+  if (store_prepare(s, "PRAGMA journal_mode = WAL", &st, err, errlen) != 0) {
     *code = sqlite3_extended_errcode(s->db);
     return -1;
   }
   if (sqlite3_step(st) != SQLITE_ROW) {
     *code = sqlite3_extended_errcode(s->db);
-    db_fail(s, "cannot switch to WAL mode", err, errlen);
+    store_db_fail(s, "cannot switch to WAL mode", err, errlen);
     sqlite3_finalize(st);
     return -1;
   }
   const char *mode = (const char *)sqlite3_column_text(st, 0);
   int ok = mode && (strcmp(mode, "wal") == 0 || (memory && strcmp(mode, "memory") == 0));
   if (!ok)
-    seterr(err, errlen,
-           "store: %s: cannot switch to WAL mode (journal mode stays '%s'); put the database on "
-           "a local file system or use another --db",
-           s->path, mode ? mode : "?");
+    store_seterr(
+        err, errlen,
+        "store: %s: cannot switch to WAL mode (journal mode stays '%s'); put the database on "
+        "a local file system or use another --db",
+        s->path, mode ? mode : "?");
   sqlite3_finalize(st);
   return ok ? 0 : -1;
 }
@@ -467,13 +464,13 @@ int kv_store_open(const char *path, struct kv_store **out, char *err, size_t err
   if (out)
     *out = NULL;
   if (!path || !*path || !out) {
-    seterr(err, errlen, "store: no database path given; pass --db or set KEVO_DB");
+    store_seterr(err, errlen, "store: no database path given; pass --db or set KEVO_DB");
     return -1;
   }
   size_t n = strnlen(path, STORE_PATH_CAP);
   if (n >= STORE_PATH_CAP) {
-    seterr(err, errlen, "store: database path is longer than %d bytes; use a shorter --db",
-           STORE_PATH_CAP - 1);
+    store_seterr(err, errlen, "store: database path is longer than %d bytes; use a shorter --db",
+                 STORE_PATH_CAP - 1);
     return -1;
   }
   int memory = strcmp(path, ":memory:") == 0;
@@ -482,7 +479,7 @@ int kv_store_open(const char *path, struct kv_store **out, char *err, size_t err
 
   struct kv_store *s = calloc(1, sizeof *s);
   if (!s) {
-    seterr(err, errlen, "store: %s: out of memory", path);
+    store_seterr(err, errlen, "store: %s: out of memory", path);
     return -1;
   }
   memcpy(s->path, path, n + 1);
@@ -490,7 +487,7 @@ int kv_store_open(const char *path, struct kv_store **out, char *err, size_t err
   int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
   if (rc != SQLITE_OK) {
     if (!s->db) {
-      seterr(err, errlen, "store: %s: cannot open: %s", path, sqlite3_errstr(rc));
+      store_seterr(err, errlen, "store: %s: cannot open: %s", path, sqlite3_errstr(rc));
       free(s);
       return -1;
     }
@@ -503,15 +500,15 @@ int kv_store_open(const char *path, struct kv_store **out, char *err, size_t err
   /* The database is the log: a store kevo cannot write to is of no use. */
   if (sqlite3_db_readonly(s->db, "main") == 1) {
     char hint[STORE_PATH_CAP + 160];
-    seterr(err, errlen, "store: %s: the database is read-only for this user%s", path,
-           hint_for(SQLITE_READONLY, path, hint, sizeof hint));
+    store_seterr(err, errlen, "store: %s: the database is read-only for this user%s", path,
+                 hint_for(SQLITE_READONLY, path, hint, sizeof hint));
     goto fail;
   }
   if (enter_wal(s, memory, err, errlen) != 0)
     goto fail;
 
-  if (exec(s, "PRAGMA foreign_keys = ON", "cannot enable foreign keys", err, errlen) != 0 ||
-      exec(s, "PRAGMA synchronous = NORMAL", "cannot set synchronous mode", err, errlen) != 0)
+  if (store_exec(s, "PRAGMA foreign_keys = ON", "cannot enable foreign keys", err, errlen) != 0 ||
+      store_exec(s, "PRAGMA synchronous = NORMAL", "cannot set synchronous mode", err, errlen) != 0)
     goto fail;
   if (migrate(s, err, errlen) != 0)
     goto fail;
@@ -519,7 +516,7 @@ int kv_store_open(const char *path, struct kv_store **out, char *err, size_t err
   return 0;
 
 fail_open:
-  db_fail(s, "cannot open", err, errlen);
+  store_db_fail(s, "cannot open", err, errlen);
 fail:
   sqlite3_close_v2(s->db);
   free(s);
@@ -546,39 +543,39 @@ int kv_store_schema_version(struct kv_store *s) {
 int kv_store_put_task(struct kv_store *s, const char *name, const char *dir, const char *spec_hash,
                       const char *spec_json, int64_t *task_id, char *err, size_t errlen) {
   if (!s || !name || !spec_hash || !*spec_hash || !spec_json) {
-    seterr(err, errlen,
-           "store: put_task needs a store, a name, a spec hash and the spec JSON "
-           "(a bug in the caller)");
+    store_seterr(err, errlen,
+                 "store: put_task needs a store, a name, a spec hash and the spec JSON "
+                 "(a bug in the caller)");
     return -1;
   }
   sqlite3_stmt *ins = NULL, *sel = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "INSERT INTO tasks (name, dir, spec_hash, spec_json) VALUES (?1, ?2, ?3, ?4) "
-              "ON CONFLICT (spec_hash) DO NOTHING",
-              &ins, err, errlen) != 0)
+  if (store_prepare(s,
+                    "INSERT INTO tasks (name, dir, spec_hash, spec_json) VALUES (?1, ?2, ?3, ?4) "
+                    "ON CONFLICT (spec_hash) DO NOTHING",
+                    &ins, err, errlen) != 0)
     goto fail;
-  bind_str(ins, 1, name);
-  bind_str(ins, 2, dir);
-  bind_str(ins, 3, spec_hash);
-  bind_str(ins, 4, spec_json);
+  store_bind_str(ins, 1, name);
+  store_bind_str(ins, 2, dir);
+  store_bind_str(ins, 3, spec_hash);
+  store_bind_str(ins, 4, spec_json);
   if (sqlite3_step(ins) != SQLITE_DONE) {
-    db_fail(s, "cannot insert the task", err, errlen);
+    store_db_fail(s, "cannot insert the task", err, errlen);
     goto fail;
   }
-  if (prepare(s, "SELECT id FROM tasks WHERE spec_hash = ?1", &sel, err, errlen) != 0)
+  if (store_prepare(s, "SELECT id FROM tasks WHERE spec_hash = ?1", &sel, err, errlen) != 0)
     goto fail;
-  bind_str(sel, 1, spec_hash);
+  store_bind_str(sel, 1, spec_hash);
   if (sqlite3_step(sel) != SQLITE_ROW) {
-    db_fail(s, "cannot find the task just stored", err, errlen);
+    store_db_fail(s, "cannot find the task just stored", err, errlen);
     goto fail;
   }
   int64_t id = sqlite3_column_int64(sel, 0);
   sqlite3_finalize(ins);
   sqlite3_finalize(sel);
   ins = sel = NULL;
-  if (commit(s, err, errlen) != 0)
+  if (store_commit(s, err, errlen) != 0)
     return -1;
   if (task_id)
     *task_id = id;
@@ -586,124 +583,126 @@ int kv_store_put_task(struct kv_store *s, const char *name, const char *dir, con
 fail:
   sqlite3_finalize(ins);
   sqlite3_finalize(sel);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
 int kv_store_put_source(struct kv_store *s, const char *hash, const char *text, size_t len,
                         char *err, size_t errlen) {
   if (!s || !hash || !*hash || (!text && len > 0)) {
-    seterr(err, errlen,
-           "store: put_source needs a store, a hash and the text (a bug in the "
-           "caller)");
+    store_seterr(err, errlen,
+                 "store: put_source needs a store, a hash and the text (a bug in the "
+                 "caller)");
     return -1;
   }
   if (len > (size_t)INT_MAX) {
-    seterr(err, errlen, "store: %s: source %s is %zu bytes, more than a source may hold (%d)",
-           s->path, hash, len, INT_MAX);
+    store_seterr(err, errlen, "store: %s: source %s is %zu bytes, more than a source may hold (%d)",
+                 s->path, hash, len, INT_MAX);
     return -1;
   }
   sqlite3_stmt *ins = NULL, *sel = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "INSERT INTO sources (hash, text, bytes) VALUES (?1, ?2, ?3) "
-              "ON CONFLICT (hash) DO NOTHING",
-              &ins, err, errlen) != 0)
+  if (store_prepare(s,
+                    "INSERT INTO sources (hash, text, bytes) VALUES (?1, ?2, ?3) "
+                    "ON CONFLICT (hash) DO NOTHING",
+                    &ins, err, errlen) != 0)
     goto fail;
-  bind_str(ins, 1, hash);
+  store_bind_str(ins, 1, hash);
   sqlite3_bind_text(ins, 2, text ? text : "", (int)len, SQLITE_STATIC);
   sqlite3_bind_int64(ins, 3, (sqlite3_int64)len);
   if (sqlite3_step(ins) != SQLITE_DONE) {
-    db_fail(s, "cannot insert the source", err, errlen);
+    store_db_fail(s, "cannot insert the source", err, errlen);
     goto fail;
   }
   if (sqlite3_changes(s->db) == 0) {
     /* Already there: the same hash must name the same bytes. */
-    if (prepare(s, "SELECT text FROM sources WHERE hash = ?1", &sel, err, errlen) != 0)
+    if (store_prepare(s, "SELECT text FROM sources WHERE hash = ?1", &sel, err, errlen) != 0)
       goto fail;
-    bind_str(sel, 1, hash);
+    store_bind_str(sel, 1, hash);
     if (sqlite3_step(sel) != SQLITE_ROW) {
-      db_fail(s, "cannot read back the stored source", err, errlen);
+      store_db_fail(s, "cannot read back the stored source", err, errlen);
       goto fail;
     }
     const void *old = sqlite3_column_blob(sel, 0);
     size_t oldlen = (size_t)sqlite3_column_bytes(sel, 0);
     if (oldlen != len || (len > 0 && memcmp(old, text, len) != 0)) {
-      seterr(err, errlen,
-             "store: %s: source %s is already stored with different content; the hash must be "
-             "the sha256 of the text (a bug in the caller)",
-             s->path, hash);
+      store_seterr(
+          err, errlen,
+          "store: %s: source %s is already stored with different content; the hash must be "
+          "the sha256 of the text (a bug in the caller)",
+          s->path, hash);
       goto fail;
     }
   }
   sqlite3_finalize(ins);
   sqlite3_finalize(sel);
   ins = sel = NULL;
-  return commit(s, err, errlen);
+  return store_commit(s, err, errlen);
 fail:
   sqlite3_finalize(ins);
   sqlite3_finalize(sel);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
 int kv_store_add_eval(struct kv_store *s, const struct kv_eval_record *r, int64_t *id, char *err,
                       size_t errlen) {
   if (!s || !r || !r->surface || !r->verdict) {
-    seterr(err, errlen,
-           "store: add_eval needs a store and a record with a surface and a verdict "
-           "(a bug in the caller)");
+    store_seterr(err, errlen,
+                 "store: add_eval needs a store and a record with a surface and a verdict "
+                 "(a bug in the caller)");
     return -1;
   }
   sqlite3_stmt *ins = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "INSERT INTO evaluations (task_id, source_hash, candidate_path, surface, device, "
-              "verdict, detail, median_us, speedup, result_json, kevo_version) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-              &ins, err, errlen) != 0)
+  if (store_prepare(
+          s,
+          "INSERT INTO evaluations (task_id, source_hash, candidate_path, surface, device, "
+          "verdict, detail, median_us, speedup, result_json, kevo_version) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+          &ins, err, errlen) != 0)
     goto fail;
   sqlite3_bind_int64(ins, 1, r->task_id);
-  bind_str(ins, 2, r->source_hash);
-  bind_str(ins, 3, r->candidate_path);
-  bind_str(ins, 4, r->surface);
-  bind_str(ins, 5, r->device);
-  bind_str(ins, 6, r->verdict);
-  bind_str(ins, 7, r->detail);
-  bind_time(ins, 8, r->median_us);
-  bind_time(ins, 9, r->speedup);
-  bind_str(ins, 10, r->result_json);
-  bind_str(ins, 11, KEVO_VERSION);
+  store_bind_str(ins, 2, r->source_hash);
+  store_bind_str(ins, 3, r->candidate_path);
+  store_bind_str(ins, 4, r->surface);
+  store_bind_str(ins, 5, r->device);
+  store_bind_str(ins, 6, r->verdict);
+  store_bind_str(ins, 7, r->detail);
+  store_bind_time(ins, 8, r->median_us);
+  store_bind_time(ins, 9, r->speedup);
+  store_bind_str(ins, 10, r->result_json);
+  store_bind_str(ins, 11, KEVO_VERSION);
   if (sqlite3_step(ins) != SQLITE_DONE) {
     if ((sqlite3_extended_errcode(s->db)) == SQLITE_CONSTRAINT_FOREIGNKEY) {
-      seterr(err, errlen,
-             "store: %s: cannot insert the evaluation: task %lld or source %s is not in the "
-             "store; store them first with put_task and put_source",
-             s->path, (long long)r->task_id, r->source_hash ? r->source_hash : "(none)");
+      store_seterr(err, errlen,
+                   "store: %s: cannot insert the evaluation: task %lld or source %s is not in the "
+                   "store; store them first with put_task and put_source",
+                   s->path, (long long)r->task_id, r->source_hash ? r->source_hash : "(none)");
     } else {
-      db_fail(s, "cannot insert the evaluation", err, errlen);
+      store_db_fail(s, "cannot insert the evaluation", err, errlen);
     }
     goto fail;
   }
   int64_t rowid = sqlite3_last_insert_rowid(s->db);
   sqlite3_finalize(ins);
   ins = NULL;
-  if (commit(s, err, errlen) != 0)
+  if (store_commit(s, err, errlen) != 0)
     return -1;
   if (id)
     *id = rowid;
   return 0;
 fail:
   sqlite3_finalize(ins);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
 /* Copies column i as a malloc'd NUL-terminated string; NULL stays NULL.
  * Returns -1 only when out of memory. */
-static int dup_col(sqlite3_stmt *st, int i, char **out) {
+int store_dup_col(sqlite3_stmt *st, int i, char **out) {
   *out = NULL;
   if (sqlite3_column_type(st, i) == SQLITE_NULL)
     return 0;
@@ -720,7 +719,7 @@ static int dup_col(sqlite3_stmt *st, int i, char **out) {
   return 0;
 }
 
-static double col_time(sqlite3_stmt *st, int i) {
+double store_col_time(sqlite3_stmt *st, int i) {
   if (sqlite3_column_type(st, i) == SQLITE_NULL)
     return -1.0;
   return sqlite3_column_double(st, i);
@@ -729,46 +728,48 @@ static double col_time(sqlite3_stmt *st, int i) {
 int kv_store_get_eval(struct kv_store *s, int64_t id, struct kv_eval_row *out, char *err,
                       size_t errlen) {
   if (!s || !out) {
-    seterr(err, errlen, "store: get_eval needs a store and a row (a bug in the caller)");
+    store_seterr(err, errlen, "store: get_eval needs a store and a row (a bug in the caller)");
     return -1;
   }
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st;
-  if (prepare(s,
-              "SELECT e.id, e.task_id, t.name, e.source_hash, e.surface, e.device, e.verdict, "
-              "e.detail, e.result_json, e.median_us, e.speedup, e.created "
-              "FROM evaluations e LEFT JOIN tasks t ON t.id = e.task_id WHERE e.id = ?1",
-              &st, err, errlen) != 0)
+  if (store_prepare(
+          s,
+          "SELECT e.id, e.task_id, t.name, e.source_hash, e.surface, e.device, e.verdict, "
+          "e.detail, e.result_json, e.median_us, e.speedup, e.created "
+          "FROM evaluations e LEFT JOIN tasks t ON t.id = e.task_id WHERE e.id = ?1",
+          &st, err, errlen) != 0)
     return -1;
   sqlite3_bind_int64(st, 1, id);
   int rc = sqlite3_step(st);
   if (rc == SQLITE_DONE) {
     sqlite3_finalize(st);
-    seterr(err, errlen, "store: %s: evaluation %lld not found", s->path, (long long)id);
+    store_seterr(err, errlen, "store: %s: evaluation %lld not found", s->path, (long long)id);
     return -1;
   }
   if (rc != SQLITE_ROW) {
-    db_fail(s, "cannot read the evaluation", err, errlen);
+    store_db_fail(s, "cannot read the evaluation", err, errlen);
     sqlite3_finalize(st);
     return -1;
   }
   out->id = sqlite3_column_int64(st, 0);
   out->task_id = sqlite3_column_int64(st, 1);
   int bad = 0;
-  bad |= dup_col(st, 2, &out->task_name);
-  bad |= dup_col(st, 3, &out->source_hash);
-  bad |= dup_col(st, 4, &out->surface);
-  bad |= dup_col(st, 5, &out->device);
-  bad |= dup_col(st, 6, &out->verdict);
-  bad |= dup_col(st, 7, &out->detail);
-  bad |= dup_col(st, 8, &out->result_json);
-  out->median_us = col_time(st, 9);
-  out->speedup = col_time(st, 10);
+  bad |= store_dup_col(st, 2, &out->task_name);
+  bad |= store_dup_col(st, 3, &out->source_hash);
+  bad |= store_dup_col(st, 4, &out->surface);
+  bad |= store_dup_col(st, 5, &out->device);
+  bad |= store_dup_col(st, 6, &out->verdict);
+  bad |= store_dup_col(st, 7, &out->detail);
+  bad |= store_dup_col(st, 8, &out->result_json);
+  out->median_us = store_col_time(st, 9);
+  out->speedup = store_col_time(st, 10);
   out->created_unix = sqlite3_column_int64(st, 11);
   sqlite3_finalize(st);
   if (bad) {
     kv_eval_row_release(out);
-    seterr(err, errlen, "store: %s: out of memory reading evaluation %lld", s->path, (long long)id);
+    store_seterr(err, errlen, "store: %s: out of memory reading evaluation %lld", s->path,
+                 (long long)id);
     return -1;
   }
   return 0;
@@ -789,7 +790,7 @@ void kv_eval_row_release(struct kv_eval_row *r) {
 
 int64_t kv_store_count_evals(struct kv_store *s) {
   sqlite3_stmt *st;
-  if (!s || prepare(s, "SELECT count(*) FROM evaluations", &st, NULL, 0) != 0)
+  if (!s || store_prepare(s, "SELECT count(*) FROM evaluations", &st, NULL, 0) != 0)
     return -1;
   int64_t n = -1;
   if (sqlite3_step(st) == SQLITE_ROW)
@@ -803,9 +804,10 @@ char *kv_store_get_source(struct kv_store *s, const char *hash, size_t *len) {
   char *text = NULL;
   if (len)
     *len = 0;
-  if (!s || !hash || prepare(s, "SELECT text FROM sources WHERE hash = ?1", &st, NULL, 0) != 0)
+  if (!s || !hash ||
+      store_prepare(s, "SELECT text FROM sources WHERE hash = ?1", &st, NULL, 0) != 0)
     return NULL;
-  bind_str(st, 1, hash);
+  store_bind_str(st, 1, hash);
   if (sqlite3_step(st) == SQLITE_ROW) {
     const void *t = sqlite3_column_blob(st, 0);
     size_t n = (size_t)sqlite3_column_bytes(st, 0);
@@ -825,14 +827,14 @@ char *kv_store_get_source(struct kv_store *s, const char *hash, size_t *len) {
 /* ---- LLM calls (schema v2) ---------------------------------------------- */
 
 /* Binds an id; <= 0 means none: NULL. */
-static int bind_id(sqlite3_stmt *st, int i, int64_t v) {
+int store_bind_id(sqlite3_stmt *st, int i, int64_t v) {
   if (v <= 0)
     return sqlite3_bind_null(st, i);
   return sqlite3_bind_int64(st, i, v);
 }
 
 /* Binds a count; < 0 means unknown: NULL. */
-static int bind_count(sqlite3_stmt *st, int i, int64_t v) {
+int store_bind_count(sqlite3_stmt *st, int i, int64_t v) {
   if (v < 0)
     return sqlite3_bind_null(st, i);
   return sqlite3_bind_int64(st, i, v);
@@ -842,60 +844,62 @@ int kv_store_add_llm_call(struct kv_store *s, const struct kv_llm_call_record *r
                           char *err, size_t errlen) {
   if (!s || !r || !r->role || !r->provider || !r->model || !r->cache_key || !r->request_json ||
       !r->status) {
-    seterr(err, errlen,
-           "store: add_llm_call needs a store and a record with a role, provider, model, cache "
-           "key, request and status (a bug in the caller)");
+    store_seterr(
+        err, errlen,
+        "store: add_llm_call needs a store and a record with a role, provider, model, cache "
+        "key, request and status (a bug in the caller)");
     return -1;
   }
   sqlite3_stmt *ins = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "INSERT INTO llm_calls (run_id, node_id, role, provider, model, base_url, cache_key, "
-              "sample, request_json, response_body, reply_text, status, error, http_status, "
-              "attempts, latency_s, input_tokens, output_tokens, cost_usd, kevo_version) "
-              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-              "?17, ?18, ?19, ?20)",
-              &ins, err, errlen) != 0)
+  if (store_prepare(
+          s,
+          "INSERT INTO llm_calls (run_id, node_id, role, provider, model, base_url, cache_key, "
+          "sample, request_json, response_body, reply_text, status, error, http_status, "
+          "attempts, latency_s, input_tokens, output_tokens, cost_usd, kevo_version) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+          "?17, ?18, ?19, ?20)",
+          &ins, err, errlen) != 0)
     goto fail;
-  bind_id(ins, 1, r->run_id);
-  bind_id(ins, 2, r->node_id);
-  bind_str(ins, 3, r->role);
-  bind_str(ins, 4, r->provider);
-  bind_str(ins, 5, r->model);
-  bind_str(ins, 6, r->base_url);
-  bind_str(ins, 7, r->cache_key);
+  store_bind_id(ins, 1, r->run_id);
+  store_bind_id(ins, 2, r->node_id);
+  store_bind_str(ins, 3, r->role);
+  store_bind_str(ins, 4, r->provider);
+  store_bind_str(ins, 5, r->model);
+  store_bind_str(ins, 6, r->base_url);
+  store_bind_str(ins, 7, r->cache_key);
   sqlite3_bind_int(ins, 8, r->sample);
-  bind_str(ins, 9, r->request_json);
-  bind_str(ins, 10, r->response_body);
-  bind_str(ins, 11, r->reply_text);
-  bind_str(ins, 12, r->status);
-  bind_str(ins, 13, r->error);
+  store_bind_str(ins, 9, r->request_json);
+  store_bind_str(ins, 10, r->response_body);
+  store_bind_str(ins, 11, r->reply_text);
+  store_bind_str(ins, 12, r->status);
+  store_bind_str(ins, 13, r->error);
   if (r->http_status > 0)
     sqlite3_bind_int(ins, 14, r->http_status);
   else
     sqlite3_bind_null(ins, 14);
   sqlite3_bind_int(ins, 15, r->attempts < 0 ? 0 : r->attempts);
-  bind_time(ins, 16, r->latency_s);
-  bind_count(ins, 17, r->input_tokens);
-  bind_count(ins, 18, r->output_tokens);
-  bind_time(ins, 19, r->cost_usd);
-  bind_str(ins, 20, KEVO_VERSION);
+  store_bind_time(ins, 16, r->latency_s);
+  store_bind_count(ins, 17, r->input_tokens);
+  store_bind_count(ins, 18, r->output_tokens);
+  store_bind_time(ins, 19, r->cost_usd);
+  store_bind_str(ins, 20, KEVO_VERSION);
   if (sqlite3_step(ins) != SQLITE_DONE) {
-    db_fail(s, "cannot insert the LLM call", err, errlen);
+    store_db_fail(s, "cannot insert the LLM call", err, errlen);
     goto fail;
   }
   int64_t rowid = sqlite3_last_insert_rowid(s->db);
   sqlite3_finalize(ins);
   ins = NULL;
-  if (commit(s, err, errlen) != 0)
+  if (store_commit(s, err, errlen) != 0)
     return -1;
   if (id)
     *id = rowid;
   return 0;
 fail:
   sqlite3_finalize(ins);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
@@ -904,7 +908,7 @@ fail:
   "response_body, reply_text, status, error, sample, http_status, attempts, latency_s, cost_usd, " \
   "input_tokens, output_tokens"
 
-static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t none) {
+int64_t store_col_int_or(sqlite3_stmt *st, int i, int64_t none) {
   if (sqlite3_column_type(st, i) == SQLITE_NULL)
     return none;
   return sqlite3_column_int64(st, i);
@@ -914,27 +918,27 @@ static int64_t col_int_or(sqlite3_stmt *st, int i, int64_t none) {
 static int llm_row(sqlite3_stmt *st, struct kv_llm_call_row *out) {
   memset(out, 0, sizeof *out);
   out->id = sqlite3_column_int64(st, 0);
-  out->run_id = col_int_or(st, 1, 0);
-  out->node_id = col_int_or(st, 2, 0);
+  out->run_id = store_col_int_or(st, 1, 0);
+  out->node_id = store_col_int_or(st, 2, 0);
   out->created_unix = sqlite3_column_int64(st, 3);
   int bad = 0;
-  bad |= dup_col(st, 4, &out->role);
-  bad |= dup_col(st, 5, &out->provider);
-  bad |= dup_col(st, 6, &out->model);
-  bad |= dup_col(st, 7, &out->base_url);
-  bad |= dup_col(st, 8, &out->cache_key);
-  bad |= dup_col(st, 9, &out->request_json);
-  bad |= dup_col(st, 10, &out->response_body);
-  bad |= dup_col(st, 11, &out->reply_text);
-  bad |= dup_col(st, 12, &out->status);
-  bad |= dup_col(st, 13, &out->error);
+  bad |= store_dup_col(st, 4, &out->role);
+  bad |= store_dup_col(st, 5, &out->provider);
+  bad |= store_dup_col(st, 6, &out->model);
+  bad |= store_dup_col(st, 7, &out->base_url);
+  bad |= store_dup_col(st, 8, &out->cache_key);
+  bad |= store_dup_col(st, 9, &out->request_json);
+  bad |= store_dup_col(st, 10, &out->response_body);
+  bad |= store_dup_col(st, 11, &out->reply_text);
+  bad |= store_dup_col(st, 12, &out->status);
+  bad |= store_dup_col(st, 13, &out->error);
   out->sample = (int)sqlite3_column_int64(st, 14);
-  out->http_status = (int)col_int_or(st, 15, 0);
+  out->http_status = (int)store_col_int_or(st, 15, 0);
   out->attempts = (int)sqlite3_column_int64(st, 16);
-  out->latency_s = col_time(st, 17);
-  out->cost_usd = col_time(st, 18);
-  out->input_tokens = col_int_or(st, 19, -1);
-  out->output_tokens = col_int_or(st, 20, -1);
+  out->latency_s = store_col_time(st, 17);
+  out->cost_usd = store_col_time(st, 18);
+  out->input_tokens = store_col_int_or(st, 19, -1);
+  out->output_tokens = store_col_int_or(st, 20, -1);
   if (bad) {
     kv_llm_call_row_release(out);
     return -1;
@@ -967,14 +971,14 @@ static int llm_one(struct kv_store *s, sqlite3_stmt *st, const char *what,
     return 0;
   }
   if (rc != SQLITE_ROW) {
-    db_fail(s, what, err, errlen);
+    store_db_fail(s, what, err, errlen);
     sqlite3_finalize(st);
     return -1;
   }
   int bad = llm_row(st, out);
   sqlite3_finalize(st);
   if (bad) {
-    seterr(err, errlen, "store: %s: out of memory reading an LLM call", s->path);
+    store_seterr(err, errlen, "store: %s: out of memory reading an LLM call", s->path);
     return -1;
   }
   return 1;
@@ -983,17 +987,18 @@ static int llm_one(struct kv_store *s, sqlite3_stmt *st, const char *what,
 int kv_store_get_llm_call(struct kv_store *s, int64_t id, struct kv_llm_call_row *out, char *err,
                           size_t errlen) {
   if (!s || !out) {
-    seterr(err, errlen, "store: get_llm_call needs a store and a row (a bug in the caller)");
+    store_seterr(err, errlen, "store: get_llm_call needs a store and a row (a bug in the caller)");
     return -1;
   }
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st;
-  if (prepare(s, "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE id = ?1", &st, err, errlen) != 0)
+  if (store_prepare(s, "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE id = ?1", &st, err,
+                    errlen) != 0)
     return -1;
   sqlite3_bind_int64(st, 1, id);
   int rc = llm_one(s, st, "cannot read the LLM call", out, err, errlen);
   if (rc == 0) {
-    seterr(err, errlen, "store: %s: LLM call %lld not found", s->path, (long long)id);
+    store_seterr(err, errlen, "store: %s: LLM call %lld not found", s->path, (long long)id);
     return -1;
   }
   return rc < 0 ? -1 : 0;
@@ -1002,18 +1007,19 @@ int kv_store_get_llm_call(struct kv_store *s, int64_t id, struct kv_llm_call_row
 int kv_store_find_llm_call(struct kv_store *s, const char *cache_key, struct kv_llm_call_row *out,
                            char *err, size_t errlen) {
   if (!s || !cache_key || !out) {
-    seterr(err, errlen,
-           "store: find_llm_call needs a store, a cache key and a row (a bug in the caller)");
+    store_seterr(err, errlen,
+                 "store: find_llm_call needs a store, a cache key and a row (a bug in the caller)");
     return -1;
   }
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st;
-  if (prepare(s,
-              "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE cache_key = ?1 AND status = 'ok' "
-              "AND provider <> 'replay' ORDER BY id DESC LIMIT 1",
-              &st, err, errlen) != 0)
+  if (store_prepare(s,
+                    "SELECT " LLM_CALL_COLUMNS
+                    " FROM llm_calls WHERE cache_key = ?1 AND status = 'ok' "
+                    "AND provider <> 'replay' ORDER BY id DESC LIMIT 1",
+                    &st, err, errlen) != 0)
     return -1;
-  bind_str(st, 1, cache_key);
+  store_bind_str(st, 1, cache_key);
   return llm_one(s, st, "cannot look up a recorded LLM call", out, err, errlen);
 }
 
@@ -1021,12 +1027,14 @@ int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
                             int (*cb)(void *arg, const struct kv_llm_call_row *row), void *arg,
                             char *err, size_t errlen) {
   if (!s || !cb) {
-    seterr(err, errlen, "store: list_llm_calls needs a store and a callback (a bug in the caller)");
+    store_seterr(err, errlen,
+                 "store: list_llm_calls needs a store and a callback (a bug in the caller)");
     return -1;
   }
   sqlite3_stmt *st;
-  if (prepare(s, "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE id > ?1 ORDER BY id LIMIT ?2",
-              &st, err, errlen) != 0)
+  if (store_prepare(s,
+                    "SELECT " LLM_CALL_COLUMNS " FROM llm_calls WHERE id > ?1 ORDER BY id LIMIT ?2",
+                    &st, err, errlen) != 0)
     return -1;
   sqlite3_bind_int64(st, 1, after_id);
   sqlite3_bind_int64(st, 2, limit > 0 ? (sqlite3_int64)limit : -1);
@@ -1036,14 +1044,14 @@ int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
     if (rc == SQLITE_DONE)
       break;
     if (rc != SQLITE_ROW) {
-      db_fail(s, "cannot list LLM calls", err, errlen);
+      store_db_fail(s, "cannot list LLM calls", err, errlen);
       sqlite3_finalize(st);
       return -1;
     }
     struct kv_llm_call_row row;
     if (llm_row(st, &row) != 0) {
       sqlite3_finalize(st);
-      seterr(err, errlen, "store: %s: out of memory listing LLM calls", s->path);
+      store_seterr(err, errlen, "store: %s: out of memory listing LLM calls", s->path);
       return -1;
     }
     n++;
@@ -1058,7 +1066,7 @@ int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
 
 int64_t kv_store_count_llm_calls(struct kv_store *s) {
   sqlite3_stmt *st;
-  if (!s || prepare(s, "SELECT count(*) FROM llm_calls", &st, NULL, 0) != 0)
+  if (!s || store_prepare(s, "SELECT count(*) FROM llm_calls", &st, NULL, 0) != 0)
     return -1;
   int64_t n = -1;
   if (sqlite3_step(st) == SQLITE_ROW)
@@ -1072,64 +1080,66 @@ int64_t kv_store_count_llm_calls(struct kv_store *s) {
 int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strategy,
                         const char *config_json, int64_t *run_id, char *err, size_t errlen) {
   sqlite3_stmt *ins = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "INSERT INTO runs (task_id, strategy, config_json, status, kevo_version) "
-              "VALUES (?1, ?2, ?3, 'running', ?4)",
-              &ins, err, errlen) != 0)
+  if (store_prepare(s,
+                    "INSERT INTO runs (task_id, strategy, config_json, status, kevo_version) "
+                    "VALUES (?1, ?2, ?3, 'running', ?4)",
+                    &ins, err, errlen) != 0)
     goto fail;
   sqlite3_bind_int64(ins, 1, task_id);
-  bind_str(ins, 2, strategy);
-  bind_str(ins, 3, config_json);
-  bind_str(ins, 4, KEVO_VERSION);
+  store_bind_str(ins, 2, strategy);
+  store_bind_str(ins, 3, config_json);
+  store_bind_str(ins, 4, KEVO_VERSION);
   if (sqlite3_step(ins) != SQLITE_DONE) {
-    db_fail(s, "cannot create the run", err, errlen);
+    store_db_fail(s, "cannot create the run", err, errlen);
     goto fail;
   }
   *run_id = sqlite3_last_insert_rowid(s->db);
   sqlite3_finalize(ins);
-  return commit(s, err, errlen);
+  return store_commit(s, err, errlen);
 fail:
   sqlite3_finalize(ins);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
 int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
                             size_t errlen) {
   sqlite3_stmt *up = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "UPDATE runs SET status = ?1, updated = (CAST(strftime('%s', 'now') AS INTEGER)) "
-              "WHERE id = ?2",
-              &up, err, errlen) != 0)
+  if (store_prepare(
+          s,
+          "UPDATE runs SET status = ?1, updated = (CAST(strftime('%s', 'now') AS INTEGER)) "
+          "WHERE id = ?2",
+          &up, err, errlen) != 0)
     goto fail;
-  bind_str(up, 1, status);
+  store_bind_str(up, 1, status);
   sqlite3_bind_int64(up, 2, run_id);
   if (sqlite3_step(up) != SQLITE_DONE) {
-    db_fail(s, "cannot update the run", err, errlen);
+    store_db_fail(s, "cannot update the run", err, errlen);
     goto fail;
   }
   sqlite3_finalize(up);
-  return commit(s, err, errlen);
+  return store_commit(s, err, errlen);
 fail:
   sqlite3_finalize(up);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
 int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_t *id, char *err,
                       size_t errlen) {
   sqlite3_stmt *ins = NULL;
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (prepare(s,
-              "INSERT INTO nodes (run_id, parent_id, step, source_hash, eval_id, action, params, "
-              "verdict, speedup, reward, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-              "?11)",
-              &ins, err, errlen) != 0)
+  if (store_prepare(
+          s,
+          "INSERT INTO nodes (run_id, parent_id, step, source_hash, eval_id, action, params, "
+          "verdict, speedup, reward, plan) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+          "?11)",
+          &ins, err, errlen) != 0)
     goto fail;
   sqlite3_bind_int64(ins, 1, n->run_id);
   if (n->parent_id > 0)
@@ -1137,31 +1147,31 @@ int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_
   else
     sqlite3_bind_null(ins, 2);
   sqlite3_bind_int(ins, 3, n->step);
-  bind_str(ins, 4, n->source_hash);
+  store_bind_str(ins, 4, n->source_hash);
   if (n->eval_id > 0)
     sqlite3_bind_int64(ins, 5, n->eval_id);
   else
     sqlite3_bind_null(ins, 5);
-  bind_str(ins, 6, n->action);
-  bind_str(ins, 7, n->params);
-  bind_str(ins, 8, n->verdict);
-  bind_time(ins, 9, n->speedup);
-  bind_time(ins, 10, n->reward);
-  bind_str(ins, 11, n->plan);
+  store_bind_str(ins, 6, n->action);
+  store_bind_str(ins, 7, n->params);
+  store_bind_str(ins, 8, n->verdict);
+  store_bind_time(ins, 9, n->speedup);
+  store_bind_time(ins, 10, n->reward);
+  store_bind_str(ins, 11, n->plan);
   if (sqlite3_step(ins) != SQLITE_DONE) {
-    db_fail(s, "cannot insert the node", err, errlen);
+    store_db_fail(s, "cannot insert the node", err, errlen);
     goto fail;
   }
   int64_t rowid = sqlite3_last_insert_rowid(s->db);
   sqlite3_finalize(ins);
-  if (commit(s, err, errlen) != 0)
+  if (store_commit(s, err, errlen) != 0)
     return -1;
   if (id)
     *id = rowid;
   return 0;
 fail:
   sqlite3_finalize(ins);
-  rollback(s);
+  store_rollback(s);
   return -1;
 }
 
@@ -1180,9 +1190,9 @@ static int run_row(sqlite3_stmt *st, struct kv_run_row *o) {
   memset(o, 0, sizeof *o);
   o->id = sqlite3_column_int64(st, 0);
   o->task_id = sqlite3_column_int64(st, 1);
-  int bad = dup_col(st, 2, &o->task_name) | dup_col(st, 3, &o->spec_hash) |
-            dup_col(st, 4, &o->strategy) | dup_col(st, 5, &o->status) |
-            dup_col(st, 6, &o->config_json) | dup_col(st, 10, &o->best_hash);
+  int bad = store_dup_col(st, 2, &o->task_name) | store_dup_col(st, 3, &o->spec_hash) |
+            store_dup_col(st, 4, &o->strategy) | store_dup_col(st, 5, &o->status) |
+            store_dup_col(st, 6, &o->config_json) | store_dup_col(st, 10, &o->best_hash);
   o->created_unix = sqlite3_column_int64(st, 7);
   o->nnodes = sqlite3_column_int(st, 8);
   o->best_speedup = sqlite3_column_type(st, 9) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 9);
@@ -1206,25 +1216,26 @@ int kv_store_run_get(struct kv_store *s, int64_t run_id, struct kv_run_row *out,
   sqlite3_stmt *st;
   const char *sql =
       run_id > 0 ? RUN_SELECT "WHERE r.id = ?1" : RUN_SELECT "ORDER BY r.id DESC LIMIT 1";
-  if (prepare(s, sql, &st, err, errlen) != 0)
+  if (store_prepare(s, sql, &st, err, errlen) != 0)
     return -1;
   if (run_id > 0)
     sqlite3_bind_int64(st, 1, run_id);
   int rc = sqlite3_step(st);
   int ret = 0;
   if (rc == SQLITE_ROW && run_row(st, out) != 0) {
-    seterr(err, errlen, "store: out of memory");
+    store_seterr(err, errlen, "store: out of memory");
     ret = -1;
   } else if (rc == SQLITE_ROW) {
     ret = 0;
   } else if (rc == SQLITE_DONE) {
     if (run_id > 0)
-      seterr(err, errlen, "run %lld is not in %s; see 'kevo runs'", (long long)run_id, s->path);
+      store_seterr(err, errlen, "run %lld is not in %s; see 'kevo runs'", (long long)run_id,
+                   s->path);
     else
-      seterr(err, errlen, "%s holds no runs yet; start one with 'kevo run'", s->path);
+      store_seterr(err, errlen, "%s holds no runs yet; start one with 'kevo run'", s->path);
     ret = -1;
   } else
-    ret = db_fail(s, "cannot read the run", err, errlen);
+    ret = store_db_fail(s, "cannot read the run", err, errlen);
   sqlite3_finalize(st);
   if (ret != 0)
     kv_run_row_release(out);
@@ -1236,7 +1247,7 @@ int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limi
   *rows = NULL;
   *n = 0;
   sqlite3_stmt *st;
-  if (prepare(s, RUN_SELECT "ORDER BY r.id DESC LIMIT ?1", &st, err, errlen) != 0)
+  if (store_prepare(s, RUN_SELECT "ORDER BY r.id DESC LIMIT ?1", &st, err, errlen) != 0)
     return -1;
   sqlite3_bind_int(st, 1, limit > 0 ? limit : 100);
   struct kv_run_row *out = calloc((size_t)(limit > 0 ? limit : 100), sizeof *out);
@@ -1245,7 +1256,7 @@ int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limi
     run_row(st, &out[k++]);
   sqlite3_finalize(st);
   if (!out) {
-    seterr(err, errlen, "store: out of memory");
+    store_seterr(err, errlen, "store: out of memory");
     return -1;
   }
   /* A busy or broken database stops the steps early: that is an error, not
@@ -1254,7 +1265,7 @@ int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limi
     for (int i = 0; i < k; i++)
       kv_run_row_release(&out[i]);
     free(out);
-    return db_fail(s, "cannot read the runs", err, errlen);
+    return store_db_fail(s, "cannot read the runs", err, errlen);
   }
   *rows = out;
   *n = k;
@@ -1266,10 +1277,10 @@ int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **
   *rows = NULL;
   *n = 0;
   sqlite3_stmt *st;
-  if (prepare(s,
-              "SELECT id, eval_id, step, source_hash, action, params, verdict, speedup, "
-              "parent_id, reward, plan FROM nodes WHERE run_id = ?1 ORDER BY step",
-              &st, err, errlen) != 0)
+  if (store_prepare(s,
+                    "SELECT id, eval_id, step, source_hash, action, params, verdict, speedup, "
+                    "parent_id, reward, plan FROM nodes WHERE run_id = ?1 ORDER BY step",
+                    &st, err, errlen) != 0)
     return -1;
   sqlite3_bind_int64(st, 1, run_id);
   int cap = 0, k = 0, rc;
@@ -1281,7 +1292,7 @@ int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **
       if (!g) {
         kv_node_rows_free(out, k);
         sqlite3_finalize(st);
-        seterr(err, errlen, "store: out of memory");
+        store_seterr(err, errlen, "store: out of memory");
         return -1;
       }
       out = g;
@@ -1291,19 +1302,19 @@ int kv_store_run_nodes(struct kv_store *s, int64_t run_id, struct kv_node_row **
     o->id = sqlite3_column_int64(st, 0);
     o->eval_id = sqlite3_column_int64(st, 1);
     o->step = sqlite3_column_int(st, 2);
-    dup_col(st, 3, &o->source_hash);
-    dup_col(st, 4, &o->action);
-    dup_col(st, 5, &o->params);
-    dup_col(st, 6, &o->verdict);
-    o->speedup = col_time(st, 7);
+    store_dup_col(st, 3, &o->source_hash);
+    store_dup_col(st, 4, &o->action);
+    store_dup_col(st, 5, &o->params);
+    store_dup_col(st, 6, &o->verdict);
+    o->speedup = store_col_time(st, 7);
     o->parent_id = sqlite3_column_int64(st, 8);
-    o->reward = col_time(st, 9);
-    dup_col(st, 10, &o->plan);
+    o->reward = store_col_time(st, 9);
+    store_dup_col(st, 10, &o->plan);
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     kv_node_rows_free(out, k);
-    return db_fail(s, "cannot read the nodes", err, errlen);
+    return store_db_fail(s, "cannot read the nodes", err, errlen);
   }
   *rows = out;
   *n = k;
@@ -1328,41 +1339,41 @@ static int rule_link(struct kv_store *s, int64_t rule_id, int64_t eval_id, char 
   if (eval_id <= 0)
     return 0;
   sqlite3_stmt *st;
-  if (prepare(s, "INSERT OR IGNORE INTO rule_evals (rule_id, eval_id) VALUES (?1, ?2)", &st, err,
-              errlen) != 0)
+  if (store_prepare(s, "INSERT OR IGNORE INTO rule_evals (rule_id, eval_id) VALUES (?1, ?2)", &st,
+                    err, errlen) != 0)
     return -1;
   sqlite3_bind_int64(st, 1, rule_id);
   sqlite3_bind_int64(st, 2, eval_id);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? 0 : db_fail(s, "cannot record a rule's evaluation", err, errlen);
+  return rc == SQLITE_DONE ? 0 : store_db_fail(s, "cannot record a rule's evaluation", err, errlen);
 }
 
 int kv_store_rule_add(struct kv_store *s, const char *text, const char *origin, int count,
                       int64_t eval_id, int64_t *id, char *err, size_t errlen) {
   if (!text || !*text || !origin)
-    return seterr(err, errlen, "store: a rule needs a text and an origin"), -1;
-  if (begin(s, err, errlen) != 0)
+    return store_seterr(err, errlen, "store: a rule needs a text and an origin"), -1;
+  if (store_begin(s, err, errlen) != 0)
     return -1;
   sqlite3_stmt *st;
-  if (prepare(s, "INSERT INTO rules (text, origin, count) VALUES (?1, ?2, ?3)", &st, err, errlen) !=
-      0) {
-    rollback(s);
+  if (store_prepare(s, "INSERT INTO rules (text, origin, count) VALUES (?1, ?2, ?3)", &st, err,
+                    errlen) != 0) {
+    store_rollback(s);
     return -1;
   }
-  bind_str(st, 1, text);
-  bind_str(st, 2, origin);
+  store_bind_str(st, 1, text);
+  store_bind_str(st, 2, origin);
   sqlite3_bind_int(st, 3, count > 0 ? count : 1);
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   int64_t rowid = sqlite3_last_insert_rowid(s->db);
   if (rc != SQLITE_DONE) {
-    db_fail(s, "cannot insert the rule", err, errlen);
-    rollback(s);
+    store_db_fail(s, "cannot insert the rule", err, errlen);
+    store_rollback(s);
     return -1;
   }
-  if (rule_link(s, rowid, eval_id, err, errlen) != 0 || commit(s, err, errlen) != 0) {
-    rollback(s);
+  if (rule_link(s, rowid, eval_id, err, errlen) != 0 || store_commit(s, err, errlen) != 0) {
+    store_rollback(s);
     return -1;
   }
   if (id)
@@ -1372,14 +1383,14 @@ int kv_store_rule_add(struct kv_store *s, const char *text, const char *origin, 
 
 int kv_store_rule_seen(struct kv_store *s, int64_t rule_id, int add, int64_t eval_id, char *err,
                        size_t errlen) {
-  if (begin(s, err, errlen) != 0)
+  if (store_begin(s, err, errlen) != 0)
     return -1;
   sqlite3_stmt *st;
-  if (prepare(s,
-              "UPDATE rules SET count = count + ?2, updated = CAST(strftime('%s', 'now') AS "
-              "INTEGER) WHERE id = ?1",
-              &st, err, errlen) != 0) {
-    rollback(s);
+  if (store_prepare(s,
+                    "UPDATE rules SET count = count + ?2, updated = CAST(strftime('%s', 'now') AS "
+                    "INTEGER) WHERE id = ?1",
+                    &st, err, errlen) != 0) {
+    store_rollback(s);
     return -1;
   }
   sqlite3_bind_int64(st, 1, rule_id);
@@ -1388,14 +1399,14 @@ int kv_store_rule_seen(struct kv_store *s, int64_t rule_id, int add, int64_t eva
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE || sqlite3_changes(s->db) != 1) {
     if (rc != SQLITE_DONE)
-      db_fail(s, "cannot update the rule", err, errlen);
+      store_db_fail(s, "cannot update the rule", err, errlen);
     else
-      seterr(err, errlen, "store: no rule %lld", (long long)rule_id);
-    rollback(s);
+      store_seterr(err, errlen, "store: no rule %lld", (long long)rule_id);
+    store_rollback(s);
     return -1;
   }
-  if (rule_link(s, rule_id, eval_id, err, errlen) != 0 || commit(s, err, errlen) != 0) {
-    rollback(s);
+  if (rule_link(s, rule_id, eval_id, err, errlen) != 0 || store_commit(s, err, errlen) != 0) {
+    store_rollback(s);
     return -1;
   }
   return 0;
@@ -1406,11 +1417,12 @@ int kv_store_rules(struct kv_store *s, struct kv_rule_row **rows, int *n, char *
   *rows = NULL;
   *n = 0;
   sqlite3_stmt *st;
-  if (prepare(s,
-              "SELECT r.id, r.text, r.origin, r.count, r.created, r.updated, "
-              "(SELECT group_concat(e.eval_id, ' ') FROM (SELECT eval_id FROM rule_evals WHERE "
-              "rule_id = r.id ORDER BY eval_id LIMIT 64) e) FROM rules r ORDER BY r.id",
-              &st, err, errlen) != 0)
+  if (store_prepare(
+          s,
+          "SELECT r.id, r.text, r.origin, r.count, r.created, r.updated, "
+          "(SELECT group_concat(e.eval_id, ' ') FROM (SELECT eval_id FROM rule_evals WHERE "
+          "rule_id = r.id ORDER BY eval_id LIMIT 64) e) FROM rules r ORDER BY r.id",
+          &st, err, errlen) != 0)
     return -1;
   int cap = 0, k = 0, rc;
   struct kv_rule_row *out = NULL;
@@ -1421,24 +1433,24 @@ int kv_store_rules(struct kv_store *s, struct kv_rule_row **rows, int *n, char *
       if (!g) {
         kv_rule_rows_free(out, k);
         sqlite3_finalize(st);
-        return seterr(err, errlen, "store: out of memory"), -1;
+        return store_seterr(err, errlen, "store: out of memory"), -1;
       }
       out = g;
     }
     struct kv_rule_row *o = &out[k++];
     memset(o, 0, sizeof *o);
     o->id = sqlite3_column_int64(st, 0);
-    dup_col(st, 1, &o->text);
-    dup_col(st, 2, &o->origin);
+    store_dup_col(st, 1, &o->text);
+    store_dup_col(st, 2, &o->origin);
     o->count = sqlite3_column_int(st, 3);
     o->created_unix = sqlite3_column_int64(st, 4);
     o->updated_unix = sqlite3_column_int64(st, 5);
-    dup_col(st, 6, &o->evals);
+    store_dup_col(st, 6, &o->evals);
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     kv_rule_rows_free(out, k);
-    return db_fail(s, "cannot read the rules", err, errlen);
+    return store_db_fail(s, "cannot read the rules", err, errlen);
   }
   *rows = out;
   *n = k;
