@@ -4,6 +4,10 @@
 
 #include "kevo/calib.h"
 #include "kevo/gate.h"
+#include "kevo/llm.h"
+#include "kevo/run.h"
+
+#include <signal.h>
 
 struct kv_command {
   const char *name;
@@ -23,6 +27,7 @@ int cmd_resume(int argc, char **argv);
 int cmd_best(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -37,5 +42,31 @@ struct kv_store;
 int cli_open_store(const char *db, struct kv_store **s);
 /* Parses a positive number for a flag or fails with a message. */
 int cli_number(const char *flag, const char *text, double *out);
+
+/* What `kevo run` and `kevo bench` share: the options of a search. */
+struct kv_llm;
+struct kv_run_progress;
+struct cli_run_args {
+  struct kv_gate_opts g;
+  struct kv_run_config c;
+  struct kv_llm_flags f;
+  const char *db, *config;
+  int llm_flags;       /* a provider, base URL or model was named */
+  struct kv_llm *llm;  /* after cli_run_prepare: the client, or NULL (tune) */
+  struct kv_calib cal; /* cpu: the ceilings g.calib points to */
+};
+void cli_run_args_init(struct cli_run_args *r);
+/* Consumes argv[*i] (and its value) when it is a search option: 1; 0 when it
+ * is not one; -1 after saying why it is bad. */
+int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i);
+/* Checks the options, makes the LLM client (model_json: what a resumed run
+ * needs to find it again), picks the default strategy and calibrates the cpu
+ * surface: 0, or the exit code after saying why. */
+int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json, size_t mj_cap);
+/* The progress line of a run, on stderr. */
+void cli_run_progress(void *ud, const struct kv_run_progress *p);
+/* SIGINT: the first ends the search after the current step, a second leaves. */
+extern volatile sig_atomic_t cli_stop_flag;
+void cli_on_sigint(int sig);
 
 #endif

@@ -17,16 +17,16 @@
 #include "kevo/store.h"
 #include "kevo/util.h"
 
-static volatile sig_atomic_t stop_flag;
+volatile sig_atomic_t cli_stop_flag;
 
-static void on_sigint(int sig) {
+void cli_on_sigint(int sig) {
   (void)sig;
-  if (stop_flag) /* a second Ctrl-C: leave now (everything committed is kept) */
+  if (cli_stop_flag) /* a second Ctrl-C: leave now (everything committed is kept) */
     _exit(130);
-  stop_flag = 1;
+  cli_stop_flag = 1;
 }
 
-static void progress(void *ud, const struct kv_run_progress *p) {
+void cli_run_progress(void *ud, const struct kv_run_progress *p) {
   (void)ud;
   int bad = 0;
   for (int v = 0; v < KV_V_COUNT; v++)
@@ -127,90 +127,140 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) 
   return code;
 }
 
-int cmd_run(int argc, char **argv) {
-  struct kv_gate_opts g;
-  kv_gate_opts_default(&g);
-  struct kv_run_config c = {.strategy = NULL, .steps = 16};
-  kv_run_llm_defaults(&c.llm);
-  struct kv_llm_flags f;
-  kv_llm_flags_init(&f);
-  const char *db = NULL, *dir = NULL, *starter = NULL, *out = NULL, *config = NULL;
-  int llm_flags = 0;
+void cli_run_args_init(struct cli_run_args *r) {
+  memset(r, 0, sizeof *r);
+  kv_gate_opts_default(&r->g);
+  r->c.steps = 16;
+  kv_run_llm_defaults(&r->c.llm);
+  kv_llm_flags_init(&r->f);
+}
+
+int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  int has = *i + 1 < argc;
   double v;
+#define NUM(flag)                                                                                  \
+  do {                                                                                             \
+    if (cli_number(flag, argv[++*i], &v))                                                          \
+      return -1;                                                                                   \
+  } while (0)
+  if (!strcmp(a, "--strategy") && has)
+    r->c.strategy = argv[++*i];
+  else if (!strcmp(a, "--steps") && has) {
+    NUM("--steps");
+    r->c.steps = (int)v;
+  } else if (!strcmp(a, "--seed") && has) {
+    NUM("--seed");
+    r->c.seed = (uint64_t)v;
+  } else if (!strcmp(a, "--budget") && has) {
+    NUM("--budget");
+    r->g.time_budget_s = v;
+  } else if (!strcmp(a, "--no-timing"))
+    r->g.timing = 0;
+  else if (!strcmp(a, "--surface") && has)
+    r->g.surface = argv[++*i];
+  else if (!strcmp(a, "--db") && has)
+    r->db = argv[++*i];
+  else if (!strcmp(a, "--config") && has)
+    r->config = argv[++*i];
+  else if (!strcmp(a, "--provider") && has)
+    r->f.provider = argv[++*i], r->llm_flags = 1;
+  else if (!strcmp(a, "--base-url") && has)
+    r->f.base_url = argv[++*i], r->llm_flags = 1;
+  else if (!strcmp(a, "--model") && has)
+    r->f.model = argv[++*i], r->llm_flags = 1;
+  else if (!strcmp(a, "--api-key-env") && has)
+    r->f.api_key_env = argv[++*i];
+  else if (!strcmp(a, "--budget-usd") && has) {
+    NUM("--budget-usd");
+    r->f.max_usd = v;
+  } else if (!strcmp(a, "--concurrency") && has) {
+    NUM("--concurrency");
+    if (v < 1 || v > 64) {
+      cli_fail("--concurrency: between 1 and 64");
+      return -1;
+    }
+    r->c.llm.concurrency = (int)v;
+  } else if (!strcmp(a, "--plan-mode") && has) {
+    const char *pm = argv[++*i];
+    if (strcmp(pm, "explicit") && strcmp(pm, "implicit")) {
+      cli_fail("--plan-mode %s: use explicit or implicit", pm);
+      return -1;
+    }
+    r->c.llm.plan_explicit = !strcmp(pm, "explicit");
+  } else if (!strcmp(a, "--prompt-blocks") && has) {
+    char err[512];
+    if (kv_prompt_blocks_parse(argv[++*i], &r->c.llm.prompt_mask, err, sizeof err) < 0) {
+      cli_fail("--prompt-blocks: %s", err);
+      return -1;
+    }
+  } else if (!strcmp(a, "--prompts") && has)
+    r->c.llm.prompt_dir = argv[++*i];
+  else if (!strcmp(a, "--p-large") && has) {
+    NUM("--p-large");
+    if (v > 1) {
+      cli_fail("--p-large: a probability in [0, 1]");
+      return -1;
+    }
+    r->c.llm.p_large = v;
+  } else if (!strcmp(a, "--small-limit") && has) {
+    NUM("--small-limit");
+    r->c.llm.small_limit = (int)v;
+  } else if (!strcmp(a, "--explore") && has) {
+    NUM("--explore");
+    r->c.llm.c_explore = v;
+  } else if (!strcmp(a, "--rule-threshold") && has) {
+    NUM("--rule-threshold");
+    r->c.llm.rule_threshold = (int)v;
+  } else if (!strcmp(a, "--rules-llm"))
+    r->c.llm.rules_llm = 1;
+  else
+    return 0;
+#undef NUM
+  return 1;
+}
+
+int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json, size_t mj_cap) {
+  if (r->c.strategy && kv_run_strategy_needs_llm(r->c.strategy) < 0)
+    return cli_fail("--strategy %s: not in this build; use tune, greedy, best-of-n or ada",
+                    r->c.strategy);
+  if (r->c.llm.prompt_dir && access(r->c.llm.prompt_dir, R_OK | X_OK) != 0)
+    return cli_fail("--prompts %s: not a readable directory", r->c.llm.prompt_dir);
+  model_json[0] = 0;
+  int needs = r->c.strategy ? kv_run_strategy_needs_llm(r->c.strategy) : -1;
+  if (needs != 0 && make_llm(&r->f, r->config, r->llm_flags, s, &r->llm, model_json, mj_cap))
+    return 2;
+  if (!r->c.strategy)
+    r->c.strategy = r->llm ? "ada" : "tune";
+  if (kv_run_strategy_needs_llm(r->c.strategy) == 1 && !r->llm)
+    return cli_fail("--strategy %s needs an LLM: configure a model (kevo.json, --model, "
+                    "--base-url) or use --strategy tune",
+                    r->c.strategy);
+  r->c.llm_json = model_json[0] ? model_json : NULL;
+  /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
+  if (strcmp(r->g.surface, "cuda") != 0) {
+    if (cli_calib(&r->cal, 0, 0) != 0)
+      return 2;
+    r->g.calib = &r->cal;
+  }
+  return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+  struct cli_run_args ra;
+  cli_run_args_init(&ra);
+  const char *dir = NULL, *starter = NULL, *out = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--strategy") && val)
-      c.strategy = argv[++i];
-    else if (!strcmp(a, "--steps") && val) {
-      if (cli_number("--steps", argv[++i], &v))
-        return 2;
-      c.steps = (int)v;
-    } else if (!strcmp(a, "--seed") && val) {
-      if (cli_number("--seed", argv[++i], &v))
-        return 2;
-      c.seed = (uint64_t)v;
-    } else if (!strcmp(a, "--budget") && val) {
-      if (cli_number("--budget", argv[++i], &v))
-        return 2;
-      g.time_budget_s = v;
-    } else if (!strcmp(a, "--no-timing"))
-      g.timing = 0;
-    else if (!strcmp(a, "--surface") && val)
-      g.surface = argv[++i];
-    else if (!strcmp(a, "--db") && val)
-      db = argv[++i];
-    else if (!strcmp(a, "--starter") && val)
+    int k = cli_run_option(&ra, argc, argv, &i);
+    if (k < 0)
+      return 2;
+    if (k > 0)
+      continue;
+    if (!strcmp(a, "--starter") && i + 1 < argc)
       starter = argv[++i];
-    else if (!strcmp(a, "-o") && val)
+    else if (!strcmp(a, "-o") && i + 1 < argc)
       out = argv[++i];
-    else if (!strcmp(a, "--config") && val)
-      config = argv[++i];
-    else if (!strcmp(a, "--provider") && val)
-      f.provider = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--base-url") && val)
-      f.base_url = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--model") && val)
-      f.model = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--api-key-env") && val)
-      f.api_key_env = argv[++i];
-    else if (!strcmp(a, "--budget-usd") && val) {
-      if (cli_number("--budget-usd", argv[++i], &v))
-        return 2;
-      f.max_usd = v;
-    } else if (!strcmp(a, "--concurrency") && val) {
-      if (cli_number("--concurrency", argv[++i], &v) || v < 1 || v > 64)
-        return v < 1 || v > 64 ? cli_fail("--concurrency: between 1 and 64") : 2;
-      c.llm.concurrency = (int)v;
-    } else if (!strcmp(a, "--plan-mode") && val) {
-      const char *pm = argv[++i];
-      if (strcmp(pm, "explicit") && strcmp(pm, "implicit"))
-        return cli_fail("--plan-mode %s: use explicit or implicit", pm);
-      c.llm.plan_explicit = !strcmp(pm, "explicit");
-    } else if (!strcmp(a, "--prompt-blocks") && val) {
-      char err[512];
-      if (kv_prompt_blocks_parse(argv[++i], &c.llm.prompt_mask, err, sizeof err) < 0)
-        return cli_fail("--prompt-blocks: %s", err);
-    } else if (!strcmp(a, "--prompts") && val)
-      c.llm.prompt_dir = argv[++i];
-    else if (!strcmp(a, "--p-large") && val) {
-      if (cli_number("--p-large", argv[++i], &v) || v < 0 || v > 1)
-        return v < 0 || v > 1 ? cli_fail("--p-large: a probability in [0, 1]") : 2;
-      c.llm.p_large = v;
-    } else if (!strcmp(a, "--small-limit") && val) {
-      if (cli_number("--small-limit", argv[++i], &v))
-        return 2;
-      c.llm.small_limit = (int)v;
-    } else if (!strcmp(a, "--explore") && val) {
-      if (cli_number("--explore", argv[++i], &v))
-        return 2;
-      c.llm.c_explore = v;
-    } else if (!strcmp(a, "--rule-threshold") && val) {
-      if (cli_number("--rule-threshold", argv[++i], &v))
-        return 2;
-      c.llm.rule_threshold = (int)v;
-    } else if (!strcmp(a, "--rules-llm"))
-      c.llm.rules_llm = 1;
     else if (a[0] == '-') {
       cli_fail("run: unknown or incomplete option '%s'", a);
       return cli_usage("run");
@@ -225,63 +275,42 @@ int cmd_run(int argc, char **argv) {
     cli_fail("run: needs a task directory");
     return cli_usage("run");
   }
-  if (c.strategy && kv_run_strategy_needs_llm(c.strategy) < 0)
-    return cli_fail("--strategy %s: not in this build; use tune, greedy, best-of-n or ada",
-                    c.strategy);
-  if (c.llm.prompt_dir && access(c.llm.prompt_dir, R_OK | X_OK) != 0)
-    return cli_fail("--prompts %s: not a readable directory", c.llm.prompt_dir);
-  int cuda = !strcmp(g.surface, "cuda");
+  int cuda = !strcmp(ra.g.surface, "cuda");
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)
     return cli_fail("%s", err);
   struct kv_store *s;
-  if (cli_open_store(db, &s)) {
+  if (cli_open_store(ra.db, &s)) {
     kv_task_free(t);
     return 2;
   }
-  struct kv_llm *llm = NULL;
-  char model_json[1024] = "";
-  int code = 0;
-  int needs = c.strategy ? kv_run_strategy_needs_llm(c.strategy) : -1;
-  if (needs != 0 && make_llm(&f, config, llm_flags, s, &llm, model_json, sizeof model_json))
-    code = 2;
-  if (!code && !c.strategy)
-    c.strategy = llm ? "ada" : "tune";
-  if (!code && needs == 1 && !llm)
-    code = cli_fail("--strategy %s needs an LLM: configure a model (kevo.json, --model, "
-                    "--base-url) or use --strategy tune",
-                    c.strategy);
+  char model_json[1024];
+  int code = cli_run_prepare(&ra, s, model_json, sizeof model_json);
   char spath[PATH_MAX];
-  int llm_strategy = !code && kv_run_strategy_needs_llm(c.strategy) == 1;
-  if (!code && !starter && !llm_strategy) {
+  if (!code && !starter && kv_run_strategy_needs_llm(ra.c.strategy) != 1) {
     snprintf(spath, sizeof spath, "%s/starter.%s", dir, cuda ? "cu" : "c");
     starter = spath;
   }
   if (!code && starter && access(starter, R_OK) != 0)
     code = cli_fail("%s: no starter kernel; write one or pass --starter FILE", starter);
-  if (!code && !strcmp(c.strategy, "tune"))
+  if (!code && !strcmp(ra.c.strategy, "tune"))
     fprintf(stderr,
             "kevo: no LLM configured for this run: tuning the `// kevo:tune` parameters of %s\n",
             starter);
   else if (!code)
-    fprintf(stderr, "kevo: strategy %s with %s\n", c.strategy, model_json);
-  struct kv_calib cal;
-  /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
-  int cpu = strcmp(g.surface, "cuda") != 0;
-  if (!code && cpu && cli_calib(&cal, 0, 0) != 0)
-    code = 2;
-  if (!code && cpu)
-    g.calib = &cal;
+    fprintf(stderr, "kevo: strategy %s with %s\n", ra.c.strategy, model_json);
   if (code) {
-    kv_llm_free(llm);
+    kv_llm_free(ra.llm);
     kv_store_close(s);
     kv_task_free(t);
     return code;
   }
-  c.llm_json = model_json[0] ? model_json : NULL;
-  signal(SIGINT, on_sigint);
-  struct kv_run_hooks h = {.progress = progress, .stop = &stop_flag, .llm = llm};
+  struct kv_llm *llm = ra.llm;
+  struct kv_run_config c = ra.c;
+  struct kv_gate_opts g = ra.g;
+  signal(SIGINT, cli_on_sigint);
+  struct kv_run_hooks h = {.progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm};
   int64_t run_id = 0;
   int rc = kv_run_new(s, t, starter, &c, &g, &h, &run_id, err, sizeof err);
   if (llm) {
@@ -292,7 +321,7 @@ int cmd_run(int argc, char **argv) {
   }
   if (rc < 0)
     code = cli_fail("%s", err);
-  else if (stop_flag)
+  else if (cli_stop_flag)
     fprintf(stderr, "\nkevo: stopped; continue with 'kevo resume %lld'\n", (long long)run_id);
   if (rc == 0) {
     char best[PATH_MAX];
@@ -394,12 +423,13 @@ int cmd_resume(int argc, char **argv) {
   if (!code) {
     if (cpu)
       g.calib = &cal;
-    signal(SIGINT, on_sigint);
-    struct kv_run_hooks h = {.progress = progress, .stop = &stop_flag, .llm = llm};
+    signal(SIGINT, cli_on_sigint);
+    struct kv_run_hooks h = {.progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm};
     if (kv_run_resume(s, id, &g, &h, err, sizeof err) < 0)
       code = cli_fail("%s", err);
     else
-      fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id, stop_flag ? "stopped" : "finished");
+      fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id,
+              cli_stop_flag ? "stopped" : "finished");
   }
   json_decref(cfg);
   kv_run_row_release(&run);

@@ -41,6 +41,11 @@ static const struct kv_command commands[] = {
      "kevo import [-o OUTDIR] [--jobs N] [--deadline S] [--max-gib G] [--python PATH] [--force] "
      "FILE.py|DIR...",
      "write a task for each KernelBench-style PyTorch module (a DIR: every *.py in it)"},
+    {"bench", cmd_bench,
+     "kevo bench [--strategy S] [--steps N] [--budget-usd X] [--surface cpu|cuda] [--json] "
+     "[--fresh] [--db PATH] [the options of kevo run] SUITE_DIR | kevo bench --show [ID] [--json]",
+     "run a strategy over every task of a suite (resumable: run it again after a kill) and score "
+     "it the way KernelBench does"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
 };

@@ -59,6 +59,9 @@ struct kv_run_hooks {
   void *ud;
   volatile sig_atomic_t *stop; /* set (e.g. by SIGINT) to end after the current step */
   struct kv_llm *llm;          /* the client the LLM strategies use (not owned) */
+  /* Called once the new run is in the store, before its first step (a bench
+   * records the run's id so that a kill never orphans or repeats it). */
+  void (*created)(void *ud, int64_t run_id);
 };
 
 /* Starts a run of `starter` (a kernel that may declare `// kevo:tune` lines;

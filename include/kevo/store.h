@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 4
+#define KV_STORE_SCHEMA_VERSION 5
 
 /* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
@@ -188,5 +188,46 @@ struct kv_rule_row {
 /* Every rule in id order; free with kv_rule_rows_free. */
 int kv_store_rules(struct kv_store *s, struct kv_rule_row **rows, int *n, char *err, size_t errlen);
 void kv_rule_rows_free(struct kv_rule_row *rows, int n);
+
+/* ---- benches (lib/store/bench.c) ---- */
+
+/* A bench: one strategy over every task of a suite. */
+struct kv_bench_row {
+  int64_t id;
+  char *suite_dir, *config_json, *status; /* status: "running" or "done" */
+  int64_t created_unix;
+};
+/* One task of a bench. status: "pending", "running" (run_id set once its run
+ * exists), "done" (correct, speedup set), "failed" or "skipped" (detail says
+ * why). speedup: the best accepted kernel against the reference (for an
+ * imported PyTorch module: eager PyTorch); speedup_baseline: against the
+ * task's baseline, when it was timed; both 0 when nothing was accepted. */
+struct kv_bench_task_row {
+  int64_t id, bench_id, run_id;
+  int ord, level, correct; /* level 0: none */
+  char *dir, *name, *status, *detail;
+  double speedup, speedup_baseline;
+};
+/* Creates a bench and its n tasks (status pending) in one transaction. */
+int kv_store_bench_create(struct kv_store *s, const char *suite_dir, const char *config_json,
+                          const char *const *dirs, const char *const *names, const int *levels,
+                          int n, int64_t *id, char *err, size_t errlen);
+/* The latest unfinished bench of this suite with this configuration: *id, or
+ * 0 when there is none. */
+int kv_store_bench_find(struct kv_store *s, const char *suite_dir, const char *config_json,
+                        int64_t *id, char *err, size_t errlen);
+/* id <= 0: the most recent bench. */
+int kv_store_bench_get(struct kv_store *s, int64_t id, struct kv_bench_row *out, char *err,
+                       size_t errlen);
+void kv_bench_row_release(struct kv_bench_row *r);
+int kv_store_bench_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
+                              size_t errlen);
+/* A bench's tasks in suite order; free with kv_bench_task_rows_free. */
+int kv_store_bench_tasks(struct kv_store *s, int64_t bench_id, struct kv_bench_task_row **rows,
+                         int *n, char *err, size_t errlen);
+void kv_bench_task_rows_free(struct kv_bench_task_row *rows, int n);
+/* Records a task's state (row->id names it; every other field is written). */
+int kv_store_bench_task_update(struct kv_store *s, const struct kv_bench_task_row *row, char *err,
+                               size_t errlen);
 
 #endif

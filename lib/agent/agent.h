@@ -9,6 +9,7 @@
 #include "kevo/gate.h"
 #include "kevo/run.h"
 #include "kevo/store.h"
+#include <jansson.h>
 
 /* The reward of a candidate: 0 when it did not compile (or the reply held no
  * code: verdict -1), 0.05 when it compiled but is wrong, 0.4..1.6 when it is
@@ -59,5 +60,8 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
                    const char *strategy, const struct kv_run_config *c,
                    const struct kv_gate_opts *g, const struct kv_run_hooks *h,
                    const struct kv_node_row *nodes, int nn, char *err, size_t errlen);
+
+/* A run's LLM settings as kept in its configuration (a bench compares them). */
+json_t *kv__llm_settings_json(const struct kv_run_llm_settings *l);
 
 #endif

@@ -335,7 +335,7 @@ static int search_init(struct search *s, const struct kv_task *t, char *src, siz
   return load_tunables(s, err, errlen);
 }
 
-static json_t *llm_settings_json(const struct kv_run_llm_settings *l) {
+json_t *kv__llm_settings_json(const struct kv_run_llm_settings *l) {
   return json_pack("{s:i,s:I,s:s?,s:s,s:f,s:i,s:f,s:i,s:i,s:b}", "concurrency", l->concurrency,
                    "prompt_mask", (json_int_t)l->prompt_mask, "prompt_dir", l->prompt_dir,
                    "plan_mode", l->plan_explicit ? "explicit" : "implicit", "p_large", l->p_large,
@@ -386,7 +386,7 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
   json_t *cfg = json_pack("{s:s,s:i,s:I,s:s,s:s,s:o}", "strategy", c->strategy, "steps",
                           c->steps > 0 ? c->steps : 1, "seed", (json_int_t)c->seed, "surface",
                           g->surface ? g->surface : "cpu", "task_dir", t->dir, "llm",
-                          llm_settings_json(&c->llm));
+                          kv__llm_settings_json(&c->llm));
   json_t *model = c->llm_json ? json_loads(c->llm_json, 0, NULL) : NULL;
   if (model)
     json_object_set_new(cfg, "model", model);
@@ -394,6 +394,8 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
   json_decref(cfg);
   int rc = kv_store_run_create(st, task_id, c->strategy, cj, run_id, err, errlen);
   free(cj);
+  if (rc == 0 && h && h->created)
+    h->created(h->ud, *run_id);
   struct kv_node_row first = {0};
   int nfirst = 0;
   struct kv_gate_result *r = NULL;
@@ -471,6 +473,8 @@ int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter
   if (rc == 0)
     rc = kv_store_run_create(st, task_id, strat->name, cj, run_id, err, errlen);
   free(cj);
+  if (rc == 0 && h && h->created)
+    h->created(h->ud, *run_id);
   struct kv_run_progress pr = {0};
   pr.run_id = *run_id;
   pr.steps = s.ntun ? (s.space < (uint64_t)s.steps ? (int)s.space : s.steps) : 1;

@@ -144,6 +144,35 @@ static const char *const migrations[] = {
     "  UNIQUE (rule_id, eval_id)\n"
     ");\n"
     "PRAGMA user_version = 4;\n",
+    /* 5: benches: one strategy over every task of a suite, each task's state
+     * and result kept so that a killed bench resumes where it was. */
+    "CREATE TABLE benches (\n"
+    "  id           INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  suite_dir    TEXT NOT NULL,\n"
+    "  config_json  TEXT NOT NULL,\n"
+    "  status       TEXT NOT NULL,\n"
+    "  created      INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  updated      INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  kevo_version TEXT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE bench_tasks (\n"
+    "  id               INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  bench_id         INTEGER NOT NULL REFERENCES benches(id),\n"
+    "  ord              INTEGER NOT NULL,\n"
+    "  task_dir         TEXT NOT NULL,\n"
+    "  name             TEXT NOT NULL,\n"
+    "  level            INTEGER,\n"
+    "  status           TEXT NOT NULL,\n"
+    "  run_id           INTEGER REFERENCES runs(id),\n"
+    "  correct          INTEGER,\n"
+    "  speedup          REAL,\n"
+    "  speedup_baseline REAL,\n"
+    "  detail           TEXT,\n"
+    "  updated          INTEGER NOT NULL DEFAULT " NOW_UNIX ",\n"
+    "  UNIQUE (bench_id, task_dir),\n"
+    "  UNIQUE (bench_id, ord)\n"
+    ");\n"
+    "PRAGMA user_version = 5;\n",
 };
 #undef NOW_UNIX
 

@@ -126,7 +126,8 @@ static void test_open_migrate_reopen(void **state) {
             "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
-  assert_string_equal(v, "evaluations,evaluations_task_id,evaluations_verdict,llm_calls,"
+  assert_string_equal(v, "bench_tasks,benches,evaluations,evaluations_task_id,evaluations_verdict,"
+                         "llm_calls,"
                          "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,rule_evals,"
                          "rules,runs,sources,tasks");
 
@@ -901,8 +902,9 @@ static void test_migrate_v1_to_v2(void **state) {
   int64_t task = put_task_ok(s, "rowsum", "hash-v1");
   kv_store_close(s);
   /* Back to what schema 1 had. */
-  raw_exec(path, "DROP TABLE rule_evals; DROP TABLE rules; DROP TABLE nodes; DROP TABLE runs; DROP "
-                 "TABLE llm_calls; PRAGMA user_version = 1;");
+  raw_exec(path, "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
+                 "rules; DROP TABLE nodes; DROP TABLE runs; DROP TABLE llm_calls; PRAGMA "
+                 "user_version = 1;");
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
   assert_string_equal(v, "0");
   s = open_ok(path);
@@ -926,12 +928,13 @@ static void test_migrate_v3_to_v4_and_rules(void **state) {
   assert_int_equal(kv_store_put_source(s, "cc", "c", 1, err, sizeof err), 0);
   assert_int_equal(kv_store_run_create(s, task, "tune", "{}", &rid, err, sizeof err), 0);
   kv_store_close(s);
-  raw_exec(path, "DROP TABLE rule_evals; DROP TABLE rules; ALTER TABLE nodes DROP COLUMN plan; "
+  raw_exec(path, "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
+                 "rules; ALTER TABLE nodes DROP COLUMN plan; "
                  "ALTER TABLE nodes DROP COLUMN reward; PRAGMA user_version = 3;");
   raw_exec(path, "INSERT INTO nodes (run_id, step, source_hash, action, verdict) "
                  "VALUES (1, 0, 'cc', 'starter', 'ok');");
   s = open_ok(path);
-  assert_int_equal(kv_store_schema_version(s), 4);
+  assert_int_equal(kv_store_schema_version(s), KV_STORE_SCHEMA_VERSION);
   struct kv_node_record n = {.run_id = rid,
                              .step = 1,
                              .source_hash = "cc",
@@ -1099,8 +1102,65 @@ static void test_runs_read_error(void **state) {
   kv_store_close(s);
 }
 
+/* A bench keeps its tasks in order and each task's state; an unfinished one
+ * is found again by its suite and configuration, a finished one is not. */
+static void test_bench_state(void **state) {
+  (void)state;
+  char path[1024], err[1024];
+  path_in(path, sizeof path, "bench.db");
+  struct kv_store *s = open_ok(path);
+  const char *dirs[] = {"/s/level1/a", "/s/level2/b"}, *names[] = {"level1/a", "level2/b"};
+  int levels[] = {1, 2};
+  int64_t id = 0, found = -1;
+  assert_int_equal(kv_store_bench_find(s, "/s", "{}", &found, err, sizeof err), 0);
+  assert_int_equal(found, 0);
+  assert_int_equal(
+      kv_store_bench_create(s, "/s", "{}", dirs, names, levels, 2, &id, err, sizeof err), 0);
+  assert_int_equal(kv_store_bench_find(s, "/s", "{\"x\":1}", &found, err, sizeof err), 0);
+  assert_int_equal(found, 0); /* another configuration */
+  assert_int_equal(kv_store_bench_find(s, "/s", "{}", &found, err, sizeof err), 0);
+  assert_int_equal(found, id);
+  struct kv_bench_task_row *rows;
+  int n;
+  assert_int_equal(kv_store_bench_tasks(s, id, &rows, &n, err, sizeof err), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(rows[1].name, "level2/b");
+  assert_int_equal(rows[1].level, 2);
+  assert_string_equal(rows[0].status, "pending");
+  free(rows[0].status);
+  rows[0].status = strdup("done");
+  rows[0].correct = 1;
+  rows[0].speedup = 2.5;
+  assert_int_equal(kv_store_bench_task_update(s, &rows[0], err, sizeof err), 0);
+  rows[0].id = 999;
+  assert_int_equal(kv_store_bench_task_update(s, &rows[0], err, sizeof err), -1);
+  assert_non_null(strstr(err, "does not exist"));
+  kv_bench_task_rows_free(rows, n);
+  assert_int_equal(kv_store_bench_tasks(s, id, &rows, &n, err, sizeof err), 0);
+  assert_string_equal(rows[0].status, "done");
+  assert_true(rows[0].speedup == 2.5 && rows[0].correct == 1);
+  kv_bench_task_rows_free(rows, n);
+  /* Two tasks with one directory are refused: a suite lists each task once. */
+  const char *twice[] = {"/s/a", "/s/a"};
+  int64_t id2 = 0;
+  assert_int_equal(
+      kv_store_bench_create(s, "/t", "{}", twice, names, levels, 2, &id2, err, sizeof err), -1);
+  assert_int_equal(kv_store_bench_find(s, "/t", "{}", &found, err, sizeof err), 0);
+  assert_int_equal(found, 0); /* rolled back whole */
+  assert_int_equal(kv_store_bench_set_status(s, id, "done", err, sizeof err), 0);
+  assert_int_equal(kv_store_bench_find(s, "/s", "{}", &found, err, sizeof err), 0);
+  assert_int_equal(found, 0);
+  struct kv_bench_row b;
+  assert_int_equal(kv_store_bench_get(s, 0, &b, err, sizeof err), 0);
+  assert_int_equal(b.id, id);
+  assert_string_equal(b.status, "done");
+  kv_bench_row_release(&b);
+  kv_store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bench_state),
       cmocka_unit_test(test_runs_read_error),
       cmocka_unit_test(test_open_migrate_reopen),
       cmocka_unit_test(test_put_task_idempotent),
