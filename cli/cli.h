@@ -42,6 +42,12 @@ struct kv_store;
 int cli_open_store(const char *db, struct kv_store **s);
 /* Parses a positive number for a flag or fails with a message. */
 int cli_number(const char *flag, const char *text, double *out);
+/* Parses a whole number in [lo, hi] for a flag (or a run number) or fails
+ * with a message. */
+int cli_integer(const char *flag, const char *text, long long lo, long long hi, long long *out);
+/* 1 when path can be written (an existing file, or a new one in a writable
+ * directory): checked before long work whose result goes there. */
+int cli_writable(const char *path);
 
 /* What `kevo run` and `kevo bench` share: the options of a search. */
 struct kv_llm;

@@ -282,7 +282,9 @@ int cmd_bench(int argc, char **argv) {
       fprintf(stderr, "kevo: bench %lld stopped (%s); run the same command again to continue\n",
               (long long)id, why);
     code = show(s, id, json, why);
-    if (!code && why[0])
+    if (cli_stop_flag)
+      code = 130; /* stopped by Ctrl-C */
+    else if (!code && why[0])
       code = 1;
   }
   kv_llm_free(ra.llm);

@@ -117,7 +117,12 @@ int cmd_rules(int argc, char **argv) {
         printf("%-5lld %5d %-9s %s\n", (long long)rows[i].id, rows[i].count, rows[i].origin,
                rows[i].text);
   } else if (!strcmp(verb, "show")) {
-    long long id = strtoll(arg, NULL, 10);
+    long long id;
+    if (cli_integer("rules show: the rule number", arg, 1, LLONG_MAX, &id)) {
+      kv_rule_rows_free(rows, n);
+      kv_store_close(s);
+      return 2;
+    }
     int found = 0;
     for (int i = 0; i < n; i++)
       if (rows[i].id == id) {

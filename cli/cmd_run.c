@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,12 +37,29 @@ void cli_run_progress(void *ud, const struct kv_run_progress *p) {
   if (p->llm_calls > 0 || p->usd > 0)
     snprintf(spend, sizeof spend, "  $%.4f (%lld calls, %d in flight)", p->usd,
              (long long)p->llm_calls, p->in_flight);
-  fprintf(stderr, "\rrun %lld  step %d/%d  best %.2fx  accepted %d  rejected %d%s  last: %s %s   ",
-          (long long)p->run_id, p->step, p->steps, p->best_speedup, p->counts[KV_V_OK], bad, spend,
-          p->last_params && *p->last_params ? p->last_params : "starter",
-          p->last_verdict ? p->last_verdict : "-");
-  if (p->step >= p->steps || p->stop_reason)
-    fputc('\n', stderr);
+  char best[32];
+  if (p->best_speedup > 0)
+    snprintf(best, sizeof best, "%.2fx", p->best_speedup);
+  else /* nothing accepted yet, or accepted without timing (--no-timing) */
+    snprintf(best, sizeof best, "%s", p->counts[KV_V_OK] ? "untimed" : "-");
+  char line[512];
+  snprintf(line, sizeof line,
+           "run %lld  step %d/%d  best %s  accepted %d  rejected %d%s  last: %s %s",
+           (long long)p->run_id, p->step, p->steps, best, p->counts[KV_V_OK], bad, spend,
+           p->last_params && *p->last_params ? p->last_params : "starter",
+           p->last_verdict ? p->last_verdict : "-");
+  /* A terminal: one line redrawn in place, cut to its width (a wrapped line
+   * cannot be redrawn); anything else (a log, CI): one line per step. */
+  struct winsize ws;
+  if (isatty(STDERR_FILENO)) {
+    size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8 ? ws.ws_col : 80;
+    if (strlen(line) > cols - 1)
+      line[cols - 1] = 0;
+    fprintf(stderr, "\r%-*s", (int)(cols - 1), line);
+    if (p->step >= p->steps || p->stop_reason)
+      fputc('\n', stderr);
+  } else
+    fprintf(stderr, "%s\n", line);
   if (p->stop_reason)
     fprintf(stderr, "kevo: run %lld ends early: %s\n", (long long)p->run_id, p->stop_reason);
   fflush(stderr);
@@ -96,12 +114,14 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) 
     char date[32];
     time_t now = (time_t)(have_ev ? ev.created_unix : kv_unix_time());
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    char head[1024];
+    char head[1024], speed[128] = "not timed";
+    if (run.best_speedup > 0 && have_ev && ev.median_us > 0)
+      snprintf(speed, sizeof speed, "%.2fx the reference (median %.1f us)", run.best_speedup,
+               ev.median_us);
     snprintf(head, sizeof head,
-             "/* kevo best of run %lld: task %s, verdict ok, %.2fx the reference (median %.1f "
-             "us), device %s, %s */\n",
-             (long long)run.id, run.task_name ? run.task_name : "?", run.best_speedup,
-             have_ev ? ev.median_us : -1.0, have_ev && ev.device ? ev.device : "?", date);
+             "/* kevo best of run %lld: task %s, verdict ok, %s, device %s, %s */\n",
+             (long long)run.id, run.task_name ? run.task_name : "?", speed,
+             have_ev && ev.device ? ev.device : "?", date);
     if (!src) {
       code = cli_fail("run %lld: the best kernel's source is missing from the store",
                       (long long)run.id);
@@ -113,8 +133,7 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) 
       if (!ok)
         code = cli_fail("%s: cannot write the kernel: %s", out_path, strerror(errno));
       else
-        printf("best kernel of run %lld (%.2fx): %s\n", (long long)run.id, run.best_speedup,
-               out_path);
+        printf("best kernel of run %lld (%s): %s\n", (long long)run.id, speed, out_path);
     } else {
       fputs(head, stdout);
       fwrite(src, 1, len, stdout);
@@ -139,6 +158,12 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   int has = *i + 1 < argc;
   double v;
+  long long n;
+#define INT(flag, lo, hi)                                                                          \
+  do {                                                                                             \
+    if (cli_integer(flag, argv[++*i], lo, hi, &n))                                                 \
+      return -1;                                                                                   \
+  } while (0)
 #define NUM(flag)                                                                                  \
   do {                                                                                             \
     if (cli_number(flag, argv[++*i], &v))                                                          \
@@ -147,11 +172,11 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
   if (!strcmp(a, "--strategy") && has)
     r->c.strategy = argv[++*i];
   else if (!strcmp(a, "--steps") && has) {
-    NUM("--steps");
-    r->c.steps = (int)v;
+    INT("--steps", 1, 1000000);
+    r->c.steps = (int)n;
   } else if (!strcmp(a, "--seed") && has) {
-    NUM("--seed");
-    r->c.seed = (uint64_t)v;
+    INT("--seed", 0, LLONG_MAX);
+    r->c.seed = (uint64_t)n;
   } else if (!strcmp(a, "--budget") && has) {
     NUM("--budget");
     r->g.time_budget_s = v;
@@ -175,12 +200,8 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     NUM("--budget-usd");
     r->f.max_usd = v;
   } else if (!strcmp(a, "--concurrency") && has) {
-    NUM("--concurrency");
-    if (v < 1 || v > 64) {
-      cli_fail("--concurrency: between 1 and 64");
-      return -1;
-    }
-    r->c.llm.concurrency = (int)v;
+    INT("--concurrency", 1, 64);
+    r->c.llm.concurrency = (int)n;
   } else if (!strcmp(a, "--plan-mode") && has) {
     const char *pm = argv[++*i];
     if (strcmp(pm, "explicit") && strcmp(pm, "implicit")) {
@@ -204,19 +225,20 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     }
     r->c.llm.p_large = v;
   } else if (!strcmp(a, "--small-limit") && has) {
-    NUM("--small-limit");
-    r->c.llm.small_limit = (int)v;
+    INT("--small-limit", 1, 1000);
+    r->c.llm.small_limit = (int)n;
   } else if (!strcmp(a, "--explore") && has) {
     NUM("--explore");
     r->c.llm.c_explore = v;
   } else if (!strcmp(a, "--rule-threshold") && has) {
-    NUM("--rule-threshold");
-    r->c.llm.rule_threshold = (int)v;
+    INT("--rule-threshold", 1, 1000000);
+    r->c.llm.rule_threshold = (int)n;
   } else if (!strcmp(a, "--rules-llm"))
     r->c.llm.rules_llm = 1;
   else
     return 0;
 #undef NUM
+#undef INT
   return 1;
 }
 
@@ -294,6 +316,8 @@ int cmd_run(int argc, char **argv) {
   }
   if (!code && starter && access(starter, R_OK) != 0)
     code = cli_fail("%s: no starter kernel; write one or pass --starter FILE", starter);
+  if (!code && out && !cli_writable(out))
+    code = cli_fail("-o %s: cannot write there; give a path in a writable directory", out);
   if (!code && !strcmp(ra.c.strategy, "tune"))
     fprintf(stderr,
             "kevo: no LLM configured for this run: tuning the `// kevo:tune` parameters of %s\n",
@@ -331,6 +355,8 @@ int cmd_run(int argc, char **argv) {
     }
     code = print_best(s, run_id, out);
   }
+  if (cli_stop_flag && code == 0)
+    code = 130; /* stopped by Ctrl-C: not a finished run */
   kv_llm_free(llm);
   kv_store_close(s);
   kv_task_free(t);
@@ -371,9 +397,12 @@ int cmd_resume(int argc, char **argv) {
       g.time_budget_s = v;
     } else if (!strcmp(a, "--no-timing"))
       g.timing = 0;
-    else if (a[0] != '-' && !id)
-      id = strtoll(a, NULL, 10);
-    else {
+    else if (a[0] != '-' && !id) {
+      long long n;
+      if (cli_integer("resume: the run number", a, 1, LLONG_MAX, &n))
+        return 2;
+      id = n;
+    } else {
       cli_fail("resume: unexpected argument '%s'", a);
       return cli_usage("resume");
     }
@@ -484,9 +513,12 @@ int cmd_best(int argc, char **argv) {
       db = argv[++i];
     else if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
-    else if (argv[i][0] != '-' && !id)
-      id = strtoll(argv[i], NULL, 10);
-    else {
+    else if (argv[i][0] != '-' && !id) {
+      long long n;
+      if (cli_integer("best: the run number", argv[i], 1, LLONG_MAX, &n))
+        return 2;
+      id = n;
+    } else {
       cli_fail("best: unexpected argument '%s'", argv[i]);
       return cli_usage("best");
     }

@@ -1,8 +1,10 @@
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kevo/util.h"
@@ -74,6 +76,32 @@ int cli_number(const char *flag, const char *text, double *out) {
     return cli_fail("%s: '%s' is not a positive number", flag, text ? text : "");
   *out = v;
   return 0;
+}
+
+int cli_integer(const char *flag, const char *text, long long lo, long long hi, long long *out) {
+  char *end;
+  errno = 0;
+  long long v = text ? strtoll(text, &end, 10) : 0;
+  if (!text || end == text || *end || errno || v < lo || v > hi)
+    return cli_fail("%s: '%s' is not a whole number from %lld to %lld", flag, text ? text : "",
+                    lo, hi);
+  *out = v;
+  return 0;
+}
+
+int cli_writable(const char *path) {
+  if (access(path, F_OK) == 0)
+    return access(path, W_OK) == 0;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    return access(".", W_OK) == 0;
+  if (slash == dir)
+    slash[1] = 0;
+  else
+    *slash = 0;
+  return access(dir, W_OK) == 0;
 }
 
 static void help(FILE *f) {

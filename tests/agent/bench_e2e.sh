@@ -46,6 +46,17 @@ grep -q "this is one task, not a suite" "$T/e2" && ok "task-as-suite explained" 
 check "empty suite: exit 2" $? 2
 grep -q "no task directories" "$T/e3" && ok "empty suite explained" || bad "$(cat "$T/e3")"
 check "no bench recorded by bad input" "$(q "select count(*) from benches")" 0
+# The search options kevo run and kevo bench share (issue 17's rough edges).
+"$K" bench --steps 1.5 "$S" >"$T/e4" 2>&1
+check "--steps 1.5 refused" $? 2
+grep -q "steps: '1.5' is not a whole number" "$T/e4" && ok "--steps 1.5 explained" || bad "$(cat "$T/e4")"
+"$K" bench --seed 0 "$T/none" >"$T/e5" 2>&1
+grep -q "seed" "$T/e5" && bad "--seed 0 refused: $(cat "$T/e5")" || ok "--seed 0 accepted"
+"$K" best abc >"$T/e6" 2>&1
+check "best abc: exit 2" $? 2
+grep -q "'abc' is not a whole number" "$T/e6" && ok "best abc explained" || bad "$(cat "$T/e6")"
+"$K" run --steps 1 -o /nonexistent-dir/best.c "$S/level1/rowsum" >"$T/e7" 2>&1
+check "-o to an unwritable place: exit 2 before any work" "$?:$(q "select count(*) from runs")" "2:0"
 
 # wait_for SQL: polls until the query prints 1 (180 s at most).
 wait_for() {
@@ -114,6 +125,20 @@ import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
 print(" ".join("%d:%d/%d" % (l["level"], l["correct"], l["tasks"]) for l in s["levels"]))' "$T/show.json")" \
   "1:2/2 2:1/3"
+
+# Ctrl-C ends a run after its current step with exit 130 and says how to go on.
+"$K" run --steps 40 --budget 0.1 -o "$T/int.c" "$S/level1/rowsum" >"$T/int.out" 2>&1 &
+pid=$!
+before=$(q "select count(*) from runs")
+wait_for "select count(*) >= 1 from nodes where run_id = (select max(id) from runs) and
+          (select count(*) from runs) > $before"
+kill -INT $pid
+wait $pid
+check "Ctrl-C: exit 130" $? 130
+grep -q "stopped; continue with 'kevo resume" "$T/int.out" && ok "Ctrl-C says how to resume" ||
+  bad "Ctrl-C: $(cat "$T/int.out")"
+grep -q "step 1/" "$T/int.out" && ! grep -q "$(printf '\r')" "$T/int.out" &&
+  ok "not a terminal: one progress line per step, no carriage returns" || bad "progress: $(cat -A "$T/int.out" | head -5)"
 
 # ---- an LLM strategy against the loopback stand-in ---------------------------
 rm -f "$T/port"
