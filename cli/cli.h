@@ -28,6 +28,8 @@ int cmd_best(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_runs_show(int argc, char **argv); /* kevo runs show (cmd_report.c) */
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

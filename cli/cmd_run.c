@@ -469,6 +469,8 @@ int cmd_resume(int argc, char **argv) {
 
 int cmd_runs(int argc, char **argv) {
   const char *db = NULL;
+  if (argc > 1 && !strcmp(argv[1], "show"))
+    return cmd_runs_show(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--db") && i + 1 < argc)
       db = argv[++i];

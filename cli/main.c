@@ -50,6 +50,9 @@ static const struct kv_command commands[] = {
      "it the way KernelBench does"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
+    {"report", cmd_report, "kevo report [--db PATH] [-o FILE.html] [RUN...]",
+     "one self-contained HTML page of runs (the most recent by default): curve, tree, verdicts, "
+     "rules, LLM calls"},
 };
 
 int cli_fail(const char *fmt, ...) {

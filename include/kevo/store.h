@@ -230,4 +230,61 @@ void kv_bench_task_rows_free(struct kv_bench_task_row *rows, int n);
 int kv_store_bench_task_update(struct kv_store *s, const struct kv_bench_task_row *row, char *err,
                                size_t errlen);
 
+/* ---- reports (lib/store/report.c) ---- */
+/* Read-only queries for `kevo report` and `kevo runs show`. The iterating ones
+ * hand each row to cb (its strings borrowed: valid during the call only; NULL
+ * columns are NULL strings, 0 ids, -1 numbers); cb returns non-zero to stop.
+ * They return the number of rows visited, or -1 (an unknown run included). */
+
+/* A run's facts beyond kv_run_row. */
+struct kv_run_facts {
+  int64_t created_unix, updated_unix;
+  int64_t last_unix; /* the latest of updated and its nodes' and calls' times */
+  char *device;      /* its evaluations' most frequent device, or NULL */
+  char *surface;     /* its evaluations' most frequent surface, or NULL */
+  int64_t llm_calls, llm_failed, tokens_in, tokens_out;
+  double cost_usd;
+};
+int kv_store_run_facts(struct kv_store *s, int64_t run_id, struct kv_run_facts *out, char *err,
+                       size_t errlen);
+void kv_run_facts_release(struct kv_run_facts *f);
+
+/* A node joined with its evaluation, in step order. */
+struct kv_node_detail {
+  int64_t id, parent_id, eval_id, created_unix;
+  int step;
+  const char *action, *params, *verdict, *plan, *source_hash;
+  double speedup, reward;
+  int64_t source_bytes;
+  /* with_results only (else NULL, -1): the evaluation's detail and verdict JSON */
+  const char *detail, *result_json;
+  double median_us;
+};
+int kv_store_run_node_details(struct kv_store *s, int64_t run_id, int with_results,
+                              int (*cb)(void *arg, const struct kv_node_detail *d), void *arg,
+                              char *err, size_t errlen);
+
+/* A run's LLM calls in id order, without their request and response bodies. */
+struct kv_llm_call_brief {
+  int64_t id, node_id, created_unix, input_tokens, output_tokens;
+  const char *role, *provider, *model, *status, *error;
+  int http_status, attempts;
+  double latency_s, cost_usd;
+};
+int kv_store_run_llm_calls(struct kv_store *s, int64_t run_id,
+                           int (*cb)(void *arg, const struct kv_llm_call_brief *c), void *arg,
+                           char *err, size_t errlen);
+
+/* The rules that this run's evaluations gave rise to (or were seen again
+ * by), in id order: count is the rule's count across every run; run_evals and
+ * evals ("12 15 31", ascending) are this run's evaluations behind it. */
+struct kv_run_rule {
+  int64_t id, created_unix, updated_unix;
+  const char *text, *origin, *evals;
+  int count, run_evals;
+};
+int kv_store_run_rules(struct kv_store *s, int64_t run_id,
+                       int (*cb)(void *arg, const struct kv_run_rule *r), void *arg, char *err,
+                       size_t errlen);
+
 #endif
