@@ -32,7 +32,8 @@ static const struct kv_command commands[] = {
      "[--budget SECONDS] [--no-timing] [--surface cpu|cuda] [--starter FILE] [--db PATH] "
      "[-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
-    {"runs", cmd_runs, "kevo runs [--db PATH]", "list runs, newest first"},
+    {"runs", cmd_runs, "kevo runs [--db PATH] | kevo runs show [RUN] [--db PATH]",
+     "list runs, newest first; show one as an indented tree of its candidates"},
     {"resume", cmd_resume,
      "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] RUN",
      "continue a stopped or killed run"},
