@@ -31,6 +31,16 @@ int cmd_report(int argc, char **argv) {
       db = argv[++i];
     } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
       out = argv[++i];
+    } else if (!strcmp(argv[i], "--bench")) {
+      if (n == REPORT_RUNS_MAX)
+        return cli_fail("report: at most %d sections in one page; make several reports",
+                        REPORT_RUNS_MAX);
+      items[n].kind = KV_REPORT_BENCH;
+      items[n].id = 0; /* the latest bench, unless a number follows */
+      if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+          parse_run("report --bench", argv[++i], &items[n].id))
+        return cli_usage("report");
+      n++;
     } else if (argv[i][0] != '-') {
       if (n == REPORT_RUNS_MAX)
         return cli_fail("report: at most %d runs in one page; make several reports",
@@ -69,12 +79,18 @@ int cmd_report(int argc, char **argv) {
   if (code)
     return code;
   char what[96] = "the latest run";
-  if (n == 1)
+  if (n == 1 && items[0].kind == KV_REPORT_BENCH)
+    snprintf(what, sizeof what, items[0].id ? "bench %lld" : "the latest bench",
+             (long long)items[0].id);
+  else if (n == 1 && items[0].id)
     snprintf(what, sizeof what, "run %lld", (long long)items[0].id);
   else if (n > 1)
-    snprintf(what, sizeof what, "%d runs", n);
-  printf("report of %s (%d nodes, %.1f MiB, %.2f s): %s\n", what, st.nodes, (double)len / (1 << 20),
-         kv_now_s() - t0, out);
+    snprintf(what, sizeof what, "%d sections", n);
+  char tasks[48] = "";
+  if (st.tasks)
+    snprintf(tasks, sizeof tasks, ", %d bench tasks", st.tasks);
+  printf("report of %s (%d nodes%s, %.1f MiB, %.2f s): %s\n", what, st.nodes, tasks,
+         (double)len / (1 << 20), kv_now_s() - t0, out);
   if (st.elided)
     fprintf(stderr,
             "kevo: %d long texts were cut or left out of the page to keep it small; each says "

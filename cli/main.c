@@ -51,7 +51,7 @@ static const struct kv_command commands[] = {
      "it the way KernelBench does"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
-    {"report", cmd_report, "kevo report [--db PATH] [-o FILE.html] [RUN...]",
+    {"report", cmd_report, "kevo report [--db PATH] [-o FILE.html] [RUN...] [--bench [ID]]...",
      "one self-contained HTML page of runs (the most recent by default): curve, tree, verdicts, "
      "rules, LLM calls"},
 };

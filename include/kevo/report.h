@@ -29,9 +29,10 @@ struct kv_store;
  * budget is what the cap leaves after this. */
 #define KV_REPORT_NODE_BYTES 900
 
-/* What a page is made of, one section each. Only runs so far; a kind of
- * section is one entry in lib/report/report.c's table of kinds. */
-enum kv_report_kind { KV_REPORT_RUN };
+/* What a page is made of, one section each: a run, or a bench (kevo bench:
+ * its score, fast_p curve and tasks). A kind of section is one entry in
+ * lib/report/report.c's table of kinds. */
+enum kv_report_kind { KV_REPORT_RUN, KV_REPORT_BENCH };
 struct kv_report_item {
   enum kv_report_kind kind;
   int64_t id; /* <= 0: the most recent */
@@ -46,7 +47,7 @@ struct kv_report_opts {
 };
 
 struct kv_report_stats {
-  int sections, nodes, points;
+  int sections, nodes, points, tasks;
   int elided; /* texts cut or left out (a cap or the budget) */
   size_t bytes;
 };

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kevo/bench.h"
 #include "kevo/report.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
@@ -128,5 +129,25 @@ void rep_json(struct rep_out *o, json_t *v);
 
 /* The run's section of the page (report.c writes the page around it). */
 void rep_run_section(struct rep_out *o, struct kv_store *s, struct rep_run *run);
+/* A header card: key, value (escaped) and up to two lines under it. */
+void rep_card(struct rep_out *o, const char *cls, const char *key, const char *value,
+              const char *sub1, const char *sub2);
+
+/* ---- a bench (kevo bench) ---- */
+
+struct rep_bench {
+  struct kv_bench_row row;
+  struct kv_bench_task_row *tasks;
+  int n;
+  struct kv_bench_summary sm;
+  json_t *config; /* benches.config_json parsed, or NULL */
+};
+/* Reads bench_id (<= 0: the most recent) with its tasks and score. */
+int rep_bench_load(struct kv_store *s, int64_t bench_id, struct rep_bench *b, char *err,
+                   size_t errlen);
+void rep_bench_release(struct rep_bench *b);
+/* Its section: the score, the fast_p curve, the levels and a sortable table
+ * of the tasks. */
+void rep_bench_section(struct rep_out *o, const struct rep_bench *b);
 
 #endif

@@ -108,6 +108,7 @@ static void csp_hash(const char *text, size_t n, char out[64]) {
 struct section {
   enum kv_report_kind kind;
   struct rep_run run;
+  struct rep_bench bench;
 };
 
 /* One entry per kind of section: how to read it from the store, write it,
@@ -169,9 +170,50 @@ static void run_release(struct section *sec) {
   rep_run_release(&sec->run);
 }
 
+static int bench_estimate(struct kv_store *s, int64_t id, size_t *bytes, char *err, size_t errlen) {
+  struct kv_bench_row r;
+  if (kv_store_bench_get(s, id, &r, err, errlen) != 0)
+    return -1;
+  kv_bench_row_release(&r);
+  *bytes = (size_t)KV_BENCH_MAX_TASKS * 1024 + (64 << 10); /* a row with its detail, the charts */
+  return 0;
+}
+
+static int bench_load(struct kv_store *s, int64_t id, struct rep_budget *b, struct section *sec,
+                      char *err, size_t errlen) {
+  (void)b; /* a bench holds no long texts: its details are cut at 600 bytes */
+  return rep_bench_load(s, id, &sec->bench, err, errlen);
+}
+
+static void bench_write(struct rep_out *o, struct kv_store *s, struct section *sec) {
+  (void)s;
+  rep_bench_section(o, &sec->bench);
+}
+
+static void bench_name(const struct section *sec, char *out, size_t cap) {
+  const char *d = sec->bench.row.suite_dir ? sec->bench.row.suite_dir : "?";
+  const char *base = strrchr(d, '/');
+  snprintf(out, cap, "bench %lld (%s)", (long long)sec->bench.row.id,
+           base && base[1] ? base + 1 : d);
+}
+
+static void bench_anchor(const struct section *sec, char *out, size_t cap) {
+  snprintf(out, cap, "bench-%lld", (long long)sec->bench.row.id);
+}
+
+static void bench_count(const struct section *sec, struct kv_report_stats *st) {
+  st->tasks += sec->bench.n;
+}
+
+static void bench_release(struct section *sec) {
+  rep_bench_release(&sec->bench);
+}
+
 static const struct kind kinds[] = {
     {KV_REPORT_RUN, run_estimate, run_load, run_write, run_name, run_anchor, run_count,
      run_release},
+    {KV_REPORT_BENCH, bench_estimate, bench_load, bench_write, bench_name, bench_anchor,
+     bench_count, bench_release},
 };
 
 static const struct kind *kind_of(enum kv_report_kind k) {

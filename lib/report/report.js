@@ -430,6 +430,38 @@
     if (!fromUrl && r.best >= 0) r.select(r.best, false);
   });
 
+  /* Tables that sort by a column when its header is clicked (a bench's
+   * tasks): numbers by their data-v, text by its content; a second click
+   * reverses. */
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    var body = table.tBodies[0];
+    var heads = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.classList.add('sorter');
+      th.addEventListener('click', function () {
+        var dir = th.getAttribute('data-dir') === 'asc' ? 'desc' : 'asc';
+        Array.prototype.forEach.call(heads, function (h) {
+          h.removeAttribute('data-dir');
+        });
+        th.setAttribute('data-dir', dir);
+        var rows = Array.prototype.slice.call(body.rows);
+        function key(r) {
+          var c = r.cells[col];
+          var v = c && c.getAttribute('data-v');
+          return v !== null && v !== undefined && v !== '' && !isNaN(+v) ? +v : c ? c.textContent : '';
+        }
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          var c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+          return dir === 'asc' ? c : -c;
+        });
+        rows.forEach(function (r) {
+          body.appendChild(r);
+        });
+      });
+    });
+  });
+
   /* What a test (or a curious reader) can check: counts, errors, time. */
   var nNodes = document.querySelectorAll('svg.treesvg circle.n').length;
   var nPoints = document.querySelectorAll('svg circle.pt').length;
@@ -438,6 +470,7 @@
   if (status) {
     status.setAttribute('data-nodes', String(nNodes));
     status.setAttribute('data-points', String(nPoints));
+    status.setAttribute('data-tasks', String(document.querySelectorAll('table.tasks tbody tr').length));
     status.setAttribute('data-render-ms', ms.toFixed(0));
     status.setAttribute('data-errors', String(errors.length));
     status.setAttribute('data-ready', '1');

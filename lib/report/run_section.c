@@ -71,8 +71,8 @@ static double nice_step(double range, int want) {
 
 /* ---- the header ---------------------------------------------------------- */
 
-static void card(struct rep_out *o, const char *cls, const char *key, const char *value,
-                 const char *sub1, const char *sub2) {
+void rep_card(struct rep_out *o, const char *cls, const char *key, const char *value,
+              const char *sub1, const char *sub2) {
   rep_printf(o, "<div class=\"card%s%s\"><div class=\"k\">", cls ? " " : "", cls ? cls : "");
   rep_esc(o, key);
   rep_puts(o, "</div><div class=\"v\">");
@@ -122,7 +122,7 @@ static void header(struct rep_out *o, struct kv_store *s, const struct rep_run *
                bn->step, (long long)bn->id, bn->speedup > 0 ? "" : ", not timed", (long long)r->id,
                (long long)r->id);
   } else {
-    card(o, "best", "best kernel", "none accepted", run->n ? "no candidate passed the gate" : "",
+    rep_card(o, "best", "best kernel", "none accepted", run->n ? "no candidate passed the gate" : "",
          "");
   }
   const char *strategy = r->strategy;
@@ -135,7 +135,7 @@ static void header(struct rep_out *o, struct kv_store *s, const struct rep_run *
              (long long)json_integer_value(json_object_get(llm, "concurrency")));
   json_t *seed = json_object_get(run->config, "seed");
   snprintf(c, sizeof c, "seed %lld", (long long)json_integer_value(seed));
-  card(o, NULL, "strategy", strategy, b, json_is_integer(seed) ? c : "");
+  rep_card(o, NULL, "strategy", strategy, b, json_is_integer(seed) ? c : "");
 
   const char *model = rep_config_str(run, "model", "model");
   const char *mname = rep_config_str(run, "model", "name");
@@ -143,7 +143,7 @@ static void header(struct rep_out *o, struct kv_store *s, const struct rep_run *
   const char *url = rep_config_str(run, "model", "base_url");
   snprintf(a, sizeof a, "%s%s%s", prov ? prov : "", mname && *mname ? " \xC2\xB7 entry " : "",
            mname && *mname ? mname : "");
-  card(o, NULL, "model", model ? model : "none (no LLM)", a, url);
+  rep_card(o, NULL, "model", model ? model : "none (no LLM)", a, url);
 
   int asked = (int)json_integer_value(json_object_get(run->config, "steps"));
   snprintf(a, sizeof a, "%d", run->total);
@@ -153,7 +153,7 @@ static void header(struct rep_out *o, struct kv_store *s, const struct rep_run *
   c[0] = 0;
   if (run->n < run->total)
     snprintf(c, sizeof c, "the first %d shown", run->n);
-  card(o, NULL, "steps", a, b, c);
+  rep_card(o, NULL, "steps", a, b, c);
 
   const struct kv_run_facts *f = &run->facts;
   char t1[32], t2[32];
@@ -163,19 +163,19 @@ static void header(struct rep_out *o, struct kv_store *s, const struct rep_run *
   snprintf(b, sizeof b, "%lld calls%s \xC2\xB7 %s in / %s out tokens", (long long)f->llm_calls,
            f->llm_failed ? ", some failed" : "", t1, t2);
   if (f->llm_calls)
-    card(o, NULL, "LLM spend", a, b, "");
+    rep_card(o, NULL, "LLM spend", a, b, "");
   else
-    card(o, NULL, "LLM spend", "none", "no LLM calls", "");
+    rep_card(o, NULL, "LLM spend", "none", "no LLM calls", "");
 
   rep_duration((double)(f->last_unix - f->created_unix), a, sizeof a);
   rep_date(f->created_unix, b, sizeof b);
   snprintf(c, sizeof c, "started %s", b);
-  card(o, NULL, "wall time", a, c, "");
+  rep_card(o, NULL, "wall time", a, c, "");
 
   const char *dir = rep_config_str(run, "task_dir", NULL);
-  card(o, NULL, "task", r->task_name, dir, "");
+  rep_card(o, NULL, "task", r->task_name, dir, "");
   const char *surface = rep_config_str(run, "surface", NULL);
-  card(o, NULL, "surface \xC2\xB7 device", surface ? surface : f->surface, f->device, "");
+  rep_card(o, NULL, "surface \xC2\xB7 device", surface ? surface : f->surface, f->device, "");
   rep_puts(o, "</div>\n");
 
   if (run->best >= 0 && run->nodes[run->best].hash) {

@@ -188,5 +188,18 @@ browse "file://$T/tune.html" "$T/shot2.out" --hide-scrollbars --window-size=1400
   --screenshot="$ART/report-tune.png"
 [ -s "$ART/report-tune.png" ] && ok "screenshot: $ART/report-tune.png" || bad "no screenshot of the tune run"
 
+# ---- a bench: its page runs clean, every task in the table -------------------------
+"$K" report --db "$T/kevo.db" -o "$T/bench.html" --bench >/dev/null
+browse "file://$T/bench.html" "$T/dom3.html" --dump-dom
+grep -q 'data-ready="1" data-errors="0"' "$T/dom3.html" && ok "bench page: ready, no errors" ||
+  bad "bench page: $(grep -o '<output id="kevo-status"[^>]*>' "$T/dom3.html")"
+grep -q 'data-tasks="5"' "$T/dom3.html" && ok "bench page: 5 tasks in the table" ||
+  bad "bench page: $(grep -o 'data-tasks="[0-9]*"' "$T/dom3.html")"
+check "bench page: the table is sortable" "$(grep -o '<th class="[^"]*sorter' "$T/dom3.html" | wc -l)" 8
+check "bench page: no injected script ran" "$(grep -c 'data-pwned="' "$T/dom3.html")" 0
+browse "file://$T/bench.html" "$T/shot3.out" --hide-scrollbars --window-size=1400,1000 \
+  --screenshot="$ART/report-bench.png"
+[ -s "$ART/report-bench.png" ] && ok "screenshot: $ART/report-bench.png" || bad "no screenshot of the bench"
+
 echo "report_browser: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -118,6 +118,27 @@ check "runs show: no control characters" "$(tr -d '\n\t' <"$T/show.txt" | LC_ALL
 "$K" runs --db "$DB" >"$T/runs.txt" 2>&1
 check "kevo runs still lists" "$(grep -c rowsum "$T/runs.txt")" 2
 
+# ---- a bench (kevo bench): its score, curve and tasks -----------------------------------
+"$K" report --db "$DB" --bench -o "$T/bench.html" >"$T/b.txt" 2>&1
+check "report --bench exits 0" $? 0
+grep -q "report of the latest bench (0 nodes, 5 bench tasks" "$T/b.txt" && ok "bench: what was written" ||
+  bad "bench: $(cat "$T/b.txt")"
+B="$T/bench.html"
+check "bench: one row per task" "$(grep -o '<tr class="task">' "$B" | wc -l)" 5
+check "bench: correct 2 of 5 (fast_0 40%)" "$(grep -c 'correct (fast_0)</div><div class="v">40%' "$B")" 1
+# The geomean of the correct tasks (best and 1.25) is on the card, the "all"
+# row and level 1's row (both correct tasks are level 1's).
+G=$(python3 -c "print('%.2f' % ((float('$BEST') * 1.25) ** 0.5))")
+check "bench: geomean over the correct ones ($G)" "$(grep -o ">$G×<" "$B" | wc -l)" 3
+grep -q 'data-pwned' "$B" && ! grep -q '<img src=x' "$B" && ok "bench: a hostile detail is text" ||
+  bad "bench: hostile detail not escaped"
+check "bench: the fast_p curve's four marks" "$(grep -o 'class="v0 fp"' "$B" | wc -l)" 4
+"$K" report --db "$DB" --bench 99 >"$T/b2.txt" 2>&1
+check "unknown bench: exit 2" $? 2
+grep -q "bench 99 is not in" "$T/b2.txt" && ok "unknown bench: says so" || bad "$(cat "$T/b2.txt")"
+"$K" report --db "$DB" -o "$T/mixed.html" "$RUN" --bench >/dev/null 2>&1
+check "a run and a bench in one page" "$(grep -c '<section class="run"\|<section class="bench"' "$T/mixed.html")" 2
+
 # ---- errors ----------------------------------------------------------------------------
 "$K" report --db "$DB" 999 >"$T/e1.txt" 2>&1
 check "unknown run: exit 2" $? 2

@@ -461,6 +461,41 @@ int main(int argc, char **argv) {
     if (kv_store_node_add(s, &nr, NULL, err, sizeof err) != 0)
       die("tune node", err);
   }
+  /* A bench of five tasks on two levels: the two runs' tasks done, one task
+   * that failed with a hostile error, one skipped, one never run. */
+  {
+    const char *dirs[] = {"/suite/level1/rowsum", "/suite/level1/tuned", "/suite/level2/bad",
+                          "/suite/level2/nostarter", "/suite/level2/later"};
+    const char *names[] = {"level1/rowsum", "level1/tuned", "level2/bad", "level2/nostarter",
+                           "level2/later"};
+    int levels[] = {1, 1, 2, 2, 2};
+    int64_t bench;
+    if (kv_store_bench_create(s, "/suite", "{\"steps\":4,\"strategy\":\"ada\"}", dirs, names,
+                              levels, 5, &bench, err, sizeof err) != 0)
+      die("bench", err);
+    struct kv_bench_task_row *rows;
+    int nb;
+    if (kv_store_bench_tasks(s, bench, &rows, &nb, err, sizeof err) != 0 || nb != 5)
+      die("bench tasks", err);
+    static char done[] = "done", failed[] = "failed", skipped[] = "skipped";
+    static char hostile[] = "task.json: " HOSTILE_MARK;
+    char *st[] = {done, done, failed, skipped, NULL};
+    double spd[] = {best, 1.25, 0, 0, 0};
+    int64_t runs[] = {ada, tune, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+      free(rows[i].status);
+      rows[i].status = st[i];
+      rows[i].run_id = runs[i];
+      rows[i].correct = spd[i] > 0;
+      rows[i].speedup = spd[i];
+      rows[i].detail = i == 2 ? hostile : NULL;
+      if (kv_store_bench_task_update(s, &rows[i], err, sizeof err) != 0)
+        die("bench task", err);
+      rows[i].status = NULL;
+      rows[i].detail = NULL;
+    }
+    kv_bench_task_rows_free(rows, nb);
+  }
   kv_store_close(s);
   set_times(db, ada, tune, n);
   printf("{\"run\":%lld,\"tune_run\":%lld,\"nodes\":%d,\"best\":\"%.2f\",\"hostile_node\":%lld,"
