@@ -98,6 +98,11 @@ struct kv_gate_opts {
   const struct kv_calib *calib; /* ceilings for `implausible`; NULL: no check (cpu), or
                                    measured once per device and cached by the gate (cuda) */
   int sandbox;                  /* 1 (default): all layers; 0 only for kevo's own diagnostics */
+  /* Timing is exclusive per device (a GPU, or the cores this thread may run
+   * on), across threads and processes: the longest wait, in seconds, for
+   * another evaluation's timing on the same device to end (default 600; 0:
+   * the default). Past it kv_gate_eval fails, naming the holder. */
+  double lock_wait_s;
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 
@@ -113,6 +118,7 @@ struct kv_gate_result {
   struct kv_kernel_res kernels[KV_MAX_KERNELS];
   struct kv_calib calib; /* the ceilings the verdict used (calib.device empty: none) */
   double compile_s, check_s, time_s;
+  double lock_wait_s; /* waited for the device's timing lock (not in time_s) */
   int nchecks;
   struct kv_check checks[KV_GATE_MAX_CHECKS];
   int timed;

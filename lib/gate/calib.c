@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devlock.h"
+
 static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) {
   if (err && errlen > 0) {
     va_list ap;
@@ -449,9 +451,17 @@ int kv_calib_cpu_measure(struct kv_calib *out, char *err, size_t errlen) {
   out->threads = omp_get_max_threads();
   size_t llc = kv_llc_bytes();
   out->llc_bytes = (double)llc;
-  if (measure_bandwidth(llc, &out->bandwidth_gbs, err, errlen) != 0)
+  /* The ceilings are measured on these cores alone: an evaluation timing on
+   * them meanwhile would lower them (and be disturbed). */
+  struct kv_devlock lock;
+  if (kv_devlock_cpus(&lock, "measuring this CPU's ceilings", KV_DEVLOCK_WAIT_S, err, errlen) < 0)
     return -1;
-  out->fma_gflops = measure_fma();
+  int rc = measure_bandwidth(llc, &out->bandwidth_gbs, err, errlen);
+  if (rc == 0)
+    out->fma_gflops = measure_fma();
+  kv_devlock_release(&lock);
+  if (rc != 0)
+    return -1;
   if (!(out->bandwidth_gbs > 0) || !isfinite(out->bandwidth_gbs) || !(out->fma_gflops > 0) ||
       !isfinite(out->fma_gflops))
     return fail(err, errlen, -1, "calib: implausible measurement (%.3g GB/s, %.3g GFLOP/s)",

@@ -1,6 +1,11 @@
 # CPU ceilings (bandwidth, FMA peak) and their JSON cache.
+# devlock.c: the device locks (only one timing loop per GPU or set of cores at
+# a time); the CPU calibration takes the cores' lock too.
+add_library(kevo_devlock STATIC ${CMAKE_CURRENT_LIST_DIR}/devlock.c)
+target_link_libraries(kevo_devlock PUBLIC kevo_util)
+set_target_properties(kevo_devlock PROPERTIES POSITION_INDEPENDENT_CODE ON)
 add_library(kevo_calib STATIC ${CMAKE_CURRENT_LIST_DIR}/calib.c)
-target_link_libraries(kevo_calib PUBLIC OpenMP::OpenMP_C PkgConfig::JANSSON m)
+target_link_libraries(kevo_calib PUBLIC kevo_devlock OpenMP::OpenMP_C PkgConfig::JANSSON m)
 set_target_properties(kevo_calib PROPERTIES POSITION_INDEPENDENT_CODE ON)
 # `acc * m + a` must become a fused multiply-add in the FMA kernels: ISO C
 # mode (-std=c11) otherwise turns contraction off.

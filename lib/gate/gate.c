@@ -39,6 +39,7 @@ void kv_gate_opts_default(struct kv_gate_opts *o) {
   o->compile_deadline_s = 60;
   o->time_budget_s = 1.0;
   o->sandbox = 1;
+  o->lock_wait_s = KV_DEVLOCK_WAIT_S;
 }
 
 static int session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
@@ -99,6 +100,16 @@ static void session_release(struct kv_session *s) {
 /* What a cuda worker said about the device in its HELLO (NULL for cpu). */
 static json_t *hello_cuda(struct kv_worker *w) {
   return json_object_get(w->hello, "cuda");
+}
+
+int kv_gate_lock_device(const struct kv_surface *sf, const struct kv_gate_opts *o, json_t *hello,
+                        const char *what, struct kv_devlock *l, char *err, size_t errlen) {
+  double wait = o && o->lock_wait_s > 0 ? o->lock_wait_s : KV_DEVLOCK_WAIT_S;
+  if (sf->device_in_worker)
+    return kv_devlock_gpu(
+        l, json_string_value(json_object_get(json_object_get(hello, "cuda"), "uuid")), what, wait,
+        err, errlen);
+  return kv_devlock_cpus(l, what, wait, err, errlen);
 }
 
 /* Starts a worker of the session's surface and sends it the task. A cuda
@@ -320,9 +331,15 @@ static int device_calib(struct kv_session *s, struct kv_worker *w, int force, st
   snprintf(path, sizeof path, "%s/calib-%s.json", s->cache, s->sf->name);
   if (!force && kv_calib_load(path, dev, c, e2, sizeof e2) == 0)
     return 0;
+  /* Measured on the GPU alone: no evaluation times on it meanwhile. */
+  struct kv_devlock lock;
+  if (kv_gate_lock_device(s->sf, s->o, w->hello, "measuring the GPU's ceilings", &lock, err,
+                          errlen) < 0)
+    return -1;
   json_t *req = json_object(), *rep = NULL;
   char d[1024];
   enum kv_call_status st = kv_worker_call(w, KV_MSG_CALIB, req, 120, &rep, NULL, 0, d, sizeof d);
+  kv_devlock_release(&lock);
   json_decref(req);
   if (st != KV_CALL_OK) {
     json_decref(rep);
@@ -719,8 +736,24 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     double t2 = kv_now_s();
     if (!s.cw.alive) {
       kv_set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", s.cw.death);
-    } else if (kv_time_candidate(&s, basesrc[0] ? bas->so_path : NULL, calp, r, err, errlen) < 0) {
-      goto out;
+    } else {
+      /* One timing loop per device at a time. While this one waits for the
+       * device, the candidate's process is stopped: nothing of it runs
+       * beside the evaluation timing now. */
+      struct kv_devlock lock;
+      char what[300];
+      snprintf(what, sizeof what, "timing %s", t->name && *t->name ? t->name : "a candidate");
+      kv_worker_pause(&s.cw);
+      int lr = kv_gate_lock_device(sf, o, s.cw.hello, what, &lock, err, errlen);
+      r->lock_wait_s = kv_now_s() - t2;
+      if (lr < 0)
+        goto out;
+      kv_worker_resume(&s.cw);
+      t2 = kv_now_s();
+      int tr = kv_time_candidate(&s, basesrc[0] ? bas->so_path : NULL, calp, r, err, errlen);
+      kv_devlock_release(&lock);
+      if (tr < 0)
+        goto out;
     }
     r->time_s = kv_now_s() - t2;
     if (r->verdict == KV_V_OK && r->timed)
@@ -805,8 +838,8 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
   }
   json_object_set_new(j, "checks", checks);
   json_object_set_new(j, "seconds",
-                      json_pack("{s:f,s:f,s:f}", "compile", r->compile_s, "check", r->check_s,
-                                "timing", r->time_s));
+                      json_pack("{s:f,s:f,s:f,s:f}", "compile", r->compile_s, "check", r->check_s,
+                                "timing", r->time_s, "lock_wait", r->lock_wait_s));
   if (r->timed) {
     const struct kv_timing *t = &r->timing;
     json_t *tj = json_pack(

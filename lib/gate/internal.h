@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <sys/types.h>
 
+#include "devlock.h"
 #include "kevo/gate.h"
 #include "kevo/util.h"
 
@@ -226,6 +227,14 @@ void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt
 void kv_tail_of(const struct kv_buf *b, char *out, size_t cap);
 /* Keeps what the candidate printed in r and stops its worker. */
 void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r);
+/* Takes the timing lock of the device that surface sf times on (cuda: the GPU
+ * that a worker's HELLO names by UUID; cpu: the cores this thread may run
+ * on, which the workers it starts inherit), waiting at most o->lock_wait_s
+ * (0: KV_DEVLOCK_WAIT_S). `what` is recorded for whoever waits ("timing
+ * rowsum"). Only timing loops and device calibrations take it: compiles and
+ * checks overlap. */
+int kv_gate_lock_device(const struct kv_surface *sf, const struct kv_gate_opts *o, json_t *hello,
+                        const char *what, struct kv_devlock *l, char *err, size_t errlen);
 /* Times the candidate (cw, slot 0) against the reference (rw, slot 0, loaded
  * for the checks) and
  * the baseline (base_so: loaded into rw slot 2; NULL: none) on bench[0];

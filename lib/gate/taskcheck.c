@@ -358,10 +358,18 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     if (have > 0)
       same_inputs_twice(t, &w, base, o->job_deadline_s, r);
   }
-  /* One reference call at the bench size, to show what timing will cost. */
+  /* One reference call at the bench size, to show what timing will cost:
+   * timed, so on the device alone (no evaluation times on it meanwhile). */
+  struct kv_devlock lock;
+  char what[300];
+  snprintf(what, sizeof what, "timing task %s's reference", t->name ? t->name : "");
   if (r->ok && rc == 0 && t->nbench > 0) {
     int64_t nelem[KV_MAX_PARAMS];
-    if (kv_layout(t, &t->bench[0], nelem, err, errlen) == 0) {
+    if (kv_layout(t, &t->bench[0], nelem, err, errlen) < 0) {
+      /* no bench size to call it on: not measured */
+    } else if (kv_gate_lock_device(sf, o, w.hello, what, &lock, err, errlen) < 0) {
+      rc = -1;
+    } else {
       size_t ob = kv_call_bytes(t, nelem, 0);
       req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 0, "set", "bench", "index", 0,
                       "calls", "seed", (json_int_t)base, "poison", 0, "return_inputs", 0);
@@ -374,6 +382,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
             (double)json_integer_value(json_array_get(json_object_get(rep, "call_ns"), 0)) / 1e6;
       else
         finding(r, "the reference fails at the bench size: %s", d);
+      kv_devlock_release(&lock);
       json_decref(rep);
       free(blob);
       r->ncalls++;
