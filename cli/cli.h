@@ -50,6 +50,9 @@ int cli_integer(const char *flag, const char *text, long long lo, long long hi, 
 /* 1 when path can be written (an existing file, or a new one in a writable
  * directory): checked before long work whose result goes there. */
 int cli_writable(const char *path);
+/* 0 when mode is a torch.compile mode kevo can time as a baseline, else 2
+ * after saying which are. */
+int cli_torch_compile_mode(const char *mode);
 
 /* What `kevo run` and `kevo bench` share: the options of a search. */
 struct kv_llm;

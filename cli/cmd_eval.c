@@ -87,10 +87,14 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
       printf("           clock     %10.1f us  per call by kevo's clock (reported/kevo %.2f; %d "
              "phases of %d calls, %d checked)\n",
              t->parent_us, t->clock_ratio, t->phases, t->calls_per_phase, t->validated_calls);
-    if (t->has_baseline)
-      printf("           baseline  %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d): %.2fx of it\n",
-             t->base.median_us, t->base.iqr_us, 100 * t->base.cv, t->base.n,
-             t->speedup_vs_baseline);
+    if (t->has_baseline) {
+      printf("           baseline  %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d): %.2fx of it, %s",
+             t->base.median_us, t->base.iqr_us, 100 * t->base.cv, t->base.n, t->speedup_vs_baseline,
+             t->baseline_kind);
+      if (t->baseline_compile_s > 0)
+        printf(" (compiled in %.1f s, not timed)", t->baseline_compile_s);
+      putchar('\n');
+    }
     if (t->cand_host_timer)
       printf("           note: the candidate's work ran outside the stream's events; timed by "
              "the host clock\n");
@@ -122,7 +126,11 @@ int cmd_eval(int argc, char **argv) {
     double v;
     if (!strcmp(a, "--json"))
       json = 1;
-    else if (!strcmp(a, "--no-timing"))
+    else if (!strcmp(a, "--torch-compile") && i + 1 < argc) {
+      if (cli_torch_compile_mode(argv[++i]))
+        return 2;
+      o.torch_compile = argv[i];
+    } else if (!strcmp(a, "--no-timing"))
       o.timing = 0;
     else if (!strcmp(a, "--surface") && i + 1 < argc)
       o.surface = argv[++i];

@@ -184,7 +184,11 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     r->g.timing = 0;
   else if (!strcmp(a, "--surface") && has)
     r->g.surface = argv[++*i];
-  else if (!strcmp(a, "--db") && has)
+  else if (!strcmp(a, "--torch-compile") && has) {
+    if (cli_torch_compile_mode(argv[++*i]))
+      return -1;
+    r->g.torch_compile = argv[*i];
+  } else if (!strcmp(a, "--db") && has)
     r->db = argv[++*i];
   else if (!strcmp(a, "--config") && has)
     r->config = argv[++*i];

@@ -12,7 +12,7 @@
 static const struct kv_command commands[] = {
     {"eval", cmd_eval,
      "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
-     "[--budget SECONDS] [--deadline SECONDS] TASK_DIR CANDIDATE",
+     "[--budget SECONDS] [--deadline SECONDS] [--torch-compile MODE] TASK_DIR CANDIDATE",
      "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
     {"task", cmd_task, "kevo task check [--surface cpu|cuda] [--json] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes"},
@@ -91,6 +91,17 @@ int cli_integer(const char *flag, const char *text, long long lo, long long hi, 
                     lo, hi);
   *out = v;
   return 0;
+}
+
+int cli_torch_compile_mode(const char *mode) {
+  static const char *const modes[] = {"default", "reduce-overhead", "max-autotune",
+                                      "max-autotune-no-cudagraphs"};
+  for (size_t i = 0; i < KV_ARRAY_LEN(modes); i++)
+    if (!strcmp(mode, modes[i]))
+      return 0;
+  return cli_fail("--torch-compile %s: use default, reduce-overhead, max-autotune or "
+                  "max-autotune-no-cudagraphs",
+                  mode);
 }
 
 int cli_writable(const char *path) {

@@ -215,8 +215,11 @@ def typed(raw, p, lay):
 
 # ---- the reference ----
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
 class Reference:
-    def __init__(self, path):
+    def __init__(self, path, compile_mode=None):
         global torch, kimp
         if torch is None:
             import torch as t
@@ -231,6 +234,9 @@ class Reference:
         self.tree = ast.parse(src, filename=path)
         self.consts = kimp.base_constants(self.tree)
         self.models = {}
+        # torch.compile of the same module: the baseline the field reports
+        # against (compiled at LOAD, its compile time reported apart).
+        self.compile_mode = compile_mode
 
     def model_for(self, lay):
         if lay.key in self.models:
@@ -267,7 +273,15 @@ class Reference:
                            "elements); import the module again"
                            % (where, n, w.numel(), params[p][0], int(lay.nelem[p])))
             binds.append((w, p, tuple(w.shape)))
-        m = (model, ins[:k], binds, outs)
+        run = model
+        if self.compile_mode:
+            try:
+                run = torch.compile(model, dynamic=False, mode=None if
+                                    self.compile_mode == "default" else self.compile_mode)
+            except Exception as e:
+                raise Fail("%s: torch.compile(mode=%s) raised %s: %s"
+                           % (where, self.compile_mode, type(e).__name__, e))
+        m = (run, ins[:k], binds, outs)
         self.models[lay.key] = m
         return m
 
@@ -280,7 +294,16 @@ class Reference:
             w.data = typed(raws[p], p, lay).view(shape)
         t0 = time.perf_counter_ns()
         with torch.no_grad():
-            res = model(*args)
+            try:
+                res = model(*args)
+            except Fail:
+                raise
+            except Exception as e:
+                if not self.compile_mode:
+                    raise
+                raise Fail("torch.compile(mode=%s) of %s failed: %s: %s"
+                           % (self.compile_mode, self.path, type(e).__name__,
+                              str(e).splitlines()[0] if str(e) else ""))
             res = list(res) if isinstance(res, (list, tuple)) else [res]
             if len(res) != len(outs):
                 raise Fail("forward returned %d outputs, task.json has %d" % (len(res), len(outs)))
@@ -340,16 +363,36 @@ def handle_load(req):
         raise Fail("the torch reference worker runs the task's reference only, never a candidate")
     if slot in slots:
         raise Fail("slot %d already loaded" % slot)
+    mode = req.get("compile")
+    if mode is not None and mode not in COMPILE_MODES:
+        raise Fail("torch.compile mode %r: use one of %s" % (mode, ", ".join(COMPILE_MODES)))
     try:
-        ref = Reference(path)
+        ref = Reference(path, mode)
     except SyntaxError as e:
         raise Fail("%s: syntax error at line %s: %s" % (path, e.lineno, e.msg))
     except OSError as e:
         raise Fail("%s: %s" % (path, e.strerror))
-    # Build it now at the first size set: a module that does not build fails here.
-    ref.model_for(Layout(0, 0) if ref_has_checks() else Layout(1, 0))
+    if mode is None:
+        # Build it now at the first size set: a module that does not build fails here.
+        ref.model_for(Layout(0, 0) if ref_has_checks() else Layout(1, 0))
+        slots[slot] = ref
+        reply({"torch": torch.__version__})
+        return
+    # The compiled baseline is timed at the bench size only: compile it there
+    # now, on kevo's inputs, so that no timed call pays for compiling; a
+    # second call shows whether the compiled code is reused.
+    lay = Layout(1, 0)
+    raws = {p: torch.empty(lay.nbytes[p], dtype=torch.uint8)
+            for p in range(len(params)) if is_buffer(params[p][1])}
+    rt.kvpy_fill_inputs(task, lay.nelem, ptrs(raws), 1, threads())
+    t0 = time.perf_counter()
+    ref.call(lay, raws)
+    compile_s = time.perf_counter() - t0
+    rt.kvpy_fill_inputs(task, lay.nelem, ptrs(raws), 2, threads())
+    second_ns = ref.call(lay, raws)
     slots[slot] = ref
-    reply({"torch": torch.__version__})
+    reply({"torch": torch.__version__, "compile_mode": mode, "compile_s": compile_s,
+           "second_call_s": second_ns * 1e-9})
 
 
 def ref_has_checks():

@@ -60,7 +60,9 @@ struct kv_kernel_res {
 struct kv_timing {
   char sizes[256];
   struct kv_stats cand, ref;
-  int has_baseline; /* the task's baseline (baseline.cu) was timed too */
+  int has_baseline; /* the task's baseline (baseline.cu, or torch.compile) was timed too */
+  char baseline_kind[64];     /* "baseline.cu", "torch.compile(mode=default)" */
+  double baseline_compile_s;  /* torch.compile: its compile time (not in any timed call) */
   struct kv_stats base;
   double speedup;             /* ref median / cand median */
   double speedup_vs_baseline; /* base median / cand median, when has_baseline */
@@ -103,6 +105,12 @@ struct kv_gate_opts {
    * another evaluation's timing on the same device to end (default 600; 0:
    * the default). Past it kv_gate_eval fails, naming the holder. */
   double lock_wait_s;
+  /* A task whose reference is reference.py (PyTorch eager): NULL, or a
+   * torch.compile mode ("default", "reduce-overhead", "max-autotune",
+   * "max-autotune-no-cudagraphs") under which the same module is timed as
+   * the baseline, compiled before timing (the compile time is reported
+   * apart, never timed). */
+  const char *torch_compile;
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 

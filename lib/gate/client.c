@@ -148,11 +148,12 @@ static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t 
 
 /* The worker's whole environment: nothing of kevo's own (no API keys). */
 struct worker_env {
-  char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256];
+  char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256], inductor[4300];
   char *env[20];
 };
 
-static void worker_env(struct worker_env *we, const char *scratch, int cuda, int torch) {
+static void worker_env(struct worker_env *we, const char *scratch, int cuda, int torch,
+                       const char *torch_cache) {
   int n = 0;
   we->env[n++] = "PATH=/usr/bin:/bin";
   we->env[n++] = "LANG=C";
@@ -190,6 +191,14 @@ static void worker_env(struct worker_env *we, const char *scratch, int cuda, int
     we->env[n++] = "PYTHONDONTWRITEBYTECODE=1";
     we->env[n++] = "PYTHONNOUSERSITE=1";
     we->env[n++] = "CUDA_VISIBLE_DEVICES=";
+    /* torch.compile (a baseline): its code cache outlives the worker, and it
+     * compiles in the worker's own process (no pool of compile processes). */
+    if (torch_cache && strlen(torch_cache) < 4000) {
+      snprintf(we->inductor, sizeof we->inductor, "TORCHINDUCTOR_CACHE_DIR=%s/torchinductor",
+               torch_cache);
+      we->env[n++] = we->inductor;
+    }
+    we->env[n++] = "TORCHINDUCTOR_COMPILE_THREADS=1";
   }
 #ifdef KEVO_SANITIZED
   /* LeakSanitizer needs ptrace, which the sandbox forbids. */
@@ -270,7 +279,7 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     start_cleanup(w, pipes);
     return kv_error(err, errlen, "out of memory");
   }
-  worker_env(we, w->scratch, cuda, spec->python != NULL);
+  worker_env(we, w->scratch, cuda, spec->python != NULL, spec->torch_cache);
   char **envp = we->env;
   pid_t pid = fork();
   if (pid < 0) {

@@ -126,6 +126,7 @@ static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *e
     spec.python = s->tp.python;
     spec.script = s->tp.script;
     spec.rtlib = s->tp.rtlib;
+    spec.torch_cache = s->cache;
   }
   if (kv_worker_start(w, &spec, err, errlen) < 0)
     return -1;
@@ -172,6 +173,23 @@ static int session_load(struct kv_worker *w, int slot, const char *so, int candi
 
 int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen) {
   return session_load(w, slot, so, 0, detail, detlen);
+}
+
+int kv_session_load_compiled(struct kv_worker *w, int slot, const char *path, const char *mode,
+                             double deadline_s, double *compile_s, char *detail, size_t detlen) {
+  json_t *rep = NULL;
+  char d[1024];
+  json_t *req = json_pack("{s:i,s:s,s:b,s:s}", "slot", slot, "path", path, "candidate", 0,
+                          "compile", mode);
+  enum kv_call_status st =
+      kv_worker_call(w, KV_MSG_LOAD, req, deadline_s, &rep, NULL, 0, d, sizeof d);
+  json_decref(req);
+  *compile_s = json_real_value(json_object_get(rep, "compile_s"));
+  json_decref(rep);
+  if (st == KV_CALL_OK)
+    return 0;
+  snprintf(detail, detlen, "%s", d);
+  return 1;
 }
 
 /* Starts a worker, sends it the task and loads `so` into slot 0. */
@@ -750,7 +768,10 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
         goto out;
       kv_worker_resume(&s.cw);
       t2 = kv_now_s();
-      int tr = kv_time_candidate(&s, basesrc[0] ? bas->so_path : NULL, calp, r, err, errlen);
+      /* The baseline: the task's baseline.cu, or its PyTorch module under
+       * torch.compile. */
+      const char *base = basesrc[0] ? bas->so_path : s.torch && o->torch_compile ? refsrc : NULL;
+      int tr = kv_time_candidate(&s, base, calp, r, err, errlen);
       kv_devlock_release(&lock);
       if (tr < 0)
         goto out;
@@ -857,6 +878,9 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                                   t->clock_slack_us, "median_raised", t->cand_clamped));
     if (t->has_baseline) {
       json_object_set_new(tj, "baseline", stats_json(&t->base));
+      json_object_set_new(tj, "baseline_kind", json_string(t->baseline_kind));
+      if (t->baseline_compile_s > 0)
+        json_object_set_new(tj, "baseline_compile_s", json_real(t->baseline_compile_s));
       json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
       json_object_set_new(tj, "speedup_vs_baseline", json_real(t->speedup_vs_baseline));
     }

@@ -43,6 +43,9 @@ struct kv_worker_spec {
   /* The torch reference worker (torchref.c): when python is set, the worker
    * started is `python -B script --rt rtlib ...` instead of worker_path. */
   const char *python, *script, *rtlib;
+  /* The torch worker: kevo's cache directory, where torch.compile keeps what
+   * it compiled (TORCHINDUCTOR_CACHE_DIR) from one evaluation to the next. */
+  const char *torch_cache;
 };
 
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
@@ -207,6 +210,12 @@ int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, cha
                          size_t errlen);
 /* Loads `so` into a slot of w: 0, or 1 with the loader's message in detail. */
 int kv_session_load(struct kv_worker *w, int slot, const char *so, char *detail, size_t detlen);
+/* The torch worker: loads reference.py into a slot under torch.compile(mode),
+ * compiled there at the bench size before it returns (deadline_s: the
+ * longest it may take); *compile_s is how long compiling took. 0, or 1 with
+ * the worker's message in detail. */
+int kv_session_load_compiled(struct kv_worker *w, int slot, const char *path, const char *mode,
+                             double deadline_s, double *compile_s, char *detail, size_t detlen);
 /* The calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
 enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set, int index,
                                  const uint64_t *seeds, const int *poisons, int ncalls,

@@ -479,8 +479,21 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
   kv_sizeset_format(t, tm.ss, r->timing.sizes, sizeof r->timing.sizes);
   if (kv_layout(t, tm.ss, tm.nelem, err, errlen) < 0)
     return -1;
-  if (base_so && kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
-    return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm.d);
+  if (base_so && s->torch) {
+    /* The module under torch.compile: compiled at the bench size now, so
+     * that no timed call pays for it (at most 10 minutes). */
+    const char *mode = s->o->torch_compile;
+    snprintf(r->timing.baseline_kind, sizeof r->timing.baseline_kind, "torch.compile(mode=%s)",
+             mode);
+    if (kv_session_load_compiled(&s->rw, 2, base_so, mode, 600, &r->timing.baseline_compile_s, tm.d,
+                                 sizeof tm.d) != 0)
+      return kv_error(err, errlen, "%s: torch.compile(mode=%s) of the reference failed: %s",
+                      base_so, mode, tm.d);
+  } else if (base_so) {
+    snprintf(r->timing.baseline_kind, sizeof r->timing.baseline_kind, "baseline.cu");
+    if (kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
+      return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm.d);
+  }
   /* cpu: the parent flushes 2x the last-level cache once per phase (cuda:
    * the worker flushes 2x its L2, once per phase). */
   tm.flush_bytes = tm.cuda ? 0 : 2 * kv_llc_bytes();

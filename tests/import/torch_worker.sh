@@ -1,7 +1,8 @@
 #!/bin/sh
 # The torch reference worker end to end (cpu surface): an imported task
 # passes kevo task check, a correct C candidate is judged ok and timed
-# against PyTorch (speedup reported), a wrong one is wrong_output, and a
+# against PyTorch (speedup reported) and against the module under
+# torch.compile (a baseline), a wrong one is wrong_output, and a
 # module with training-mode Dropout is refused as not deterministic.
 # Exits 77 (skipped, with a message) when this Python has no torch.
 if [ -n "${KEVO_TORCH_TESTS_SKIP:-}" ]; then
@@ -46,6 +47,28 @@ assert r["verdict"] == "ok", r["verdict"]
 assert t.get("speedup", 0) > 0 and t.get("reference_median_us", 0) > 0, "not timed"
 assert len(r["checks"]) >= 4 and all(c["verdict"] == "ok" for c in r["checks"])
 PYEOF
+
+# The same candidate against the module under torch.compile too (the baseline
+# the field reports): compiled before timing, its compile time apart.
+"$KEVO" eval --json --budget 0.2 --torch-compile default "$T" "$SRC/tests/import/torch/softmax_ok.c" \
+  >"$OUT/compiled.json" 2>"$OUT/compiled.err"
+rc=$?
+cat "$OUT/compiled.err"
+"$PY" - "$OUT/compiled.json" <<'PYEOF' || fail "the torch.compile baseline (exit $rc)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r.get("timing") or {}
+print("vs torch.compile:", r["verdict"], "- speedup %.2fx vs eager, %.2fx vs %s (compiled in %.1f s)"
+      % (t.get("speedup", 0), t.get("speedup_vs_baseline", 0), t.get("baseline_kind"),
+         t.get("baseline_compile_s", 0)))
+assert r["verdict"] == "ok", r["verdict"]
+assert t.get("baseline_kind") == "torch.compile(mode=default)", t.get("baseline_kind")
+assert t.get("speedup_vs_baseline", 0) > 0 and t.get("baseline_median_us", 0) > 0, "not timed"
+assert t.get("baseline_compile_s", 0) > 0, "no compile time"
+PYEOF
+"$KEVO" eval --torch-compile fastest "$T" "$SRC/tests/import/torch/softmax_ok.c" >"$OUT/badmode.log" 2>&1
+[ $? = 2 ] && grep -q "use default, reduce-overhead" "$OUT/badmode.log" ||
+  fail "an unknown torch.compile mode is not refused: $(cat "$OUT/badmode.log")"
 
 "$KEVO" eval --no-timing "$T" "$SRC/tests/import/torch/softmax_wrong.c" >"$OUT/wrong.log" 2>&1
 cat "$OUT/wrong.log"
