@@ -28,6 +28,7 @@ int cmd_best(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_runs_show(int argc, char **argv); /* kevo runs show (cmd_report.c) */
 

@@ -49,6 +49,9 @@ static const struct kv_command commands[] = {
      "[--fresh] [--db PATH] [the options of kevo run] SUITE_DIR | kevo bench --show [ID] [--json]",
      "run a strategy over every task of a suite (resumable: run it again after a kill) and score "
      "it the way KernelBench does"},
+    {"gate", cmd_gate, "kevo gate serve --stdio [--idle SECONDS]",
+     "judge evaluation jobs arriving as frames on stdin, verdicts on stdout (what executors "
+     "start)"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
     {"report", cmd_report, "kevo report [--db PATH] [-o FILE.html] [RUN...] [--bench [ID]]...",
