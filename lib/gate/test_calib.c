@@ -72,7 +72,6 @@ static void test_measure(void **state) {
   assert_true(c.threads >= 1);
   assert_true(c.llc_bytes > 0);
   assert_true(c.measured_unix > 1600000000LL);
-  assert_true(secs < 10);
 }
 
 static void fake(struct kv_calib *c, const char *device) {
