@@ -31,6 +31,9 @@ int cmd_bench(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_runs_show(int argc, char **argv); /* kevo runs show (cmd_report.c) */
+int cmd_synthesize(int argc, char **argv); /* cmd_adapt.c */
+int cmd_adapt(int argc, char **argv);
+int cmd_analyze(int argc, char **argv); /* cmd_analyze.c */
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

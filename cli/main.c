@@ -38,8 +38,22 @@ static const struct kv_command commands[] = {
      "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] RUN",
      "continue a stopped or killed run"},
     {"rules", cmd_rules,
-     "kevo rules list [--all] | show ID | export FILE | import FILE  [--db PATH]",
-     "the validity rules learnt from failures (list shows those seen at least twice)"},
+     "kevo rules list [--all] | show ID | export [--min-count N] FILE | import FILE | audit "
+     "[--apply] | unflag ID  [--db PATH]",
+     "the validity rules learnt from failures (list shows those seen at least twice); export and "
+     "import them with their provenance; audit flags and lists the untrustworthy"},
+    {"synthesize", cmd_synthesize,
+     "kevo synthesize --n N [--style composite|mutation|self-instruct] [--from SUITE_DIR] "
+     "[-o DIR] [--ops FILE] [--seed S] [--jobs N] [--concurrency K] [--deadline S] [--max-gib G] "
+     "[--python PATH] [--fresh] [--provider P] [--base-url URL] [--model ID] [--api-key-env NAME] "
+     "[--config FILE] [--budget-usd X] [--db PATH]",
+     "an LLM writes practice tasks (KernelBench-format PyTorch modules), each run, checked and "
+     "refused when broken or a duplicate (resumable)"},
+    {"adapt", cmd_adapt,
+     "kevo adapt [--steps N] [--judge-max N] [--no-rules-llm] [--fresh] [the options of kevo "
+     "run] SUITE_DIR",
+     "run the agent over a practice suite to grow the memory of rules, then merge, audit and "
+     "report them (resumable)"},
     {"import", cmd_import,
      "kevo import [-o OUTDIR] [--jobs N] [--deadline S] [--max-gib G] [--python PATH] [--force] "
      "FILE.py|DIR...",
@@ -54,6 +68,12 @@ static const struct kv_command commands[] = {
      "start)"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
      "the fastest accepted kernel of a run (the most recent by default)"},
+    {"analyze", cmd_analyze,
+     "kevo analyze [--generations A..B] [--players LIST] [--samples K] [--fast-threshold X] "
+     "[--experiment planning | --transfer-to MODEL] [--model M] [--budget-usd X] [--no-timing] "
+     "[--json] [--fresh] [--db PATH] RUN",
+     "which feedback helps: freeze a recorded run, resample with feedback blocks switched, "
+     "exact Shapley values and interactions (resumable, replayable)"},
     {"report", cmd_report, "kevo report [--db PATH] [-o FILE.html] [RUN...] [--bench [ID]]...",
      "one self-contained HTML page of runs (the most recent by default): curve, tree, verdicts, "
      "rules, LLM calls"},

@@ -72,6 +72,10 @@ struct kv_prompt_ctx {
   const char *plan;
   const struct kv_prompt_attempt *history;
   int nhistory;
+  /* Blocks (1u << KV_PB_*) rendered in their one-line summary form instead of
+   * their template (kevo analyze's "summary" players): performance, profile,
+   * rules and history have one; 0 (the default): none. */
+  unsigned summary_mask;
 };
 
 struct kv_prompts;

@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 5
+#define KV_STORE_SCHEMA_VERSION 7
 
 /* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
@@ -286,5 +286,189 @@ struct kv_run_rule {
 int kv_store_run_rules(struct kv_store *s, int64_t run_id,
                        int (*cb)(void *arg, const struct kv_run_rule *r), void *arg, char *err,
                        size_t errlen);
+
+/* ---- rules provenance (lib/store/rules_meta.c) ---- */
+/* The memory of rules beyond schema v4's rows: scope, flags, evidence that
+ * means the same in every store, merged phrasings and the judge's verdicts;
+ * and the adaptation stage's records (kevo synthesize, kevo adapt). */
+
+/* This store's random id (32 hex digits, made by migration 6): evidence from
+ * its evaluations is keyed "STORE_ID:EVAL_ID". */
+int kv_store_id(struct kv_store *s, char out[33], char *err, size_t errlen);
+
+/* A rule with its scope and flag. surface/arch NULL: any; flag NULL: it is
+ * injected (else why not: "contradicted: ...", "noisy: ..."); aliases: the
+ * phrasings merged into it, one per line, or NULL. */
+struct kv_rule_meta {
+  int64_t id;
+  char *text, *origin, *surface, *arch, *flag, *flag_key, *aliases;
+  int count, nevidence;
+  int64_t created_unix, updated_unix;
+};
+/* Every rule in id order; free with kv_rule_metas_free. */
+int kv_store_rules_meta(struct kv_store *s, struct kv_rule_meta **rows, int *n, char *err,
+                        size_t errlen);
+void kv_rule_metas_free(struct kv_rule_meta *rows, int n);
+
+/* One item of a rule's evidence: an evaluation that produced or confirmed
+ * it. key is global ("STORE_ID:EVAL_ID" for an evaluation of some store,
+ * "legacy:..." for counts kept from before schema 6, "import:..." for a
+ * count a file gave without evidence); weight is how many occurrences it
+ * stands for. eval_id is this store's evaluation (0: none here). The other
+ * fields describe it (NULL: unknown). */
+struct kv_rule_evidence {
+  const char *key;
+  int weight;
+  int64_t eval_id;
+  const char *task, *spec_hash, *source_hash, *verdict, *surface, *arch, *model;
+  int64_t created_unix;
+};
+/* A new rule (count 0 before its evidence) or an existing one (rule_id > 0)
+ * gains evidence, in one transaction. With ev->eval_id > 0 and no key, the
+ * key is STORE_ID:EVAL_ID and task, hashes, verdict, surface and the model of
+ * the run come from the store. An item already held keeps the larger weight:
+ * the count grows by what is new (*added), so the same evidence twice adds
+ * nothing. The evaluation is linked in rule_evals. When the rule's arch
+ * differs from the evidence's, the rule's arch becomes NULL (seen on
+ * several). ev NULL: legacy_add occurrences with no evaluation, kept as one
+ * item "legacy:STORE_ID:RULE_ID" whose weight grows. *id gets the rule. */
+struct kv_rule_new {
+  const char *text, *origin, *surface, *arch;
+};
+int kv_store_rule_note(struct kv_store *s, int64_t rule_id, const struct kv_rule_new *r,
+                       const struct kv_rule_evidence *ev, int legacy_add, int64_t *id, int *added,
+                       char *err, size_t errlen);
+/* The rule that holds evidence `key`: 1 (*rule_id set), 0 none, -1 error. */
+int kv_store_rule_by_evidence(struct kv_store *s, const char *key, int64_t *rule_id, char *err,
+                              size_t errlen);
+/* A rule's evidence, oldest first; cb returns non-zero to stop. Strings are
+ * borrowed for the call. Returns the number visited or -1. */
+int kv_store_rule_evidence(struct kv_store *s, int64_t rule_id,
+                           int (*cb)(void *arg, const struct kv_rule_evidence *e), void *arg,
+                           char *err, size_t errlen);
+/* Sets (flag non-NULL) or clears a rule's flag; key: the global key of what
+ * flagged it (an accepted evaluation), or NULL. */
+int kv_store_rule_set_flag(struct kv_store *s, int64_t rule_id, const char *flag, const char *key,
+                           char *err, size_t errlen);
+/* Records `text` as a phrasing of rule_id (how: "words", "judge", "import";
+ * call_id: the judge's call or 0). Idempotent. */
+int kv_store_rule_alias(struct kv_store *s, int64_t rule_id, const char *text, const char *how,
+                        int64_t call_id, char *err, size_t errlen);
+/* Merges rule `from` into rule `into`: its evidence (an item both hold keeps
+ * the larger weight), its evaluations and its phrasings move, its text
+ * becomes a phrasing of `into`, the counts add up (less what both held), and
+ * `from` is deleted; a flag on either stays on `into`. One transaction. */
+int kv_store_rule_merge(struct kv_store *s, int64_t into, int64_t from, const char *how,
+                        int64_t call_id, char *err, size_t errlen);
+/* The judge's verdict on two phrasings (order does not matter): 1 found
+ * (*same: 1, 0, or -1 unclear), 0 never asked, -1 error. */
+int kv_store_rule_judgement(struct kv_store *s, const char *a, const char *b, int *same, char *err,
+                            size_t errlen);
+int kv_store_rule_judgement_put(struct kv_store *s, const char *a, const char *b, int same,
+                                int64_t call_id, char *err, size_t errlen);
+/* Accepted evaluations (verdict ok) with id > after_id, with their source
+ * text and task name (surface NULL: any); cb returns non-zero to stop. */
+int kv_store_accepted_sources(struct kv_store *s, const char *surface, int64_t after_id,
+                              int (*cb)(void *arg, int64_t eval_id, const char *task,
+                                        const char *surface, const char *source),
+                              void *arg, char *err, size_t errlen);
+/* The entry names of every task in the store (rules naming one are
+ * task-specific); cb as above. */
+int kv_store_task_entries(struct kv_store *s, int (*cb)(void *arg, const char *entry), void *arg,
+                          char *err, size_t errlen);
+/* Evidence from the evaluations of a bench's runs: per item, the rule, the
+ * task and step of the node, the verdict. In rule, then evaluation order. */
+struct kv_bench_rule_item {
+  int64_t rule_id, eval_id;
+  const char *task, *verdict;
+  int step;
+};
+int kv_store_bench_rule_items(struct kv_store *s, int64_t bench_id,
+                              int (*cb)(void *arg, const struct kv_bench_rule_item *it), void *arg,
+                              char *err, size_t errlen);
+/* A bench's candidates: evaluated nodes, accepted ones, failures. */
+int kv_store_bench_node_counts(struct kv_store *s, int64_t bench_id, int *nodes, int *accepted,
+                               char *err, size_t errlen);
+
+/* kevo synthesize: a synthesis (attempts at new practice tasks into out_dir)
+ * and its attempts. status: synthesis "running" | "done"; attempt "pending"
+ * (no reply yet), "replied" (reply_hash: the module, in sources), "accepted"
+ * (task_dir), "refused" (cause, detail). */
+struct kv_synth_attempt_row {
+  int64_t id, synthesis_id, llm_call_id;
+  int ord;
+  char *status, *asked, *reply_hash, *name, *cause, *detail, *module_key, *graph_key, *task_dir;
+  double seconds;
+};
+/* The latest synthesis of out_dir with this configuration, finished or not
+ * (unless fresh), else a new one with n pending attempts (*created 1). */
+int kv_store_synthesis_open(struct kv_store *s, const char *out_dir, const char *config_json, int n,
+                            int fresh, int64_t *id, int *created, char *err, size_t errlen);
+int kv_store_synthesis_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
+                                  size_t errlen);
+int kv_store_synth_attempts(struct kv_store *s, int64_t synthesis_id,
+                            struct kv_synth_attempt_row **rows, int *n, char *err, size_t errlen);
+void kv_synth_attempt_rows_free(struct kv_synth_attempt_row *rows, int n);
+/* Writes every field of row (row->id names it). */
+int kv_store_synth_attempt_update(struct kv_store *s, const struct kv_synth_attempt_row *row,
+                                  char *err, size_t errlen);
+
+/* kevo adapt: the latest adaptation of a suite (*id 0: none; *bench_id 0:
+ * not yet known; status malloc'd), a new one, and its progress. */
+int kv_store_adaptation_latest(struct kv_store *s, const char *suite_dir, int64_t *id,
+                               int64_t *bench_id, char **status, char **summary_json, char *err,
+                               size_t errlen);
+int kv_store_adaptation_new(struct kv_store *s, const char *suite_dir, int64_t *id, char *err,
+                            size_t errlen);
+int kv_store_adaptation_update(struct kv_store *s, int64_t id, int64_t bench_id, const char *status,
+                               const char *summary_json, char *err, size_t errlen);
+
+/* ---- analyses (lib/store/analysis.c) ---- */
+/* kevo analyze (schema v7): an analysis of a recorded run, its samples (one
+ * row per (node, condition, sample), written as each completes, so a killed
+ * analysis resumes), and gate results by source hash. */
+
+/* The latest analysis of run_id with this experiment and config, finished
+ * or not (unless fresh), else a new one (*created 1). */
+int kv_store_analysis_open(struct kv_store *s, int64_t run_id, const char *experiment,
+                           const char *config_json, int fresh, int64_t *id, int *created,
+                           char *err, size_t errlen);
+int kv_store_analysis_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
+                                 size_t errlen);
+struct kv_analysis_sample {
+  int64_t analysis_id, node_id;
+  int cond, sample;
+  const char *prompt_hash;
+  int64_t call_id, plan_call_id; /* <= 0: none */
+  const char *source_hash;       /* NULL: no code */
+  const char *verdict;           /* a gate verdict, or "no_code" */
+  double speedup;                /* < 0: not accepted or not timed */
+  unsigned plan_tags;
+  int gate_cached;
+};
+/* Inserts one sample (an existing one is kept: idempotent). */
+int kv_store_analysis_sample_put(struct kv_store *s, const struct kv_analysis_sample *r,
+                                 char *err, size_t errlen);
+/* Every sample of an analysis in (node, cond, sample) order; strings
+ * borrowed for the call; cb returns non-zero to stop. Returns the number
+ * visited or -1. */
+int kv_store_analysis_samples(struct kv_store *s, int64_t analysis_id,
+                              int (*cb)(void *arg, const struct kv_analysis_sample *r), void *arg,
+                              char *err, size_t errlen);
+/* A sample of this analysis at node_id with the same prompt and sample
+ * index (a coalition whose players have no data there asks the same): 1
+ * found (*out filled; its verdict and source hash copied into the buffers
+ * given), 0 none, -1 error. */
+int kv_store_analysis_same_prompt(struct kv_store *s, int64_t analysis_id, int64_t node_id,
+                                  const char *prompt_hash, int sample,
+                                  struct kv_analysis_sample *out, char verdict[32],
+                                  char source_hash[65], char *err, size_t errlen);
+/* Gate results by source: 1 found (verdict copied, *speedup), 0 none, -1 error. */
+int kv_store_analysis_gate_get(struct kv_store *s, int64_t task_id, const char *surface,
+                               int timed, const char *source_hash, char *verdict, size_t vcap,
+                               double *speedup, char *err, size_t errlen);
+int kv_store_analysis_gate_put(struct kv_store *s, int64_t task_id, const char *surface,
+                               int timed, const char *source_hash, const char *verdict,
+                               double speedup, int64_t eval_id, char *err, size_t errlen);
 
 #endif

@@ -408,6 +408,53 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   kv_buf_release(&lb);
 }
 
+/* The summary form of a block (kevo analyze): one fixed line of what its
+ * template would show in full. 0 when the block has none. */
+static int render_summary(int b, const struct kv_prompt_ctx *c, struct kv_buf *out) {
+  const struct kv_gate_result *r = c->parent;
+  switch (b) {
+  case KV_PB_PERFORMANCE:
+    kv_buf_appendf(out, "## Performance (summary)\n%.2fx the reference.\n\n",
+                   r->timing.speedup);
+    return 1;
+  case KV_PB_PROFILE: {
+    int regs = 0;
+    long spill = 0;
+    for (int i = 0; i < r->nkernels; i++) {
+      if (r->kernels[i].registers > regs)
+        regs = r->kernels[i].registers;
+      spill += r->kernels[i].spill_store_bytes + r->kernels[i].spill_load_bytes;
+    }
+    kv_buf_appendf(out, "## Profile (summary)\nAt most %d registers per thread; %s.\n\n", regs,
+                   spill ? "registers spill" : "no spills");
+    return 1;
+  }
+  case KV_PB_RULES:
+    kv_buf_appendf(out,
+                   "## Rules (summary)\n%d rules learnt from earlier failures; the first: "
+                   "%.300s\n\n",
+                   c->nrules, c->rules[0]);
+    return 1;
+  case KV_PB_HISTORY: {
+    int ok = 0;
+    double best = 0;
+    for (int i = 0; i < c->nhistory; i++)
+      if (c->history[i].speedup > 0) {
+        ok++;
+        if (c->history[i].speedup > best)
+          best = c->history[i].speedup;
+      }
+    kv_buf_appendf(out, "## Earlier attempts (summary)\n%d attempts, %d accepted and timed",
+                   c->nhistory, ok);
+    if (best > 0)
+      kv_buf_appendf(out, " (best %.2fx)", best);
+    kv_buf_append(out, ".\n\n", 3);
+    return 1;
+  }
+  }
+  return 0;
+}
+
 char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsigned mask,
                       const struct kv_prompt_ctx *c, char *err, size_t errlen) {
   if (!p || !c || !c->task || (int)kind < 0 || kind >= KV_PK_COUNT) {
@@ -417,7 +464,8 @@ char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsi
   struct kv_buf b;
   kv_buf_init(&b, KV_PROMPT_MAX);
   for (int i = 0; i < KV_PB_COUNT; i++)
-    if ((mask & (1u << i)) && block_has_data(i, c))
+    if ((mask & (1u << i)) && block_has_data(i, c) &&
+        !((c->summary_mask & (1u << i)) && render_summary(i, c, &b)))
       render_block(p, i, c, &b);
   struct vars v = {0};
   int cuda = c->surface && !strcmp(c->surface, "cuda");

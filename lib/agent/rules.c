@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "kevo/llm.h"
 #include "kevo/prompt.h"
@@ -164,31 +165,77 @@ double kv_rules_similarity(const char *a, const char *b) {
   return (double)both / (double)(na + nb - both);
 }
 
-int kv_rules_add(struct kv_store *st, const char *text, const char *origin, int n, int64_t eval_id,
-                 int64_t *id, char *err, size_t errlen) {
-  struct kv_rule_row *rows = NULL;
+/* A rule of surface `b` may merge into (or be injected for) surface `a`
+ * when either is unscoped or both are the same. */
+static int scope_ok(const char *a, const char *b) {
+  return !a || !*a || !b || !*b || !strcmp(a, b);
+}
+
+/* Similarity of text to a rule: the best of its text and its merged phrasings. */
+static double rule_similarity(const char *text, const struct kv_rule_meta *r) {
+  double best = kv_rules_similarity(text, r->text);
+  for (const char *p = r->aliases; p && *p && best < 1.0;) {
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    char alias[KV_RULE_MAX];
+    snprintf(alias, sizeof alias, "%.*s", (int)(len < sizeof alias ? len : sizeof alias - 1), p);
+    double sim = kv_rules_similarity(text, alias);
+    if (sim > best)
+      best = sim;
+    p = eol ? eol + 1 : NULL;
+  }
+  return best;
+}
+
+void kv_rules_arch_of(const char *surface, const char *device, char *out, size_t cap) {
+  if (!cap)
+    return;
+  out[0] = 0;
+  if (surface && !strcmp(surface, "cuda")) {
+    for (const char *p = device ? strstr(device, "sm_") : NULL; p; p = strstr(p + 3, "sm_"))
+      if (isdigit((unsigned char)p[3])) {
+        size_t k = 3;
+        while (isalnum((unsigned char)p[k]) && k < 15)
+          k++;
+        snprintf(out, cap, "%.*s", (int)k, p);
+        return;
+      }
+    return;
+  }
+  struct utsname u;
+  if (uname(&u) == 0)
+    snprintf(out, cap, "%s", u.machine);
+}
+
+int kv_rules_add_scoped(struct kv_store *st, const char *text, const char *origin,
+                        const char *surface, const char *arch, int n, int64_t eval_id, int64_t *id,
+                        char *err, size_t errlen) {
+  struct kv_rule_meta *rows = NULL;
   int nr = 0;
-  if (kv_store_rules(st, &rows, &nr, err, errlen) < 0)
+  if (kv_store_rules_meta(st, &rows, &nr, err, errlen) < 0)
     return -1;
   int best = -1;
   double best_sim = 0;
   for (int i = 0; i < nr; i++) {
-    double sim = kv_rules_similarity(text, rows[i].text);
+    if (!scope_ok(rows[i].surface, surface))
+      continue;
+    double sim = rule_similarity(text, &rows[i]);
     if (sim > best_sim) {
       best_sim = sim;
       best = i;
     }
   }
-  int rc;
-  if (best >= 0 && best_sim >= KV_RULE_SIMILAR) {
-    rc = kv_store_rule_seen(st, rows[best].id, n > 0 ? n : 1, eval_id, err, errlen);
-    if (rc == 0 && id)
-      *id = rows[best].id;
-  } else {
-    rc = kv_store_rule_add(st, text, origin, n, eval_id, id, err, errlen);
-  }
-  kv_rule_rows_free(rows, nr);
-  return rc;
+  struct kv_rule_new nw = {text, origin, surface, arch};
+  struct kv_rule_evidence ev = {.eval_id = eval_id, .weight = n > 0 ? n : 1, .arch = arch};
+  int64_t into = best >= 0 && best_sim >= KV_RULE_SIMILAR ? rows[best].id : 0;
+  kv_rule_metas_free(rows, nr);
+  return kv_store_rule_note(st, into, &nw, eval_id > 0 ? &ev : NULL, eval_id > 0 ? 0 : ev.weight,
+                            id, NULL, err, errlen);
+}
+
+int kv_rules_add(struct kv_store *st, const char *text, const char *origin, int n, int64_t eval_id,
+                 int64_t *id, char *err, size_t errlen) {
+  return kv_rules_add_scoped(st, text, origin, NULL, NULL, n, eval_id, id, err, errlen);
 }
 
 int kv_rules_learn(struct kv_store *st, const struct kv_task *t, const struct kv_prompts *p,
@@ -196,6 +243,8 @@ int kv_rules_learn(struct kv_store *st, const struct kv_task *t, const struct kv
                    int64_t eval_id, struct kv_llm *llm, int64_t run_id, int64_t node_id, char *err,
                    size_t errlen) {
   char found[KV_RULES_PER_FAIL][KV_RULE_MAX];
+  char arch[32];
+  kv_rules_arch_of(surface, r->device, arch, sizeof arch);
   int learnt = 0;
   if (r->verdict == KV_V_COMPILE_ERROR || r->verdict == KV_V_LOAD_ERROR) {
     int n = kv_rules_from_log(r->compile_log, t->entry, found, KV_RULES_PER_FAIL);
@@ -214,7 +263,8 @@ int kv_rules_learn(struct kv_store *st, const struct kv_task *t, const struct kv
       }
     }
     for (int i = 0; i < n; i++) {
-      if (kv_rules_add(st, found[i], "compiler", 1, eval_id, NULL, err, errlen) < 0)
+      if (kv_rules_add_scoped(st, found[i], "compiler", surface, arch, 1, eval_id, NULL, err,
+                              errlen) < 0)
         return -1;
       learnt++;
     }
@@ -246,7 +296,8 @@ int kv_rules_learn(struct kv_store *st, const struct kv_task *t, const struct kv
   if (rc == KV_LLM_OK) {
     int n = kv_rules_from_reply(res.text, found, KV_RULES_PER_FAIL);
     for (int i = 0; i < n && rc == 0; i++) {
-      if (kv_rules_add(st, found[i], "llm", 1, eval_id, NULL, err, errlen) < 0)
+      if (kv_rules_add_scoped(st, found[i], "llm", surface, arch, 1, eval_id, NULL, err, errlen) <
+          0)
         rc = -1;
       else
         learnt++;
@@ -259,33 +310,39 @@ int kv_rules_learn(struct kv_store *st, const struct kv_task *t, const struct kv
 }
 
 static int by_count(const void *a, const void *b) {
-  const struct kv_rule_row *x = a, *y = b;
+  const struct kv_rule_meta *x = a, *y = b;
   if (x->count != y->count)
     return y->count - x->count;
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int kv_rules_active(struct kv_store *st, int threshold, char ***texts, int *n, char *err,
-                    size_t errlen) {
+int kv_rules_active_for(struct kv_store *st, int threshold, const char *surface, const char *arch,
+                        char ***texts, int *n, char *err, size_t errlen) {
   *texts = NULL;
   *n = 0;
-  struct kv_rule_row *rows = NULL;
+  struct kv_rule_meta *rows = NULL;
   int nr = 0;
-  if (kv_store_rules(st, &rows, &nr, err, errlen) < 0)
+  if (kv_store_rules_meta(st, &rows, &nr, err, errlen) < 0)
     return -1;
   if (nr > 1)
     qsort(rows, (size_t)nr, sizeof *rows, by_count);
   char **out = calloc(ACTIVE_MAX, sizeof *out);
   int k = 0;
   for (int i = 0; out && i < nr && k < ACTIVE_MAX; i++)
-    if (rows[i].count >= threshold && rows[i].text)
+    if (rows[i].count >= threshold && rows[i].text && !rows[i].flag &&
+        scope_ok(rows[i].surface, surface) && scope_ok(rows[i].arch, arch))
       out[k++] = strdup(rows[i].text);
-  kv_rule_rows_free(rows, nr);
+  kv_rule_metas_free(rows, nr);
   if (!out)
     return kv_error(err, errlen, "out of memory");
   *texts = out;
   *n = k;
   return 0;
+}
+
+int kv_rules_active(struct kv_store *st, int threshold, char ***texts, int *n, char *err,
+                    size_t errlen) {
+  return kv_rules_active_for(st, threshold, NULL, NULL, texts, n, err, errlen);
 }
 
 void kv_rules_free(char **texts, int n) {

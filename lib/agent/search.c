@@ -432,8 +432,12 @@ static char *build_prompt(struct search *s, const struct pending *pd, enum kv_pr
   c.plan = plan;
   char **rules = NULL;
   int nrules = 0;
-  if (s->cfg->llm.prompt_mask & (1u << KV_PB_RULES))
-    kv_rules_active(s->st, s->cfg->llm.rule_threshold, &rules, &nrules, NULL, 0);
+  if (s->cfg->llm.prompt_mask & (1u << KV_PB_RULES)) {
+    char arch[32];
+    kv_rules_arch_of(c.surface, s->device, arch, sizeof arch);
+    kv_rules_active_for(s->st, s->cfg->llm.rule_threshold, c.surface, arch, &rules, &nrules, NULL,
+                        0);
+  }
   c.rules = (const char *const *)rules;
   c.nrules = nrules;
   char *text = kv_prompt_build(s->prompts, kind, s->cfg->llm.prompt_mask, &c, err, errlen);
@@ -565,6 +569,9 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
       if (r->verdict != KV_V_OK)
         kv_rules_learn(s->st, s->task, s->prompts, r, rp.code, s->g->surface, eval_id,
                        s->cfg->llm.rules_llm ? s->llm : NULL, s->run_id, node_id, NULL, 0);
+      else /* an accepted kernel flags the rules it shows to be wrong */
+        kv_rules_check_accepted(s->st, rp.code, s->g->surface, eval_id, s->task->name, NULL, NULL,
+                                0);
     }
     kv_gate_result_release(r);
   }

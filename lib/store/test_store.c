@@ -104,7 +104,7 @@ static int64_t put_task_ok(struct kv_store *s, const char *name, const char *has
 
 static void test_open_migrate_reopen(void **state) {
   (void)state;
-  char path[1024], dir[1024], v[256];
+  char path[1024], dir[1024], v[512];
   path_in(path, sizeof path, "fresh/a/b/kevo.db");
   path_in(dir, sizeof dir, "fresh/a/b");
 
@@ -126,10 +126,11 @@ static void test_open_migrate_reopen(void **state) {
             "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
-  assert_string_equal(v, "bench_tasks,benches,evaluations,evaluations_task_id,evaluations_verdict,"
-                         "llm_calls,"
+  assert_string_equal(v, "adaptations,analyses,analysis_gate,analysis_samples,bench_tasks,benches,evaluations,evaluations_task_id,"
+                         "evaluations_verdict,llm_calls,"
                          "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,rule_evals,"
-                         "rules,runs,sources,tasks");
+                         "rule_evidence,rule_evidence_eval_id,rule_evidence_key,rule_judgements,"
+                         "rule_merges,rules,runs,sources,synth_attempts,syntheses,tasks");
 
   /* Reopening migrates nothing and keeps data. */
   s = open_ok(path);
@@ -353,19 +354,19 @@ static void test_refuse_newer_schema(void **state) {
   path_in(path, sizeof path, "newer.db");
   struct kv_store *s = open_ok(path);
   kv_store_close(s);
-  raw_exec(path, "PRAGMA user_version = 7");
+  raw_exec(path, "PRAGMA user_version = 99");
   s = (struct kv_store *)0x1;
   assert_true(kv_store_open(path, &s, err, sizeof err) < 0);
   assert_null(s);
   assert_non_null(strstr(err, path));
   char newer[96];
-  snprintf(newer, sizeof newer, "database schema version 7 is newer than this kevo (%d)",
+  snprintf(newer, sizeof newer, "database schema version 99 is newer than this kevo (%d)",
            KV_STORE_SCHEMA_VERSION);
   assert_non_null(strstr(err, newer));
   assert_non_null(strstr(err, "upgrade kevo or use another --db"));
   /* Refusing touched nothing. */
   raw_query(path, "PRAGMA user_version", v, sizeof v);
-  assert_string_equal(v, "7");
+  assert_string_equal(v, "99");
 }
 
 static void test_default_path(void **state) {
@@ -902,7 +903,10 @@ static void test_migrate_v1_to_v2(void **state) {
   int64_t task = put_task_ok(s, "rowsum", "hash-v1");
   kv_store_close(s);
   /* Back to what schema 1 had. */
-  raw_exec(path, "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
+  raw_exec(path, "DROP TABLE analysis_gate; DROP TABLE analysis_samples; DROP TABLE analyses; "
+                 "DROP TABLE adaptations; DROP TABLE synth_attempts; DROP TABLE syntheses; "
+                 "DROP TABLE rule_judgements; DROP TABLE rule_merges; DROP TABLE rule_evidence; "
+                 "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
                  "rules; DROP TABLE nodes; DROP TABLE runs; DROP TABLE llm_calls; PRAGMA "
                  "user_version = 1;");
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'llm_calls%'", v, sizeof v);
@@ -928,7 +932,10 @@ static void test_migrate_v3_to_v4_and_rules(void **state) {
   assert_int_equal(kv_store_put_source(s, "cc", "c", 1, err, sizeof err), 0);
   assert_int_equal(kv_store_run_create(s, task, "tune", "{}", &rid, err, sizeof err), 0);
   kv_store_close(s);
-  raw_exec(path, "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
+  raw_exec(path, "DROP TABLE analysis_gate; DROP TABLE analysis_samples; DROP TABLE analyses; "
+                 "DROP TABLE adaptations; DROP TABLE synth_attempts; DROP TABLE syntheses; "
+                 "DROP TABLE rule_judgements; DROP TABLE rule_merges; DROP TABLE rule_evidence; "
+                 "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
                  "rules; ALTER TABLE nodes DROP COLUMN plan; "
                  "ALTER TABLE nodes DROP COLUMN reward; PRAGMA user_version = 3;");
   raw_exec(path, "INSERT INTO nodes (run_id, step, source_hash, action, verdict) "

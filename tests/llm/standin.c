@@ -106,10 +106,38 @@ static void parse_replies(struct standin *s) {
   }
 }
 
+/* 1 when content holds every part of `when` (parts separated by " &&& ";
+ * a part starting with "!" must be absent). Newlines are written "\n". */
+static int when_matches(const char *content, const char *when) {
+  for (const char *p = when; *p;) {
+    const char *e = strstr(p, " &&& ");
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    int neg = n > 0 && *p == '!';
+    char part[256];
+    size_t k = 0;
+    for (size_t i = neg; i < n && k + 1 < sizeof part; i++) {
+      if (p[i] == '\\' && i + 1 < n && p[i + 1] == 'n') {
+        part[k++] = '\n';
+        i++;
+      } else
+        part[k++] = p[i];
+    }
+    part[k] = 0;
+    if ((strstr(content, part) != NULL) == neg)
+      return 0;
+    p += n;
+    if (e)
+      p += 5;
+  }
+  return 1;
+}
+
 /* The scripted text for a request whose last message is `content`, or NULL. */
 static const char *pick_reply(struct standin *s, const char *content) {
   for (int i = 0; i < s->nwhen; i++)
-    if (content && strstr(content, s->when[i]))
+    if (content && (strstr(s->when[i], " &&& ") || s->when[i][0] == '!'
+                        ? when_matches(content, s->when[i])
+                        : strstr(content, s->when[i]) != NULL))
       return s->when_reply[i];
   if (!s->nreply)
     return NULL;

@@ -32,7 +32,9 @@ struct standin_opts {
   /* Reply texts for "ok" steps (NULL: "echo N: <last message>"). Sections
    * start with a line "=== reply" (served in turn, cycling, to requests no
    * "when" section matches) or "=== when TEXT" (served to every request whose
-   * last message contains TEXT; the first such section wins). */
+   * last message contains TEXT; the first such section wins). Rules (kevo
+   * analyze's closed-form tests): "=== when A &&& B &&& !C" matches when the
+   * message holds A and B and not C ("\n" in a part is a newline). */
   const char *replies;
 };
 
