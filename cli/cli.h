@@ -7,6 +7,7 @@
 #include "kevo/llm.h"
 #include "kevo/run.h"
 
+#include <jansson.h>
 #include <signal.h>
 
 struct kv_command {
@@ -30,7 +31,7 @@ int cmd_import(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_report(int argc, char **argv);
-int cmd_runs_show(int argc, char **argv); /* kevo runs show (cmd_report.c) */
+int cmd_runs_show(int argc, char **argv);  /* kevo runs show (cmd_report.c) */
 int cmd_synthesize(int argc, char **argv); /* cmd_adapt.c */
 int cmd_adapt(int argc, char **argv);
 int cmd_analyze(int argc, char **argv); /* cmd_analyze.c */
@@ -78,6 +79,16 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i);
  * needs to find it again), picks the default strategy and calibrates the cpu
  * surface: 0, or the exit code after saying why. */
 int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json, size_t mj_cap);
+/* The options that name a model and its spending, shared by every command
+ * that talks to one: --provider, --base-url, --model (each sets *named),
+ * --api-key-env, --budget-usd and --config. Consumes argv[*i] and its value
+ * when it is one: 1; 0 when not; -1 after saying why it is bad. */
+int cli_llm_option(struct kv_llm_flags *f, int *named, const char **config, int argc, char **argv,
+                   int *i);
+/* The model a run was recorded with (its configuration's "model", found
+ * again by entry name, or by provider, id and URL), into f unless the command
+ * line named one. */
+void cli_llm_flags_of_run(struct kv_llm_flags *f, int named, json_t *run_config);
 /* The progress line of a run, on stderr. */
 void cli_run_progress(void *ud, const struct kv_run_progress *p);
 /* SIGINT: the first ends the search after the current step, a second leaves. */

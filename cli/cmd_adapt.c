@@ -112,6 +112,7 @@ int cmd_synthesize(int argc, char **argv) {
   const char *db = NULL, *config = NULL;
   int llm_flags = 0;
   long long v;
+  int k;
   double d;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -153,18 +154,8 @@ int cmd_synthesize(int argc, char **argv) {
       o.fresh = 1;
     else if (!strcmp(a, "--db") && has)
       db = argv[++i];
-    else if (!strcmp(a, "--config") && has)
-      config = argv[++i];
-    else if (!strcmp(a, "--provider") && has)
-      f.provider = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--base-url") && has)
-      f.base_url = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--model") && has)
-      f.model = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--api-key-env") && has)
-      f.api_key_env = argv[++i];
-    else if (!strcmp(a, "--budget-usd") && has) {
-      if (cli_number("--budget-usd", argv[++i], &f.max_usd))
+    else if ((k = cli_llm_option(&f, &llm_flags, &config, argc, argv, &i)) != 0) {
+      if (k < 0)
         return 2;
     } else {
       cli_fail("synthesize: unknown or incomplete option '%s'", a);

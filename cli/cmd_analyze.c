@@ -222,10 +222,13 @@ int cmd_analyze(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
+    int k = cli_llm_option(&f, &llm_flags, &config, argc, argv, &i);
+    if (k < 0)
+      return 2;
+    if (k > 0)
+      continue;
     if (!strcmp(a, "--db") && has)
       db = argv[++i];
-    else if (!strcmp(a, "--config") && has)
-      config = argv[++i];
     else if (!strcmp(a, "--players") && has)
       players = argv[++i];
     else if (!strcmp(a, "--experiment") && has)
@@ -255,20 +258,7 @@ int cmd_analyze(int argc, char **argv) {
     } else if (!strcmp(a, "--fast-threshold") && has) {
       if (cli_number("--fast-threshold", argv[++i], &thr))
         return 2;
-    } else if (!strcmp(a, "--budget-usd") && has) {
-      if (cli_number("--budget-usd", argv[++i], &v))
-        return 2;
-      u.budget_usd = v;
-      f.max_usd = v;
-    } else if (!strcmp(a, "--provider") && has)
-      f.provider = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--base-url") && has)
-      f.base_url = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--model") && has)
-      f.model = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--api-key-env") && has)
-      f.api_key_env = argv[++i];
-    else if (!strcmp(a, "--no-timing"))
+    } else if (!strcmp(a, "--no-timing"))
       g.timing = 0;
     else if (!strcmp(a, "--budget") && has) {
       if (cli_number("--budget", argv[++i], &v))
@@ -286,6 +276,8 @@ int cmd_analyze(int argc, char **argv) {
       return cli_usage("analyze");
     }
   }
+  u.budget_usd = f.max_usd;
+
   if (!run_id) {
     cli_fail("analyze: needs a run number (see 'kevo runs')");
     return cli_usage("analyze");
@@ -308,22 +300,10 @@ int cmd_analyze(int argc, char **argv) {
     return cli_fail("%s", err);
   }
   json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
-  json_t *m = json_object_get(cfg, "model");
-  if (!llm_flags && m) { /* the run's own model, found again as a resumed run does */
-    const char *name = json_string_value(json_object_get(m, "name"));
-    if (name && *name)
-      f.model = name;
-    else {
-      f.provider = json_string_value(json_object_get(m, "provider"));
-      f.model = json_string_value(json_object_get(m, "model"));
-      f.base_url = json_string_value(json_object_get(m, "base_url"));
-    }
-    if (!f.api_key_env)
-      f.api_key_env = json_string_value(json_object_get(m, "api_key_env"));
-  }
+  cli_llm_flags_of_run(&f, llm_flags, cfg); /* the run's own model, as a resumed run */
   struct kv_llm *llm = NULL, *target = NULL;
   int code = 0;
-  if (!llm_flags && !m)
+  if (!llm_flags && !json_object_get(cfg, "model"))
     code = cli_fail("run %lld recorded no model (strategy %s): analyze a run of an LLM strategy",
                     run_id, run.strategy ? run.strategy : "?");
   if (!code && make_client(&f, config, s, &llm))

@@ -190,20 +190,9 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     r->g.torch_compile = argv[*i];
   } else if (!strcmp(a, "--db") && has)
     r->db = argv[++*i];
-  else if (!strcmp(a, "--config") && has)
-    r->config = argv[++*i];
-  else if (!strcmp(a, "--provider") && has)
-    r->f.provider = argv[++*i], r->llm_flags = 1;
-  else if (!strcmp(a, "--base-url") && has)
-    r->f.base_url = argv[++*i], r->llm_flags = 1;
-  else if (!strcmp(a, "--model") && has)
-    r->f.model = argv[++*i], r->llm_flags = 1;
-  else if (!strcmp(a, "--api-key-env") && has)
-    r->f.api_key_env = argv[++*i];
-  else if (!strcmp(a, "--budget-usd") && has) {
-    NUM("--budget-usd");
-    r->f.max_usd = v;
-  } else if (!strcmp(a, "--concurrency") && has) {
+  else if ((n = cli_llm_option(&r->f, &r->llm_flags, &r->config, argc, argv, i)) != 0)
+    return n < 0 ? -1 : 1;
+  else if (!strcmp(a, "--concurrency") && has) {
     INT("--concurrency", 1, 64);
     r->c.llm.concurrency = (int)n;
   } else if (!strcmp(a, "--plan-mode") && has) {
@@ -244,6 +233,47 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
 #undef NUM
 #undef INT
   return 1;
+}
+
+int cli_llm_option(struct kv_llm_flags *f, int *named, const char **config, int argc, char **argv,
+                   int *i) {
+  const char *a = argv[*i];
+  if (*i + 1 >= argc)
+    return 0;
+  const char *val = argv[*i + 1];
+  if (!strcmp(a, "--provider"))
+    f->provider = val, *named = 1;
+  else if (!strcmp(a, "--base-url"))
+    f->base_url = val, *named = 1;
+  else if (!strcmp(a, "--model"))
+    f->model = val, *named = 1;
+  else if (!strcmp(a, "--api-key-env"))
+    f->api_key_env = val;
+  else if (!strcmp(a, "--config"))
+    *config = val;
+  else if (!strcmp(a, "--budget-usd")) {
+    if (cli_number("--budget-usd", val, &f->max_usd))
+      return -1;
+  } else
+    return 0;
+  ++*i;
+  return 1;
+}
+
+void cli_llm_flags_of_run(struct kv_llm_flags *f, int named, json_t *run_config) {
+  json_t *m = json_object_get(run_config, "model");
+  if (named || !m)
+    return;
+  const char *name = json_string_value(json_object_get(m, "name"));
+  if (name && *name)
+    f->model = name;
+  else {
+    f->provider = json_string_value(json_object_get(m, "provider"));
+    f->model = json_string_value(json_object_get(m, "model"));
+    f->base_url = json_string_value(json_object_get(m, "base_url"));
+  }
+  if (!f->api_key_env)
+    f->api_key_env = json_string_value(json_object_get(m, "api_key_env"));
 }
 
 int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json, size_t mj_cap) {
@@ -379,23 +409,14 @@ int cmd_resume(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
+    int k = cli_llm_option(&f, &llm_flags, &config, argc, argv, &i);
+    if (k < 0)
+      return 2;
+    if (k > 0)
+      continue;
     if (!strcmp(a, "--db") && has)
       db = argv[++i];
-    else if (!strcmp(a, "--config") && has)
-      config = argv[++i];
-    else if (!strcmp(a, "--provider") && has)
-      f.provider = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--base-url") && has)
-      f.base_url = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--model") && has)
-      f.model = argv[++i], llm_flags = 1;
-    else if (!strcmp(a, "--api-key-env") && has)
-      f.api_key_env = argv[++i];
-    else if (!strcmp(a, "--budget-usd") && has) {
-      if (cli_number("--budget-usd", argv[++i], &v))
-        return 2;
-      f.max_usd = v;
-    } else if (!strcmp(a, "--budget") && has) {
+    else if (!strcmp(a, "--budget") && has) {
       if (cli_number("--budget", argv[++i], &v))
         return 2;
       g.time_budget_s = v;
@@ -429,19 +450,7 @@ int cmd_resume(int argc, char **argv) {
   json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
   if (kv_run_strategy_needs_llm(run.strategy) == 1) {
     /* The model the run started with, unless flags say otherwise. */
-    json_t *m = json_object_get(cfg, "model");
-    const char *name = json_string_value(json_object_get(m, "name"));
-    if (!llm_flags && m) {
-      if (name && *name)
-        f.model = name;
-      else {
-        f.provider = json_string_value(json_object_get(m, "provider"));
-        f.model = json_string_value(json_object_get(m, "model"));
-        f.base_url = json_string_value(json_object_get(m, "base_url"));
-      }
-      if (!f.api_key_env)
-        f.api_key_env = json_string_value(json_object_get(m, "api_key_env"));
-    }
+    cli_llm_flags_of_run(&f, llm_flags, cfg);
     char mj[1024];
     if (make_llm(&f, config, 1, s, &llm, mj, sizeof mj))
       code = 2;

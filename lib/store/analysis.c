@@ -56,17 +56,7 @@ int kv_store_analysis_open(struct kv_store *s, int64_t run_id, const char *exper
 
 int kv_store_analysis_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
                                  size_t errlen) {
-  sqlite3_stmt *st;
-  if (store_prepare(s,
-                    "UPDATE analyses SET status = ?1, updated = CAST(strftime('%s', 'now') AS "
-                    "INTEGER) WHERE id = ?2",
-                    &st, err, errlen) != 0)
-    return -1;
-  store_bind_str(st, 1, status);
-  sqlite3_bind_int64(st, 2, id);
-  int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? 0 : store_db_fail(s, "cannot set the analysis's status", err, errlen);
+  return store_set_status(s, "analyses", id, status, err, errlen);
 }
 
 int kv_store_analysis_sample_put(struct kv_store *s, const struct kv_analysis_sample *r, char *err,

@@ -119,26 +119,7 @@ void kv_bench_row_release(struct kv_bench_row *r) {
 
 int kv_store_bench_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
                               size_t errlen) {
-  sqlite3_stmt *up = NULL;
-  if (store_begin(s, err, errlen) != 0)
-    return -1;
-  if (store_prepare(s,
-                    "UPDATE benches SET status = ?1, updated = (CAST(strftime('%s', 'now') AS "
-                    "INTEGER)) WHERE id = ?2",
-                    &up, err, errlen) != 0)
-    goto fail;
-  store_bind_str(up, 1, status);
-  sqlite3_bind_int64(up, 2, id);
-  if (sqlite3_step(up) != SQLITE_DONE) {
-    store_db_fail(s, "cannot update the bench", err, errlen);
-    goto fail;
-  }
-  sqlite3_finalize(up);
-  return store_commit(s, err, errlen);
-fail:
-  sqlite3_finalize(up);
-  store_rollback(s);
-  return -1;
+  return store_set_status(s, "benches", id, status, err, errlen);
 }
 
 static double col_real(sqlite3_stmt *st, int i) {

@@ -24,8 +24,7 @@ int store_exec(struct kv_store *s, const char *sql, const char *what, char *err,
 int store_begin(struct kv_store *s, char *err, size_t errlen);
 int store_commit(struct kv_store *s, char *err, size_t errlen);
 void store_rollback(struct kv_store *s);
-int store_prepare(struct kv_store *s, const char *sql, sqlite3_stmt **st, char *err,
-                  size_t errlen);
+int store_prepare(struct kv_store *s, const char *sql, sqlite3_stmt **st, char *err, size_t errlen);
 /* NULL binds SQL NULL. */
 int store_bind_str(sqlite3_stmt *st, int i, const char *v);
 /* A non-negative finite time; anything else binds NULL ("not timed"). */
@@ -39,5 +38,9 @@ int store_dup_col(sqlite3_stmt *st, int i, char **out);
 /* Column i as a time; NULL reads -1. */
 double store_col_time(sqlite3_stmt *st, int i);
 int64_t store_col_int_or(sqlite3_stmt *st, int i, int64_t none);
+/* Sets the status (and the updated time) of row id of table ("runs",
+ * "benches" or "analyses"), in a transaction of its own. */
+int store_set_status(struct kv_store *s, const char *table, int64_t id, const char *status,
+                     char *err, size_t errlen);
 
 #endif

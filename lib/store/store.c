@@ -1266,21 +1266,29 @@ fail:
   return -1;
 }
 
-int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
-                            size_t errlen) {
+int store_set_status(struct kv_store *s, const char *table, int64_t id, const char *status,
+                     char *err, size_t errlen) {
+  /* The table is one of kevo's, never outside input: it cannot be bound. */
+  if (strcmp(table, "runs") && strcmp(table, "benches") && strcmp(table, "analyses")) {
+    store_seterr(err, errlen, "store: no status in table %s (a bug in kevo)", table);
+    return -1;
+  }
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "UPDATE %s SET status = ?1, updated = (CAST(strftime('%%s', 'now') AS INTEGER)) "
+           "WHERE id = ?2",
+           table);
   sqlite3_stmt *up = NULL;
   if (store_begin(s, err, errlen) != 0)
     return -1;
-  if (store_prepare(
-          s,
-          "UPDATE runs SET status = ?1, updated = (CAST(strftime('%s', 'now') AS INTEGER)) "
-          "WHERE id = ?2",
-          &up, err, errlen) != 0)
+  if (store_prepare(s, sql, &up, err, errlen) != 0)
     goto fail;
   store_bind_str(up, 1, status);
-  sqlite3_bind_int64(up, 2, run_id);
+  sqlite3_bind_int64(up, 2, id);
   if (sqlite3_step(up) != SQLITE_DONE) {
-    store_db_fail(s, "cannot update the run", err, errlen);
+    char what[64];
+    snprintf(what, sizeof what, "cannot update the status in %s", table);
+    store_db_fail(s, what, err, errlen);
     goto fail;
   }
   sqlite3_finalize(up);
@@ -1289,6 +1297,11 @@ fail:
   sqlite3_finalize(up);
   store_rollback(s);
   return -1;
+}
+
+int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
+                            size_t errlen) {
+  return store_set_status(s, "runs", run_id, status, err, errlen);
 }
 
 int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_t *id, char *err,
