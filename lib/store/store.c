@@ -493,7 +493,7 @@ static int refuse_newer(struct kv_store *s, int v, char *err, size_t errlen) {
 }
 
 static int migrate(struct kv_store *s, char *err, size_t errlen) {
-  int v;
+  int v = 0;
   if (read_user_version(s, &v, err, errlen) != 0)
     return -1;
   if (v > KV_STORE_SCHEMA_VERSION)
@@ -520,7 +520,7 @@ static int migrate(struct kv_store *s, char *err, size_t errlen) {
       store_rollback(s);
       return -1;
     }
-    int now;
+    int now = 0;
     if (read_user_version(s, &now, err, errlen) != 0) {
       store_rollback(s);
       return -1;
@@ -542,7 +542,7 @@ static int migrate(struct kv_store *s, char *err, size_t errlen) {
  * switches to WAL. Returns 0, or -1 with the SQLite result in *code (0 when
  * the failure is not SQLite's). */
 static int try_wal(struct kv_store *s, int memory, int *code, char *err, size_t errlen) {
-  int v;
+  int v = 0;
   *code = 0;
   if (read_user_version(s, &v, err, errlen) != 0) {
     *code = sqlite3_extended_errcode(s->db);
