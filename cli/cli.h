@@ -89,6 +89,12 @@ int cli_llm_option(struct kv_llm_flags *f, int *named, const char **config, int 
  * again by entry name, or by provider, id and URL), into f unless the command
  * line named one. */
 void cli_llm_flags_of_run(struct kv_llm_flags *f, int named, json_t *run_config);
+/* The LLM client the flags and config files name: 0 with *out set, 0 with
+ * *out NULL when nothing names a model and flags_given is 0, or the exit code
+ * after saying why. model_json (may be NULL): what a resumed run needs to find
+ * the model again. */
+int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
+                 struct kv_store *s, struct kv_llm **out, char *model_json, size_t mj_cap);
 /* The progress line of a run, on stderr. */
 void cli_run_progress(void *ud, const struct kv_run_progress *p);
 /* SIGINT: the first ends the search after the current step, a second leaves. */

@@ -21,35 +21,6 @@
 
 /* ---- kevo synthesize ---------------------------------------------------------- */
 
-/* The LLM client from the flags and config files (a model is required). */
-static int synth_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
-                     struct kv_store *s, struct kv_llm **out, char *model_json, size_t mj_cap) {
-  char err[2048];
-  *out = NULL;
-  struct kv_llm_config *cfg = NULL;
-  if (kv_llm_config_load(NULL, NULL, config, &cfg, err, sizeof err) != 0)
-    return cli_fail("%s", err);
-  struct kv_llm_model m;
-  struct kv_llm_budget b;
-  int rc = kv_llm_config_resolve(cfg, f, &m, &b, err, sizeof err);
-  kv_llm_config_free(cfg);
-  if (rc != 0)
-    return cli_fail("%s", err);
-  if (!flags_given && !m.name[0])
-    return cli_fail("synthesize: no model is configured: name one (--model, --base-url, or a "
-                    "\"default\" in kevo.json)");
-  json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "provider", m.provider, "model", m.model,
-                        "base_url", m.base_url, "name", m.name, "api_key_env", m.api_key_env);
-  char *t = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-  snprintf(model_json, mj_cap, "%s", t ? t : "{}");
-  free(t);
-  json_decref(j);
-  struct kv_llm_opts o = {.model = &m, .store = s, .budget = b};
-  if (kv_llm_new(&o, out, err, sizeof err) != 0)
-    return cli_fail("%s", err);
-  return 0;
-}
-
 static void attempt_end(void *ud, const struct kv_synth_event *e) {
   (void)ud;
   const struct kv_synth_attempt_row *r = e->row;
@@ -172,7 +143,9 @@ int cmd_synthesize(int argc, char **argv) {
     return 2;
   char model_json[1024];
   struct kv_llm *llm = NULL;
-  if (synth_llm(&f, config, llm_flags, s, &llm, model_json, sizeof model_json)) {
+  if (cli_make_llm(&f, config, llm_flags, s, &llm, model_json, sizeof model_json) ||
+      (!llm && cli_fail("synthesize: no model is configured: name one (--model, --base-url, or a "
+                        "\"default\" in kevo.json)"))) {
     kv_store_close(s);
     return 2;
   }

@@ -14,24 +14,6 @@
 #include "kevo/store.h"
 #include "kevo/util.h"
 
-static int make_client(const struct kv_llm_flags *f, const char *config, struct kv_store *s,
-                       struct kv_llm **out) {
-  char err[2048];
-  struct kv_llm_config *cfg = NULL;
-  if (kv_llm_config_load(NULL, NULL, config, &cfg, err, sizeof err) != 0)
-    return cli_fail("%s", err);
-  struct kv_llm_model m;
-  struct kv_llm_budget b;
-  int rc = kv_llm_config_resolve(cfg, f, &m, &b, err, sizeof err);
-  kv_llm_config_free(cfg);
-  if (rc != 0)
-    return cli_fail("%s", err);
-  struct kv_llm_opts o = {.model = &m, .store = s, .budget = b};
-  if (kv_llm_new(&o, out, err, sizeof err) != 0)
-    return cli_fail("%s", err);
-  return 0;
-}
-
 struct ui {
   double budget_usd;
   int json;
@@ -306,12 +288,12 @@ int cmd_analyze(int argc, char **argv) {
   if (!llm_flags && !json_object_get(cfg, "model"))
     code = cli_fail("run %lld recorded no model (strategy %s): analyze a run of an LLM strategy",
                     run_id, run.strategy ? run.strategy : "?");
-  if (!code && make_client(&f, config, s, &llm))
+  if (!code && cli_make_llm(&f, config, 1, s, &llm, NULL, 0))
     code = 2;
   if (!code && transfer) {
     struct kv_llm_flags f2 = f;
     f2.model = transfer;
-    if (make_client(&f2, config, s, &target))
+    if (cli_make_llm(&f2, config, 1, s, &target, NULL, 0))
       code = 2;
   }
   const char *surface = json_string_value(json_object_get(cfg, "surface"));

@@ -66,8 +66,8 @@ void cli_run_progress(void *ud, const struct kv_run_progress *p) {
 }
 
 /* The LLM client of a run: NULL in *out when no LLM is configured. */
-static int make_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
-                    struct kv_store *s, struct kv_llm **out, char *model_json, size_t mj_cap) {
+int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
+                 struct kv_store *s, struct kv_llm **out, char *model_json, size_t mj_cap) {
   char err[2048];
   *out = NULL;
   struct kv_llm_config *cfg = NULL;
@@ -84,12 +84,14 @@ static int make_llm(const struct kv_llm_flags *f, const char *config, int flags_
   if (!flags_given && !m.name[0])
     return 0;
   /* The variable's name (never a key) lets a resumed run find its key. */
-  json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "provider", m.provider, "model", m.model,
-                        "base_url", m.base_url, "name", m.name, "api_key_env", m.api_key_env);
-  char *t = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-  snprintf(model_json, mj_cap, "%s", t ? t : "{}");
-  free(t);
-  json_decref(j);
+  if (model_json && mj_cap) {
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "provider", m.provider, "model", m.model,
+                          "base_url", m.base_url, "name", m.name, "api_key_env", m.api_key_env);
+    char *t = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    snprintf(model_json, mj_cap, "%s", t ? t : "{}");
+    free(t);
+    json_decref(j);
+  }
   struct kv_llm_opts o = {.model = &m, .store = s, .budget = b};
   if (kv_llm_new(&o, out, err, sizeof err) != 0)
     return cli_fail("%s", err);
@@ -284,7 +286,7 @@ int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json
     return cli_fail("--prompts %s: not a readable directory", r->c.llm.prompt_dir);
   model_json[0] = 0;
   int needs = r->c.strategy ? kv_run_strategy_needs_llm(r->c.strategy) : -1;
-  if (needs != 0 && make_llm(&r->f, r->config, r->llm_flags, s, &r->llm, model_json, mj_cap))
+  if (needs != 0 && cli_make_llm(&r->f, r->config, r->llm_flags, s, &r->llm, model_json, mj_cap))
     return 2;
   if (!r->c.strategy)
     r->c.strategy = r->llm ? "ada" : "tune";
@@ -452,7 +454,7 @@ int cmd_resume(int argc, char **argv) {
     /* The model the run started with, unless flags say otherwise. */
     cli_llm_flags_of_run(&f, llm_flags, cfg);
     char mj[1024];
-    if (make_llm(&f, config, 1, s, &llm, mj, sizeof mj))
+    if (cli_make_llm(&f, config, 1, s, &llm, mj, sizeof mj))
       code = 2;
   }
   const char *surface = json_string_value(json_object_get(cfg, "surface"));
