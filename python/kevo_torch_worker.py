@@ -2,7 +2,7 @@
 """kevo's torch reference worker: runs a task's reference.py (a KernelBench-
 style PyTorch module) for the gate, speaking kevo-worker's protocol.
 
-    kevo_torch_worker.py --scratch DIR --rt LIBKEVO_PYRT [--surface cpu]
+    kevo_torch_worker.py --scratch DIR --rt LIBKEVO_PYRT [--surface cpu|cuda]
                          [--read PATH]... [--no-sandbox]
 
 kevo starts it as the *reference* worker of a task whose reference is
@@ -18,6 +18,17 @@ for every call its parameters and buffers (named_parameters() then
 named_buffers(), the task's params after the module's inputs) are bound to
 kevo's buffers for that call, and forward runs under torch.no_grad() on the
 CPU; its outputs are written into the output buffers with the task's dtype.
+
+The cuda surface: the same, with the model and every buffer on the GPU
+(device 0 of what CUDA_VISIBLE_DEVICES shows). Inputs are generated on the
+host by the same generator and copied; outputs are poisoned before every
+call. TIME does what kevo-worker's cuda runtime does: every call of a phase
+on its own fresh buffers, one L2 flush (a fill of twice the L2) after the
+inputs are made, then per call CUDA events around forward on the current
+stream and the host clock around forward plus a device-wide
+synchronization. The copy of forward's result into kevo's output buffer
+comes after both clocks stopped (on either surface): eager PyTorch returns a
+new tensor, and what kevo times is forward itself, as KernelBench does.
 
 Sandbox: the environment is kevo's scrubbed one, the working directory, HOME
 and TMPDIR its own scratch directory, and the deadline and kill rules are
@@ -59,6 +70,9 @@ params = []  # [(name, role, dtype)] in the task's order
 slots = {}
 token = 0
 shm = {"map": None, "len": 0, "whole": None}
+dev = None  # torch.device("cuda") on the cuda surface
+flush = None  # the L2 flush buffer (cuda)
+phase = {"key": None, "cap": 0, "bufs": []}  # cuda: every call's buffers of a TIME phase
 
 
 class Fail(Exception):
@@ -209,7 +223,7 @@ class Layout:
 def typed(raw, p, lay):
     """A tensor of param p's dtype and shape over raw bytes (a uint8 tensor)."""
     t = raw.view(torch_dtype(params[p][2])) if lay.nbytes[p] else \
-        torch.empty(0, dtype=torch_dtype(params[p][2]))
+        torch.empty(0, dtype=torch_dtype(params[p][2]), device=raw.device)
     return t.view(lay.dims[p])
 
 
@@ -255,6 +269,8 @@ class Reference:
             exec(code, mod.__dict__)
             torch.manual_seed(0)
             model = mod.__dict__["Model"](*mod.__dict__["get_init_inputs"]())
+            if dev is not None:
+                model = model.to(dev)
         except Exception as e:
             raise Fail("%s: building Model(*get_init_inputs()) raised %s: %s"
                        % (where, type(e).__name__, e))
@@ -285,15 +301,21 @@ class Reference:
         self.models[lay.key] = m
         return m
 
-    def call(self, lay, raws):
-        """One forward on the buffers raws[p] (uint8 tensors); writes the
-        outputs and returns the ns of forward and the copy."""
+    def call(self, lay, raws, events=None):
+        """One forward on the buffers raws[p] (uint8 tensors, on the surface's
+        device), then its outputs written into the output buffers. Returns
+        (host_ns, event_ns): the host clock around forward (cuda: and a
+        device-wide synchronization), and the time between events (a pair of
+        torch.cuda.Event) recorded around forward on the current stream,
+        else the host clock again. The copy of the outputs is outside both."""
         model, fin, binds, outs = self.model_for(lay)
         args = [typed(raws[p], p, lay) for p in fin]
         for w, p, shape in binds:
             w.data = typed(raws[p], p, lay).view(shape)
-        t0 = time.perf_counter_ns()
         with torch.no_grad():
+            t0 = time.perf_counter_ns()
+            if events:
+                events[0].record()
             try:
                 res = model(*args)
             except Fail:
@@ -304,6 +326,11 @@ class Reference:
                 raise Fail("torch.compile(mode=%s) of %s failed: %s: %s"
                            % (self.compile_mode, self.path, type(e).__name__,
                               str(e).splitlines()[0] if str(e) else ""))
+            if events:
+                events[1].record()
+            if dev is not None:
+                torch.cuda.synchronize()
+            t1 = time.perf_counter_ns()
             res = list(res) if isinstance(res, (list, tuple)) else [res]
             if len(res) != len(outs):
                 raise Fail("forward returned %d outputs, task.json has %d" % (len(res), len(outs)))
@@ -314,7 +341,10 @@ class Reference:
                                   int(lay.nelem[p])))
                 if lay.nbytes[p]:
                     typed(raws[p], p, lay).copy_(r.reshape(lay.dims[p]))
-        return time.perf_counter_ns() - t0
+            if dev is not None:
+                torch.cuda.synchronize()  # the copy ends before the next call's clocks start
+        host = t1 - t0
+        return host, int(events[0].elapsed_time(events[1]) * 1e6) if events else host
 
 
 def pick(req):
@@ -333,6 +363,35 @@ def ptrs(raws):
 
 def threads():
     return max(1, min(16, os.cpu_count() or 1))
+
+
+def buffers(lay, on=None):
+    """A uint8 tensor per buffer param of one call, on device `on` (None: the CPU)."""
+    return {p: torch.empty(lay.nbytes[p], dtype=torch.uint8, device=on)
+            for p in range(len(params)) if is_buffer(params[p][1])}
+
+
+staging = {"key": None, "bufs": None}
+
+
+def fresh(lay, raws, seed, poison):
+    """Call inputs of `seed` into raws (kevo's generator, the parent's very
+    bytes) and poisoned outputs (poison 0 or 1; None: outputs left alone).
+    On the cuda surface they are made on the host and copied."""
+    host = raws
+    if dev is not None:
+        if staging["key"] != lay.key:
+            staging["bufs"] = buffers(lay)
+            staging["key"] = lay.key
+        host = staging["bufs"]
+    rt.kvpy_fill_inputs(task, lay.nelem, ptrs(host), seed & ((1 << 64) - 1), threads())
+    for p, r in host.items():
+        if poison is not None and params[p][1] == 1 and lay.nbytes[p]:
+            rt.kvpy_poison_fill(params[p][2], r.data_ptr(), int(lay.nelem[p]), poison)
+    if dev is not None:
+        for p, r in raws.items():
+            if lay.nbytes[p] and (params[p][1] != 1 or poison is not None):
+                r.copy_(host[p])
 
 
 # ---- jobs ----
@@ -382,14 +441,13 @@ def handle_load(req):
     # now, on kevo's inputs, so that no timed call pays for compiling; a
     # second call shows whether the compiled code is reused.
     lay = Layout(1, 0)
-    raws = {p: torch.empty(lay.nbytes[p], dtype=torch.uint8)
-            for p in range(len(params)) if is_buffer(params[p][1])}
-    rt.kvpy_fill_inputs(task, lay.nelem, ptrs(raws), 1, threads())
+    raws = buffers(lay, dev)
+    fresh(lay, raws, 1, None)
     t0 = time.perf_counter()
     ref.call(lay, raws)
     compile_s = time.perf_counter() - t0
-    rt.kvpy_fill_inputs(task, lay.nelem, ptrs(raws), 2, threads())
-    second_ns = ref.call(lay, raws)
+    fresh(lay, raws, 2, None)
+    second_ns = ref.call(lay, raws)[0]
     slots[slot] = ref
     reply({"torch": torch.__version__, "compile_mode": mode, "compile_s": compile_s,
            "second_call_s": second_ns * 1e-9})
@@ -412,18 +470,11 @@ def handle_check(req):
     ret_inputs = bool(req.get("return_inputs"))
     per = rt.kvpy_call_bytes(task, lay.nelem, 1 if ret_inputs else 0)
     blob = bytearray(per * len(calls))
-    raws = {p: torch.empty(lay.nbytes[p], dtype=torch.uint8)
-            for p in range(len(params)) if is_buffer(params[p][1])}
-    arr = ptrs(raws)
+    raws = buffers(lay, dev)
     ns, off = [], 0
     for call in calls:
-        seed = int(call.get("seed", 0)) & ((1 << 64) - 1)
-        rt.kvpy_fill_inputs(task, lay.nelem, arr, seed, threads())
-        for p, r in raws.items():
-            if params[p][1] == 1 and lay.nbytes[p]:
-                rt.kvpy_poison_fill(params[p][2], r.data_ptr(), int(lay.nelem[p]),
-                                    int(call.get("poison", 0)))
-        ns.append(ref.call(lay, raws))
+        fresh(lay, raws, int(call.get("seed", 0)), 1 if call.get("poison") else 0)
+        ns.append(ref.call(lay, raws)[0])
         sys.stdout.flush()
         for pass_ in (0, 1):
             for p in range(len(params)):
@@ -431,7 +482,7 @@ def handle_check(req):
                 if (role in (1, 2)) if pass_ == 0 else (ret_inputs and role == 0):
                     n = lay.nbytes[p]
                     if n:
-                        blob[off:off + n] = raws[p].numpy().tobytes()
+                        blob[off:off + n] = raws[p].cpu().numpy().tobytes()
                     off += n
     reply({"call_ns": ns}, blob)
 
@@ -441,8 +492,12 @@ def handle_time(req):
     slot, m = req.get("slot"), req.get("calls")
     shm_bytes = req.get("shm_bytes")
     ref = slots.get(slot) if slot != -1 else None
-    if (slot != -1 and ref is None) or not isinstance(m, int) or not 1 <= m <= 4096 or \
-            not isinstance(shm_bytes, int):
+    if (slot != -1 and ref is None) or not isinstance(m, int) or not 1 <= m <= 4096:
+        raise Fail("bad TIME request")
+    if dev is not None:
+        cuda_time(req, lay, ref, m)
+        return
+    if not isinstance(shm_bytes, int):
         raise Fail("bad TIME request")
     offs = (ctypes.c_size_t * MAXP)()
     per = rt.kvpy_shm_layout(task, lay.nelem, offs)
@@ -467,9 +522,70 @@ def handle_time(req):
             base = c * per
             raws = {p: whole[base + offs[p]: base + offs[p] + lay.nbytes[p]]
                     for p in range(len(params)) if is_buffer(params[p][1])}
-            ns.append(ref.call(lay, raws))
+            ns.append(ref.call(lay, raws)[0])
     sys.stdout.flush()
     reply({"ns": ns})
+
+
+def cuda_time(req, lay, ref, m):
+    """One phase of m calls, each on its own fresh buffers (kept until the
+    next phase of another size or more calls), as kevo-worker's cuda runtime
+    times them: one L2 flush after the inputs are made, then per call events
+    around forward and the host clock around forward and a synchronization."""
+    seed = int(req.get("seed", 0))
+    if phase["key"] != lay.key or phase["cap"] < m:
+        phase["bufs"] = []
+        torch.cuda.empty_cache()
+        phase["bufs"] = [buffers(lay, dev) for _ in range(m)]
+        phase["key"], phase["cap"] = lay.key, m
+    if req.get("alloc_only"):
+        reply({})
+        return
+    for c in range(m):
+        fresh(lay, phase["bufs"][c], seed + c, c & 1)
+    flush.fill_((seed * 2654435761) & 0x7FFFFFFF)
+    torch.cuda.synchronize()
+    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+    ev, host = [], []
+    for c in range(m):
+        if ref is None:  # kevo's empty entry
+            t0 = time.perf_counter_ns()
+            events[0].record()
+            events[1].record()
+            torch.cuda.synchronize()
+            host.append(time.perf_counter_ns() - t0)
+            ev.append(int(events[0].elapsed_time(events[1]) * 1e6))
+        else:
+            h, e = ref.call(lay, phase["bufs"][c], events)
+            host.append(h)
+            ev.append(e)
+    sys.stdout.flush()
+    reply({"ns": ev, "host_ns": host})
+
+
+def cuda_hello():
+    """HELLO's "cuda" object, as kevo-worker's: the device through torch."""
+    global torch, dev, flush
+    try:
+        import torch as t
+        torch = t
+        if not torch.cuda.is_available():
+            return {"ok": False, "error": "torch %s sees no CUDA device (built for CUDA %s)"
+                    % (torch.__version__, torch.version.cuda)}
+        pr = torch.cuda.get_device_properties(0)
+        dev = torch.device("cuda", 0)
+        torch.cuda.set_device(dev)
+        l2 = int(getattr(pr, "L2_cache_size", 0) or (64 << 20))
+        flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device=dev)
+    except Exception as e:
+        return {"ok": False, "error": "torch cannot use the GPU: %s: %s" % (type(e).__name__, e)}
+    arch = "sm_%d%d" % (pr.major, pr.minor)
+    uuid = str(getattr(pr, "uuid", ""))
+    if uuid and not uuid.startswith("GPU-"):
+        uuid = "GPU-" + uuid
+    return {"ok": True, "device": "cuda:%s %s x%d" % (pr.name, arch, pr.multi_processor_count),
+            "name": pr.name, "arch": arch, "sms": pr.multi_processor_count, "l2_bytes": l2,
+            "mem_bytes": int(pr.total_memory), "uuid": uuid, "torch": torch.__version__}
 
 
 def main():
@@ -501,8 +617,8 @@ def main():
         sys.stderr.write("kevo_torch_worker: is started by kevo (it talks over descriptors 3 "
                          "and 4); run 'kevo eval' instead\n")
         return 2
-    if surface != "cpu":
-        sys.stderr.write("kevo_torch_worker: surface '%s': only cpu so far\n" % surface)
+    if surface not in ("cpu", "cuda"):
+        sys.stderr.write("kevo_torch_worker: surface '%s': use cpu or cuda\n" % surface)
         return 2
     st = {"no_new_privs": "off", "netns": "off", "landlock": "off", "seccomp": "off",
           "rlimits": "off", "file_limit_bytes": 0}
@@ -516,8 +632,10 @@ def main():
                          % (rtpath, e))
         return 2
     hello = dict(st)
+    if surface == "cuda":
+        hello["cuda"] = cuda_hello()
     hello.update({"pid": os.getpid(), "landlock_abi": 0, "note": "; ".join(notes),
-                  "surface": "cpu", "runtime": "torch", "scratch": "off", "scratch_bytes": 0,
+                  "surface": surface, "runtime": "torch", "scratch": "off", "scratch_bytes": 0,
                   "scratch_inodes": 0, "python": sys.version.split()[0]})
     send(HELLO, hello)
     handlers = {INIT: handle_init, LOAD: handle_load, CHECK: handle_check, TIME: handle_time}

@@ -148,7 +148,7 @@ static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t 
 
 /* The worker's whole environment: nothing of kevo's own (no API keys). */
 struct worker_env {
-  char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256], inductor[4300];
+  char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256], inductor[4300], triton[4300];
   char *env[20];
 };
 
@@ -187,16 +187,21 @@ static void worker_env(struct worker_env *we, const char *scratch, int cuda, int
     we->env[n++] = "CUDA_CACHE_DISABLE=1";
   }
   if (torch) {
-    /* Python: no bytecode written, no user site; torch on the CPU only. */
+    /* Python: no bytecode written, no user site; on the cpu surface torch
+     * sees no GPU. */
     we->env[n++] = "PYTHONDONTWRITEBYTECODE=1";
     we->env[n++] = "PYTHONNOUSERSITE=1";
-    we->env[n++] = "CUDA_VISIBLE_DEVICES=";
-    /* torch.compile (a baseline): its code cache outlives the worker, and it
-     * compiles in the worker's own process (no pool of compile processes). */
+    if (!cuda)
+      we->env[n++] = "CUDA_VISIBLE_DEVICES=";
+    /* torch.compile (a baseline): its code cache (and Triton's, on the GPU)
+     * outlives the worker, and it compiles in the worker's own process (no
+     * pool of compile processes). */
     if (torch_cache && strlen(torch_cache) < 4000) {
       snprintf(we->inductor, sizeof we->inductor, "TORCHINDUCTOR_CACHE_DIR=%s/torchinductor",
                torch_cache);
       we->env[n++] = we->inductor;
+      snprintf(we->triton, sizeof we->triton, "TRITON_CACHE_DIR=%s/triton", torch_cache);
+      we->env[n++] = we->triton;
     }
     we->env[n++] = "TORCHINDUCTOR_COMPILE_THREADS=1";
   }

@@ -486,13 +486,6 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   free(text);
   if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
     goto out;
-  if (s.torch && sf->device_in_worker) {
-    kv_error(err, errlen,
-             "%s: the torch reference worker runs on the cpu surface only so far; use "
-             "--surface cpu, or write reference.cu",
-             refsrc);
-    goto out;
-  }
   if (s.torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
     goto out;
   if (!kv_path_exists(refsrc)) {
@@ -609,8 +602,13 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   struct kv_calib cal;
   const struct kv_calib *calp = given;
   if (!calp && sf->device_in_worker && o->timing && t->nbench > 0) {
+    /* A torch reference's worker is Python: the ceilings are measured by
+     * kevo's own code in a clean kevo-worker (ew, which timing needs anyway
+     * for kevo's empty entry). */
     int measured;
-    if (device_calib(&s, &s.rw, 0, &cal, &measured, err, errlen) < 0)
+    if (s.torch && !s.ew_up && kv_session_worker_up(&s, &s.ew, &s.ew_up, err, errlen) < 0)
+      goto out;
+    if (device_calib(&s, s.torch ? &s.ew : &s.rw, 0, &cal, &measured, err, errlen) < 0)
       goto out;
     calp = &cal;
   }

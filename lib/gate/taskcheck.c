@@ -182,11 +182,6 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
    * loaded as it is (nothing to compile). */
   struct kv_torch_paths tp;
   int torch = kv_torch_reference(t, refsrc, sizeof refsrc);
-  if (torch && sf->device_in_worker)
-    return kv_error(err, errlen,
-                    "%s: the torch reference worker runs on the cpu surface only so far; use "
-                    "--surface cpu, or write reference.cu",
-                    refsrc);
   if (torch && kv_torch_worker_paths(wpath, &tp, err, errlen) < 0)
     return -1;
   if (!kv_path_exists(refsrc))
@@ -220,6 +215,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     spec.python = tp.python;
     spec.script = tp.script;
     spec.rtlib = tp.rtlib;
+    spec.torch_cache = cache;
   }
   if (kv_worker_start(&w, &spec, err, errlen) < 0) {
     kv_build_release(&b);

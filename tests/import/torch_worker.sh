@@ -1,9 +1,12 @@
 #!/bin/sh
-# The torch reference worker end to end (cpu surface): an imported task
-# passes kevo task check, a correct C candidate is judged ok and timed
-# against PyTorch (speedup reported) and against the module under
-# torch.compile (a baseline), a wrong one is wrong_output, and a
-# module with training-mode Dropout is refused as not deterministic.
+# The torch reference worker end to end: an imported task passes kevo task
+# check, a correct candidate is judged ok and timed against PyTorch (speedup
+# reported) and against the module under torch.compile (a baseline), a wrong
+# one is wrong_output, and a module with training-mode Dropout is refused as
+# not deterministic.
+#   torch_worker.sh KEVO SRC [cpu|cuda]
+# cpu (the default): C candidates, torch on the CPU. cuda (ctest label gpu):
+# CUDA candidates, torch on the GPU.
 # Exits 77 (skipped, with a message) when this Python has no torch.
 if [ -n "${KEVO_TORCH_TESTS_SKIP:-}" ]; then
   echo "SKIPPED: $KEVO_TORCH_TESTS_SKIP"
@@ -12,6 +15,9 @@ fi
 set -u
 KEVO=$1
 SRC=$2
+SURFACE=${3:-cpu}
+EXT=c
+[ "$SURFACE" = cuda ] && EXT=cu
 PY=${KEVO_PYTHON:-python3}
 if ! "$PY" -c "import torch" >/dev/null 2>&1; then
   echo "SKIPPED: $PY cannot import torch, so the torch reference worker is not tested here;"
@@ -26,13 +32,13 @@ T="$OUT/tasks/1_Softmax_rows"
 "$KEVO" import -o "$OUT/tasks" "$SRC/examples/kernelbench/1_Softmax_rows.py" >"$OUT/import.log" 2>&1 ||
   { cat "$OUT/import.log"; fail "import of 1_Softmax_rows.py"; }
 
-"$KEVO" task check "$T" >"$OUT/check.log" 2>&1
+"$KEVO" task check --surface "$SURFACE" "$T" >"$OUT/check.log" 2>&1
 rc=$?
 cat "$OUT/check.log"
 [ $rc = 0 ] || fail "task check on the imported task exited $rc"
 grep -q "task ok" "$OUT/check.log" || fail "task check did not say ok"
 
-"$KEVO" eval --json "$T" "$SRC/tests/import/torch/softmax_ok.c" >"$OUT/ok.json" 2>"$OUT/ok.err"
+"$KEVO" eval --surface "$SURFACE" --json "$T" "$SRC/tests/import/torch/softmax_ok.$EXT" >"$OUT/ok.json" 2>"$OUT/ok.err"
 rc=$?
 cat "$OUT/ok.err"
 "$PY" - "$OUT/ok.json" <<'PYEOF' || fail "the correct candidate (exit $rc)"
@@ -50,7 +56,8 @@ PYEOF
 
 # The same candidate against the module under torch.compile too (the baseline
 # the field reports): compiled before timing, its compile time apart.
-"$KEVO" eval --json --budget 0.2 --torch-compile default "$T" "$SRC/tests/import/torch/softmax_ok.c" \
+"$KEVO" eval --surface "$SURFACE" --json --budget 0.2 --torch-compile default "$T" \
+  "$SRC/tests/import/torch/softmax_ok.$EXT" \
   >"$OUT/compiled.json" 2>"$OUT/compiled.err"
 rc=$?
 cat "$OUT/compiled.err"
@@ -70,13 +77,13 @@ PYEOF
 [ $? = 2 ] && grep -q "use default, reduce-overhead" "$OUT/badmode.log" ||
   fail "an unknown torch.compile mode is not refused: $(cat "$OUT/badmode.log")"
 
-"$KEVO" eval --no-timing "$T" "$SRC/tests/import/torch/softmax_wrong.c" >"$OUT/wrong.log" 2>&1
+"$KEVO" eval --surface "$SURFACE" --no-timing "$T" "$SRC/tests/import/torch/softmax_wrong.$EXT" >"$OUT/wrong.log" 2>&1
 cat "$OUT/wrong.log"
 grep -q "verdict: wrong_output" "$OUT/wrong.log" || fail "the wrong candidate is not wrong_output"
 
 "$KEVO" import -o "$OUT/tasks" "$SRC/tests/import/torch/dropout.py" >"$OUT/import2.log" 2>&1 ||
   { cat "$OUT/import2.log"; fail "import of dropout.py"; }
-"$KEVO" task check "$OUT/tasks/dropout" >"$OUT/drop.log" 2>&1
+"$KEVO" task check --surface "$SURFACE" "$OUT/tasks/dropout" >"$OUT/drop.log" 2>&1
 rc=$?
 cat "$OUT/drop.log"
 [ $rc = 1 ] || fail "task check of a Dropout module exited $rc, not 1"
