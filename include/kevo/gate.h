@@ -71,6 +71,9 @@ struct kv_timing {
    * work ran outside the events, e.g. on another stream). */
   int cand_host_timer, ref_host_timer;
   double sync_overhead_us; /* cuda: host clock of an empty call, subtracted from host times */
+  /* cuda: kevo's empty phases (parent's clock, median per phase) while the
+   * candidate's process existed and once it was gone (interference check). */
+  double empty_beside_us, empty_alone_us;
   double bytes, flops;     /* from the task's cost expressions (0 when absent) */
   double gbs, gflops;      /* achieved by the candidate */
   double roofline;         /* max(bytes/bw, flops/peak) / median; 0 when unknown */

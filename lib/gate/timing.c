@@ -303,6 +303,13 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
       st = KV_CALL_PROTOCOL;
     } else {
       sd->per_call = (double)(t1 - t0) / m;
+      /* A torch reference (trusted) makes its inputs on the host, which
+       * kevo-worker does on the device: what it says that took is left out
+       * of the per-call price that sizes the phases (only that). */
+      double prep = json_number_value(json_object_get(rep, "prep_ns"));
+      if (side != SIDE_CAND && sd->w == &tm->s->rw && tm->s->torch && prep > 0 &&
+          prep < (double)(t1 - t0))
+        sd->per_call = ((double)(t1 - t0) - prep) / m;
       if (keep) {
         sd->wall[sd->nph++] = (double)(t1 - t0);
         sd->n += m;
@@ -743,6 +750,8 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
   double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
   double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
   double ea = median_ns(E->wall, E->nph) / 1000.0, ei = median_ns(EI->wall, EI->nph) / 1000.0;
+  r->timing.empty_beside_us = ei;
+  r->timing.empty_alone_us = ea;
   /* cuda only: a stopped process's GPU work goes on. On the cpu surface
    * nothing of the candidate can run while the reference does (its process
    * is stopped), and what a stopped process leaves behind (caches, memory)
