@@ -639,6 +639,14 @@ int kv_import_task_json(const char *output, size_t len, const char *name, const 
     fit_all(x, why, sizeof why);
   }
   free(saved);
+  /* A constant the check runs scaled but no shape names (out_channels when
+   * it equals in_channels, which the fit took) still shapes the module: it
+   * is a size param too, so that the reference runs at a check size with
+   * every constant the import's check run had. */
+  for (int i = 0; i < x->nc; i++)
+    for (int r = 1; r < x->nruns && !x->c[i].used; r++)
+      if (x->kind[r] == RUN_CHECK && x->c[i].v[r] != x->c[i].v[0])
+        x->c[i].used = x->c[i].varies = 1;
   int scaled = 0, nchk = 0;
   for (int r = 0; r < x->nruns; r++)
     nchk += x->kind[r] == RUN_CHECK;

@@ -92,6 +92,38 @@ static void test_conv_reply(void **state) {
   free(out);
 }
 
+/* Two constants equal in every run (a depthwise conv: out_channels =
+ * in_channels): the fit names one of them in the shapes, and the other, which
+ * the check runs scaled too, must still be a size param, or the reference
+ * would run a check size with it at its bench value (KernelBench level 1
+ * problem 84 did). */
+static void test_tied_constant(void **state) {
+  (void)state;
+  const char *reply =
+      "KEVO_IMPORT_JSON {\"ok\": true, \"torch\": \"2\", \"runs\": [\"bench\", \"check\", "
+      "\"check\"], \"bench_device\": \"meta\", \"constants\": [{\"name\": \"in_channels\", "
+      "\"values\": [128, 8, 16]}, {\"name\": \"out_channels\", \"values\": [128, 8, 16]}], "
+      "\"tensors\": [{\"kind\": \"input\", \"name\": \"x\", \"dtype\": \"f32\", "
+      "\"torch_dtype\": \"float32\", \"shapes\": [[4, 128], [4, 8], [4, 16]], \"init\": "
+      "{\"dist\": \"uniform\", \"lo\": 0.0, \"hi\": 1.0}}, {\"kind\": \"output\", "
+      "\"name\": \"out\", \"dtype\": \"f32\", \"torch_dtype\": \"float32\", \"shapes\": "
+      "[[4, 128], [4, 8], [4, 16]]}], \"notes\": [], \"seconds\": 1}\n";
+  char *json = NULL, cause[32], err[1024];
+  assert_int_equal(kv_import_task_json(reply, strlen(reply), "tied", "tied.py", &json, cause,
+                                       sizeof cause, err, sizeof err),
+                   0);
+  json_t *t = json_loads(json, 0, NULL);
+  assert_non_null(t);
+  json_t *oc = param(t, "out_channels");
+  assert_non_null(oc); /* without the fix: only in_channels is a size */
+  assert_string_equal(json_string_value(json_object_get(oc, "role")), "size");
+  json_t *c0 = json_array_get(json_object_get(t, "check"), 0);
+  assert_int_equal(json_integer_value(json_object_get(c0, "out_channels")),
+                   json_integer_value(json_object_get(c0, "in_channels")));
+  json_decref(t);
+  free(json);
+}
+
 /* A network with batch norm buffers and literal kernel sizes. */
 static void test_convnet_reply(void **state) {
   (void)state;
@@ -330,6 +362,7 @@ static void test_child(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv_reply),
+      cmocka_unit_test(test_tied_constant),
       cmocka_unit_test(test_convnet_reply),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_too_many_params),
