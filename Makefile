@@ -30,8 +30,8 @@ demo: all
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
 fuzz: deps
 	@test -f $(FUZZ_BUILD)/build.ninja || CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DKEVO_FUZZ=ON -DKEVO_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-	@cmake --build $(FUZZ_BUILD) --target fuzz_task fuzz_frames fuzz_reply fuzz_import fuzz_job
-	@for t in task frames reply import job; do \
+	@cmake --build $(FUZZ_BUILD) --target fuzz_task fuzz_frames fuzz_reply fuzz_import fuzz_job fuzz_exec
+	@for t in task frames reply import job exec; do \
 	  rm -rf $(FUZZ_BUILD)/corpus-$$t && cp -r tests/fuzz/corpus/$$t $(FUZZ_BUILD)/corpus-$$t && \
 	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_BUILD)/corpus-$$t || exit 1; \
 	done

@@ -35,6 +35,8 @@ int cmd_runs_show(int argc, char **argv);  /* kevo runs show (cmd_report.c) */
 int cmd_synthesize(int argc, char **argv); /* cmd_adapt.c */
 int cmd_adapt(int argc, char **argv);
 int cmd_analyze(int argc, char **argv); /* cmd_analyze.c */
+int cmd_lineage(int argc, char **argv); /* cmd_skills.c */
+int cmd_skills(int argc, char **argv);
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -70,8 +72,25 @@ struct cli_run_args {
   int llm_flags;       /* a provider, base URL or model was named */
   struct kv_llm *llm;  /* after cli_run_prepare: the client, or NULL (tune) */
   struct kv_calib cal; /* cpu: the ceilings g.calib points to */
+  int skills;          /* --skills on: the skill step (cmd_skills.c's hooks) */
 };
 void cli_run_args_init(struct cli_run_args *r);
+/* --skills on: the hooks of the search's skill step (cmd_skills.c); ctx
+ * lives as long as the run. */
+struct cli_skill_ctx {
+  struct kv_store *s;
+  const struct kv_task *t;
+  const char *surface;
+};
+int cli_skill_pick(void *ud, const char *parent_code, const char *device, const int64_t *path,
+                   int npath, char **card, char uid[256]);
+void cli_skill_used(void *ud, const char *uid, int64_t run_id, int64_t node_id, int64_t eval_id,
+                    const char *verdict, double speedup, double parent_speedup);
+/* Opens an executor (--executor, --gpus, --executor-config) and says how
+ * many servers came up: 0, or the exit code after saying why. */
+struct kv_exec;
+int cli_exec_open(const char *name, const char *gpus, const char *config_path, const char *surface,
+                  int concurrency, struct kv_exec **out);
 /* Consumes argv[*i] (and its value) when it is a search option: 1; 0 when it
  * is not one; -1 after saying why it is bad. */
 int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -205,6 +206,119 @@ static void task_end(void *ud, const struct kv_bench_event *e) {
   fflush(stderr);
 }
 
+/* --jobs N: several tasks at once, one live line for all of them (redrawn
+ * in place on a terminal, one line per change elsewhere), and a line per
+ * task as it ends. The bench calls these one at a time. */
+#define PAR_SLOTS 64
+struct par {
+  int done, n;
+  struct {
+    int used, index, step, steps;
+    int64_t run_id;
+    char name[48];
+  } slot[PAR_SLOTS];
+  int drawn; /* a live line is on the terminal */
+};
+
+static void par_line(struct par *p) {
+  char line[1024];
+  int running = 0;
+  for (int i = 0; i < PAR_SLOTS; i++)
+    running += p->slot[i].used;
+  size_t u =
+      (size_t)snprintf(line, sizeof line, "adapt  %d/%d done  %d running:", p->done, p->n, running);
+  for (int i = 0; i < PAR_SLOTS && u < sizeof line; i++)
+    if (p->slot[i].used)
+      u += (size_t)snprintf(line + u, sizeof line - u, "  %s %d/%d", p->slot[i].name,
+                            p->slot[i].step, p->slot[i].steps);
+  if (isatty(STDERR_FILENO)) {
+    struct winsize ws;
+    size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8 ? ws.ws_col : 80;
+    if (strlen(line) > cols - 1)
+      line[cols - 1] = 0;
+    fprintf(stderr, "\r%-*s", (int)(cols - 1), line);
+    p->drawn = 1;
+  } else
+    fprintf(stderr, "%s\n", line);
+  fflush(stderr);
+}
+
+static void par_clear(struct par *p) {
+  if (p->drawn && isatty(STDERR_FILENO))
+    fprintf(stderr, "\r\033[K");
+  p->drawn = 0;
+}
+
+static void par_start(void *ud, const struct kv_bench_event *e) {
+  struct par *p = ud;
+  p->n = e->n;
+  for (int i = 0; i < PAR_SLOTS; i++)
+    if (!p->slot[i].used) {
+      p->slot[i].used = 1;
+      p->slot[i].index = e->index;
+      p->slot[i].step = 0;
+      p->slot[i].steps = 0;
+      p->slot[i].run_id = e->task->run_id;
+      snprintf(p->slot[i].name, sizeof p->slot[i].name, "%s", e->task->name);
+      break;
+    }
+  par_line(p);
+}
+
+static void par_progress(void *ud, const struct kv_bench_event *e,
+                         const struct kv_run_progress *r) {
+  struct par *p = ud;
+  for (int i = 0; i < PAR_SLOTS; i++)
+    if (p->slot[i].used && p->slot[i].index == e->index) {
+      p->slot[i].step = r->step;
+      p->slot[i].steps = r->steps;
+      p->slot[i].run_id = r->run_id;
+    }
+  if (r->note) {
+    par_clear(p);
+    fprintf(stderr, "kevo: run %lld (%s): %s\n", (long long)r->run_id, e->task->name, r->note);
+  }
+  if (r->stop_reason) {
+    par_clear(p);
+    fprintf(stderr, "kevo: run %lld (%s) ends early: %s\n", (long long)r->run_id, e->task->name,
+            r->stop_reason);
+  }
+  par_line(p);
+}
+
+static void par_end(void *ud, const struct kv_bench_event *e) {
+  struct par *p = ud;
+  for (int i = 0; i < PAR_SLOTS; i++)
+    if (p->slot[i].used && p->slot[i].index == e->index)
+      p->slot[i].used = 0;
+  p->done++;
+  par_clear(p);
+  task_end(NULL, e);
+  par_line(p);
+}
+
+/* What the runs of a bench spent (their workers' clients are not the one
+ * this command made). */
+static void runs_spent(struct kv_store *s, int64_t bench_id) {
+  struct kv_bench_task_row *rows = NULL;
+  int n = 0;
+  char err[512];
+  if (bench_id <= 0 || kv_store_bench_tasks(s, bench_id, &rows, &n, err, sizeof err) < 0)
+    return;
+  double usd = 0;
+  long long calls = 0;
+  for (int i = 0; i < n; i++) {
+    struct kv_run_facts f;
+    if (rows[i].run_id > 0 && kv_store_run_facts(s, rows[i].run_id, &f, NULL, 0) == 0) {
+      usd += f.cost_usd;
+      calls += f.llm_calls;
+      kv_run_facts_release(&f);
+    }
+  }
+  kv_bench_task_rows_free(rows, n);
+  fprintf(stderr, "kevo: the practice runs spent $%.6f in all (%lld calls)\n", usd, calls);
+}
+
 /* Evidence of this adaptation's bench, by rule. */
 struct rule_here {
   int64_t id;
@@ -308,7 +422,7 @@ int cmd_adapt(int argc, char **argv) {
   ra.c.llm.rules_llm = 1; /* adapting is learning: failures also go to the rule extractor */
   ra.c.steps = 8;
   const char *suite = NULL;
-  int fresh = 0, judge_max = 40;
+  int fresh = 0, judge_max = 40, jobs = 1;
   long long v;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -321,7 +435,11 @@ int cmd_adapt(int argc, char **argv) {
       fresh = 1;
     else if (!strcmp(a, "--no-rules-llm"))
       ra.c.llm.rules_llm = 0;
-    else if (!strcmp(a, "--judge-max") && i + 1 < argc) {
+    else if (!strcmp(a, "--jobs") && i + 1 < argc) {
+      if (cli_integer("--jobs", argv[++i], 1, 16, &v))
+        return 2;
+      jobs = (int)v;
+    } else if (!strcmp(a, "--judge-max") && i + 1 < argc) {
       if (cli_integer("--judge-max", argv[++i], 0, 100000, &v))
         return 2;
       judge_max = (int)v;
@@ -364,17 +482,25 @@ int cmd_adapt(int argc, char **argv) {
     kv_store_close(s);
     return code;
   }
-  struct kv_adapt_opts o = {.bench = {.suite_dir = abs, .run = ra.c, .gate = &ra.g},
+  struct kv_adapt_opts o = {.bench = {.suite_dir = abs, .run = ra.c, .gate = &ra.g, .jobs = jobs},
                             .judge_max = judge_max,
                             .fresh = fresh};
   struct kv_bench_hooks h = {.task_start = task_start, .task_end = task_end};
+  struct par par;
+  memset(&par, 0, sizeof par);
+  if (jobs > 1)
+    h = (struct kv_bench_hooks){
+        .task_start = par_start, .task_end = par_end, .task_progress = par_progress, .ud = &par};
   h.run.progress = cli_run_progress;
   h.run.stop = &cli_stop_flag;
   signal(SIGINT, cli_on_sigint);
-  fprintf(stderr, "kevo: adapt on %s: %d tasks, strategy %s, %d steps each\n", abs, nfound,
-          ra.c.strategy, ra.c.steps);
+  fprintf(stderr, "kevo: adapt on %s: %d tasks, strategy %s, %d steps each, %d at a time\n", abs,
+          nfound, ra.c.strategy, ra.c.steps, jobs);
   struct kv_adapt_summary sum;
   int rc = kv_adapt_run(s, ra.llm, &o, &h, &sum, err, sizeof err);
+  par_clear(&par);
+  if (jobs > 1 && !sum.already)
+    runs_spent(s, sum.bench_id);
   struct kv_llm_spend sp;
   kv_llm_spent(ra.llm, &sp);
   fprintf(stderr, "kevo: spent $%.6f (%lld calls, %lld tokens in, %lld out)\n", sp.usd,

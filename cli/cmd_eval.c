@@ -66,7 +66,16 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
     printf("           %-40.40s %3d regs %6ld B smem %4ld B stack%s\n", k->name, k->registers,
            k->smem_bytes, k->stack_bytes,
            k->spill_store_bytes || k->spill_load_bytes ? "  SPILLS" : "");
+    if (k->has_sass) {
+      char mix[512];
+      kv_sass_mix_line(&k->sass, mix, sizeof mix);
+      printf("             %s\n", mix);
+    }
   }
+  if (r->static_done)
+    printf("  static   %6.2f s  cuobjdump -sass: the mix of each kernel, above\n", r->static_s);
+  else if (r->static_note[0])
+    printf("  static   %s\n", r->static_note);
   if (r->nchecks) {
     int pass = 0;
     for (int i = 0; i < r->nchecks; i++)

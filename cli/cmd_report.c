@@ -41,6 +41,16 @@ int cmd_report(int argc, char **argv) {
           parse_run("report --bench", argv[++i], &items[n].id))
         return cli_usage("report");
       n++;
+    } else if (!strcmp(argv[i], "--analysis")) {
+      if (n == REPORT_RUNS_MAX)
+        return cli_fail("report: at most %d sections in one page; make several reports",
+                        REPORT_RUNS_MAX);
+      items[n].kind = KV_REPORT_ANALYSIS;
+      items[n].id = 0; /* the latest analysis, unless a number follows */
+      if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+          parse_run("report --analysis", argv[++i], &items[n].id))
+        return cli_usage("report");
+      n++;
     } else if (argv[i][0] != '-') {
       if (n == REPORT_RUNS_MAX)
         return cli_fail("report: at most %d runs in one page; make several reports",
@@ -82,13 +92,19 @@ int cmd_report(int argc, char **argv) {
   if (n == 1 && items[0].kind == KV_REPORT_BENCH)
     snprintf(what, sizeof what, items[0].id ? "bench %lld" : "the latest bench",
              (long long)items[0].id);
+  else if (n == 1 && items[0].kind == KV_REPORT_ANALYSIS)
+    snprintf(what, sizeof what, items[0].id ? "analysis %lld" : "the latest analysis",
+             (long long)items[0].id);
   else if (n == 1 && items[0].id)
     snprintf(what, sizeof what, "run %lld", (long long)items[0].id);
   else if (n > 1)
     snprintf(what, sizeof what, "%d sections", n);
-  char tasks[48] = "";
+  char tasks[96] = "";
   if (st.tasks)
     snprintf(tasks, sizeof tasks, ", %d bench tasks", st.tasks);
+  if (st.bars || st.cells)
+    snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), ", %d bars, %d cells", st.bars,
+             st.cells);
   printf("report of %s (%d nodes%s, %.1f MiB, %.2f s): %s\n", what, st.nodes, tasks,
          (double)len / (1 << 20), kv_now_s() - t0, out);
   if (st.elided)

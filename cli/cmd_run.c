@@ -12,6 +12,7 @@
 #include "cli.h"
 #include <jansson.h>
 
+#include "kevo/exec.h"
 #include "kevo/llm.h"
 #include "kevo/prompt.h"
 #include "kevo/run.h"
@@ -62,7 +63,51 @@ void cli_run_progress(void *ud, const struct kv_run_progress *p) {
     fprintf(stderr, "%s\n", line);
   if (p->stop_reason)
     fprintf(stderr, "kevo: run %lld ends early: %s\n", (long long)p->run_id, p->stop_reason);
+  if (p->note) {
+    if (isatty(STDERR_FILENO) && !(p->step >= p->steps || p->stop_reason))
+      fputc('\n', stderr);
+    fprintf(stderr, "kevo: run %lld: %s\n", (long long)p->run_id, p->note);
+  }
   fflush(stderr);
+}
+
+static void exec_note(void *ud, const char *msg) {
+  (void)ud;
+  fprintf(stderr, "kevo: executor: %s\n", msg);
+}
+
+int cli_exec_open(const char *name, const char *gpus, const char *config_path, const char *surface,
+                  int concurrency, struct kv_exec **out) {
+  char err[4096];
+  *out = NULL;
+  if (!kv_exec_describe(name))
+    return cli_fail("--executor %s: not an executor; use local, gpus, ssh or slurm", name);
+  struct kv_exec_config *cfg = calloc(1, sizeof *cfg);
+  if (!cfg)
+    return cli_fail("out of memory");
+  kv_exec_config_default(cfg);
+  if (config_path && kv_exec_config_load(config_path, cfg, err, sizeof err) < 0) {
+    free(cfg);
+    return cli_fail("--executor-config %s", err);
+  }
+  struct kv_exec_opts o = {.name = name,
+                           .concurrency = concurrency,
+                           .gpus = gpus,
+                           .surface = surface,
+                           .config = cfg,
+                           .note = exec_note};
+  fprintf(stderr, "kevo: executor %s: starting gate servers (%s)\n", name, kv_exec_describe(name));
+  int rc = kv_exec_open(&o, out, err, sizeof err);
+  free(cfg);
+  if (rc < 0)
+    return cli_fail("%s", err);
+  struct kv_exec_server_info info[KV_EXEC_SERVERS_MAX];
+  int n = kv_exec_servers(*out, info, KV_EXEC_SERVERS_MAX), up = 0;
+  for (int i = 0; i < n; i++)
+    up += info[i].pid > 0;
+  fprintf(stderr, "kevo: executor %s: %d of %d gate servers up, %d jobs at once\n", name, up, n,
+          kv_exec_width(*out));
+  return 0;
 }
 
 /* The LLM client of a run: NULL in *out when no LLM is configured. */
@@ -171,7 +216,14 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     if (cli_number(flag, argv[++*i], &v))                                                          \
       return -1;                                                                                   \
   } while (0)
-  if (!strcmp(a, "--strategy") && has)
+  if (!strcmp(a, "--skills") && has) {
+    const char *w = argv[++*i];
+    if (strcmp(w, "on") && strcmp(w, "off")) {
+      cli_fail("--skills %s: use --skills on or --skills off", w);
+      return -1;
+    }
+    r->skills = !strcmp(w, "on");
+  } else if (!strcmp(a, "--strategy") && has)
     r->c.strategy = argv[++*i];
   else if (!strcmp(a, "--steps") && has) {
     INT("--steps", 1, 1000000);
@@ -230,7 +282,27 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     r->c.llm.rule_threshold = (int)n;
   } else if (!strcmp(a, "--rules-llm"))
     r->c.llm.rules_llm = 1;
-  else
+  else if (!strcmp(a, "--online-attribution") && has) {
+    NUM("--online-attribution");
+    if (!(v > 0) || v > 1) {
+      cli_fail("--online-attribution %g: the share of steps to randomise, in (0, 1] (0.2 "
+               "randomises one step in five)",
+               v);
+      return -1;
+    }
+    r->c.llm.attr_share = v;
+    if (!(r->c.llm.attr_price > 0))
+      r->c.llm.attr_price = 0.05;
+  } else if (!strcmp(a, "--attr-price") && has) {
+    NUM("--attr-price");
+    if (!(v > 0)) {
+      cli_fail("--attr-price %g: the reward a feedback block must add per 1,000 prompt tokens "
+               "it costs; give a positive number (default 0.05)",
+               v);
+      return -1;
+    }
+    r->c.llm.attr_price = v;
+  } else
     return 0;
 #undef NUM
 #undef INT
@@ -308,6 +380,7 @@ int cmd_run(int argc, char **argv) {
   struct cli_run_args ra;
   cli_run_args_init(&ra);
   const char *dir = NULL, *starter = NULL, *out = NULL;
+  const char *executor = NULL, *gpus = NULL, *exec_config = getenv("KEVO_EXEC_CONFIG");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int k = cli_run_option(&ra, argc, argv, &i);
@@ -317,6 +390,12 @@ int cmd_run(int argc, char **argv) {
       continue;
     if (!strcmp(a, "--starter") && i + 1 < argc)
       starter = argv[++i];
+    else if (!strcmp(a, "--executor") && i + 1 < argc)
+      executor = argv[++i];
+    else if (!strcmp(a, "--gpus") && i + 1 < argc)
+      gpus = argv[++i];
+    else if (!strcmp(a, "--executor-config") && i + 1 < argc)
+      exec_config = argv[++i];
     else if (!strcmp(a, "-o") && i + 1 < argc)
       out = argv[++i];
     else if (a[0] == '-') {
@@ -369,10 +448,29 @@ int cmd_run(int argc, char **argv) {
   struct kv_llm *llm = ra.llm;
   struct kv_run_config c = ra.c;
   struct kv_gate_opts g = ra.g;
+  struct kv_exec *x = NULL;
+  if (executor || gpus) {
+    code = cli_exec_open(executor ? executor : "gpus", gpus, exec_config, ra.g.surface,
+                         c.llm.concurrency, &x);
+    if (code) {
+      kv_llm_free(ra.llm);
+      kv_store_close(s);
+      kv_task_free(t);
+      return code;
+    }
+  }
   signal(SIGINT, cli_on_sigint);
-  struct kv_run_hooks h = {.progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm};
+  struct kv_run_hooks h = {
+      .progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm, .exec = x};
+  struct cli_skill_ctx skx = {s, t, ra.g.surface ? ra.g.surface : "cpu"};
+  if (ra.skills) {
+    h.skill_pick = cli_skill_pick;
+    h.skill_used = cli_skill_used;
+    h.skill_ud = &skx;
+  }
   int64_t run_id = 0;
   int rc = kv_run_new(s, t, starter, &c, &g, &h, &run_id, err, sizeof err);
+  kv_exec_close(x);
   if (llm) {
     struct kv_llm_spend sp;
     kv_llm_spent(llm, &sp);
@@ -406,7 +504,8 @@ int cmd_resume(int argc, char **argv) {
   kv_gate_opts_default(&g);
   struct kv_llm_flags f;
   kv_llm_flags_init(&f);
-  int llm_flags = 0;
+  int llm_flags = 0, concurrency = 2;
+  const char *executor = NULL, *gpus = NULL, *exec_config = getenv("KEVO_EXEC_CONFIG");
   double v;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -424,7 +523,18 @@ int cmd_resume(int argc, char **argv) {
       g.time_budget_s = v;
     } else if (!strcmp(a, "--no-timing"))
       g.timing = 0;
-    else if (a[0] != '-' && !id) {
+    else if (!strcmp(a, "--executor") && has)
+      executor = argv[++i];
+    else if (!strcmp(a, "--gpus") && has)
+      gpus = argv[++i];
+    else if (!strcmp(a, "--executor-config") && has)
+      exec_config = argv[++i];
+    else if (!strcmp(a, "--concurrency") && has) {
+      long long n;
+      if (cli_integer("--concurrency", argv[++i], 1, 64, &n))
+        return 2;
+      concurrency = (int)n;
+    } else if (a[0] != '-' && !id) {
       long long n;
       if (cli_integer("resume: the run number", a, 1, LLONG_MAX, &n))
         return 2;
@@ -464,17 +574,23 @@ int cmd_resume(int argc, char **argv) {
   int cpu = strcmp(g.surface, "cuda") != 0;
   if (!code && cpu && cli_calib(&cal, 0, 0) != 0)
     code = 2;
+  struct kv_exec *x = NULL;
+  if (!code && (executor || gpus))
+    code =
+        cli_exec_open(executor ? executor : "gpus", gpus, exec_config, g.surface, concurrency, &x);
   if (!code) {
     if (cpu)
       g.calib = &cal;
     signal(SIGINT, cli_on_sigint);
-    struct kv_run_hooks h = {.progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm};
+    struct kv_run_hooks h = {
+        .progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm, .exec = x};
     if (kv_run_resume(s, id, &g, &h, err, sizeof err) < 0)
       code = cli_fail("%s", err);
     else
       fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id,
               cli_stop_flag ? "stopped" : "finished");
   }
+  kv_exec_close(x);
   json_decref(cfg);
   kv_run_row_release(&run);
   kv_llm_free(llm);

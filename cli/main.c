@@ -28,14 +28,18 @@ static const struct kv_command commands[] = {
      "kevo run [--strategy ada|greedy|best-of-n|tune] [--provider P] [--base-url URL] "
      "[--model ID] [--config FILE] [--steps N] [--budget-usd X] [--concurrency K] "
      "[--plan-mode explicit|implicit] [--prompt-blocks LIST] [--prompts DIR] [--p-large P] "
-     "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--seed S] "
+     "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--online-attribution "
+     "SHARE] "
+     "[--attr-price R] [--skills on|off] [--seed S] "
      "[--budget SECONDS] [--no-timing] [--surface cpu|cuda] [--starter FILE] [--db PATH] "
-     "[-o FILE] TASK_DIR",
+     "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
     {"runs", cmd_runs, "kevo runs [--db PATH] | kevo runs show [RUN] [--db PATH]",
      "list runs, newest first; show one as an indented tree of its candidates"},
     {"resume", cmd_resume,
-     "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] RUN",
+     "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] "
+     "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [--concurrency K] "
+     "RUN",
      "continue a stopped or killed run"},
     {"rules", cmd_rules,
      "kevo rules list [--all] | show ID | export [--min-count N] FILE | import FILE | audit "
@@ -50,7 +54,8 @@ static const struct kv_command commands[] = {
      "an LLM writes practice tasks (KernelBench-format PyTorch modules), each run, checked and "
      "refused when broken or a duplicate (resumable)"},
     {"adapt", cmd_adapt,
-     "kevo adapt [--steps N] [--judge-max N] [--no-rules-llm] [--fresh] [the options of kevo "
+     "kevo adapt [--steps N] [--jobs N] [--judge-max N] [--no-rules-llm] [--fresh] [the options of "
+     "kevo "
      "run] SUITE_DIR",
      "run the agent over a practice suite to grow the memory of rules, then merge, audit and "
      "report them (resumable)"},
@@ -63,7 +68,7 @@ static const struct kv_command commands[] = {
      "[--fresh] [--db PATH] [the options of kevo run] SUITE_DIR | kevo bench --show [ID] [--json]",
      "run a strategy over every task of a suite (resumable: run it again after a kill) and score "
      "it the way KernelBench does"},
-    {"gate", cmd_gate, "kevo gate serve --stdio [--idle SECONDS]",
+    {"gate", cmd_gate, "kevo gate serve --stdio [--idle SECONDS] [--surface cpu|cuda]",
      "judge evaluation jobs arriving as frames on stdin, verdicts on stdout (what executors "
      "start)"},
     {"best", cmd_best, "kevo best [--db PATH] [-o FILE] [RUN]",
@@ -74,7 +79,21 @@ static const struct kv_command commands[] = {
      "[--json] [--fresh] [--db PATH] RUN",
      "which feedback helps: freeze a recorded run, resample with feedback blocks switched, "
      "exact Shapley values and interactions (resumable, replayable)"},
-    {"report", cmd_report, "kevo report [--db PATH] [-o FILE.html] [RUN...] [--bench [ID]]...",
+    {"lineage", cmd_lineage,
+     "kevo lineage extract [--surface cpu|cuda] [--pairs N] [--budget SECONDS] [--seed N] "
+     "[--no-timing] [--json] [-o SKILLS.json] [--db PATH] [--provider P --model M ... "
+     "--budget-usd X --retries N --max-steps N] TASK_DIR EXPERT | kevo lineage show "
+     "[ID] [--markdown] [--db PATH] | kevo lineage resolve [--order] [--off A,B] EXPERT",
+     "walk an annotated expert kernel backward through the gate into skills (paired test per "
+     "step)"},
+    {"skills", cmd_skills,
+     "kevo skills list [--all] | show ID | export [--all] FILE | import FILE | retire ID "
+     "[--reason TEXT] | match [--surface S] [--arch A] [--smem BYTES] [--json] TASK_DIR "
+     "[CANDIDATE]  [--db PATH]",
+     "the skill cards: list, show as Markdown, export and import as JSON, retire; which fit a "
+     "task and why"},
+    {"report", cmd_report,
+     "kevo report [--db PATH] [-o FILE.html] [RUN...] [--bench [ID]]... [--analysis [ID]]...",
      "one self-contained HTML page of runs (the most recent by default): curve, tree, verdicts, "
      "rules, LLM calls"},
 };
@@ -110,8 +129,8 @@ int cli_integer(const char *flag, const char *text, long long lo, long long hi, 
   errno = 0;
   long long v = text ? strtoll(text, &end, 10) : 0;
   if (!text || end == text || *end || errno || v < lo || v > hi)
-    return cli_fail("%s: '%s' is not a whole number from %lld to %lld", flag, text ? text : "",
-                    lo, hi);
+    return cli_fail("%s: '%s' is not a whole number from %lld to %lld", flag, text ? text : "", lo,
+                    hi);
   *out = v;
   return 0;
 }
@@ -161,9 +180,28 @@ int main(int argc, char **argv) {
     help(stderr);
     return 2;
   }
+  /* kevo help CMD and kevo CMD --help (or -h anywhere before --): that
+   * command's usage on stdout, exit 0. */
+  const char *about = NULL;
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    help(stdout);
-    return 0;
+    if (argc < 3 || strcmp(argv[1], "help") != 0) {
+      help(stdout);
+      return 0;
+    }
+    about = argv[2];
+  } else {
+    for (int a = 2; a < argc && strcmp(argv[a], "--") != 0; a++)
+      if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h"))
+        about = argv[1];
+  }
+  if (about) {
+    for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
+      if (!strcmp(about, commands[i].name)) {
+        printf("%s: %s\nusage: %s\n", commands[i].name, commands[i].summary, commands[i].usage);
+        return 0;
+      }
+    fprintf(stderr, "kevo: '%s' is not a command; run 'kevo help' for the list\n", about);
+    return 2;
   }
   if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
     printf("kevo %s\n", KEVO_VERSION);

@@ -136,6 +136,8 @@ struct kv_an_result {
   double *y[KV_AN_NMETRICS]; /* y[m][((node * ncond) + c) * k + j] */
   int ncond;
   int timed; /* the log-speedup and fast outcomes are meaningful */
+  double fast_threshold;
+  char model[160], target[160]; /* the model sampled ("provider/model"); transfer: the target */
   int64_t llm_calls, gate_evals, gate_cached;
   struct kv_an_attr attr[KV_AN_NMETRICS]; /* shapley only */
   /* cells (planning, transfer): mean and CI per metric and cell */
@@ -144,5 +146,14 @@ struct kv_an_result {
 int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_result *out, char *err,
                size_t errlen);
 void kv_an_result_free(struct kv_an_result *r);
+
+/* A recorded analysis (id <= 0: the most recent) read back from the store
+ * alone: no model, no gate, nothing sampled. The same values as kv_analyze
+ * returned for it (bootstrap: resamples and permutations for the intervals
+ * and tests, 0: 1000, as kevo analyze). An analysis not yet finished loads
+ * with complete 0 and its recorded outcomes in y, nothing attributed. The
+ * chosen nodes are those with recorded samples, in step order. */
+int kv_an_load(struct kv_store *st, int64_t analysis_id, int bootstrap, struct kv_an_result *out,
+               char *err, size_t errlen);
 
 #endif

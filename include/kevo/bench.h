@@ -31,6 +31,12 @@ struct kv_bench_opts {
   struct kv_run_config run; /* each task's run */
   const struct kv_gate_opts *gate;
   int fresh; /* 1: a new bench even where an unfinished one of this suite and configuration is */
+  /* Tasks run at once (<= 1: one after another). Above 1, each of `jobs`
+   * threads has its own store connection and, for an LLM strategy, its own
+   * client of run.llm's model with an equal share of what is left of its
+   * budget caps; timing still takes turns on the device (its lock). Not part
+   * of the bench's identity: a bench resumes with any number of jobs. */
+  int jobs;
 };
 
 struct kv_bench_event {
@@ -39,9 +45,13 @@ struct kv_bench_event {
   int continued;                        /* 1: its run was started by an earlier session */
   double seconds;                       /* task end: how long this session spent on it */
 };
+/* With jobs > 1 the hooks are called from the worker threads, one call at a
+ * time (the bench holds a lock around each). */
 struct kv_bench_hooks {
   void (*task_start)(void *ud, const struct kv_bench_event *e);
   void (*task_end)(void *ud, const struct kv_bench_event *e);
+  /* A task's run made progress; NULL: run.progress is called instead. */
+  void (*task_progress)(void *ud, const struct kv_bench_event *e, const struct kv_run_progress *p);
   void *ud;
   struct kv_run_hooks run; /* given to every run: progress, stop, the LLM (created is kevo's) */
 };

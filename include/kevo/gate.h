@@ -10,6 +10,7 @@
 
 #include "kevo/calib.h"
 #include "kevo/sandbox.h"
+#include "kevo/sass.h"
 #include "kevo/task.h"
 
 /* In order of precedence: the first that applies is the verdict. */
@@ -55,6 +56,8 @@ struct kv_kernel_res {
   char name[160]; /* as ptxas names it (mangled) */
   int registers, barriers;
   long smem_bytes, cmem_bytes, stack_bytes, spill_store_bytes, spill_load_bytes;
+  int has_sass;            /* cuda: the instruction mix below was read (kevo/sass.h) */
+  struct kv_sass_mix sass; /* from cuobjdump -sass of the candidate's own object */
 };
 
 struct kv_timing {
@@ -137,6 +140,12 @@ struct kv_gate_result {
   char *cand_stdout, *cand_stderr; /* capped at KV_OUTPUT_CAP, NUL-terminated; may be NULL */
   int stdout_truncated, stderr_truncated;
   struct kv_sandbox_status sandbox;
+  /* cuda: static analysis of the candidate's own object (cuobjdump -sass),
+   * always on for compiled candidates; each kernel's mix is in kernels[]. */
+  int static_done;       /* it ran and was parsed */
+  double static_s;       /* what it cost: cuobjdump and the parse */
+  char static_note[512]; /* "" or "not available: why" */
+  char *sass;            /* the listing less its encodings, capped at KV_SASS_RAW_CAP; may be NULL */
 };
 
 /* Judges one candidate. Returns 0 when a verdict was reached (whatever it is)

@@ -218,6 +218,9 @@ int kv_llm_wait(struct kv_llm *c, uint64_t handle, double wait_s, struct kv_llm_
 /* Submitted and not yet completed. */
 int kv_llm_pending(const struct kv_llm *c);
 void kv_llm_spent(const struct kv_llm *c, struct kv_llm_spend *out);
+/* The caps the client was made with (kevo adapt --jobs shares what is left
+ * of them among its workers' clients). */
+void kv_llm_budget_of(const struct kv_llm *c, struct kv_llm_budget *out);
 const struct kv_llm_model *kv_llm_model_of(const struct kv_llm *c);
 
 /* Blocking: submit, wait (bounded by the call's deadline), complete. Returns

@@ -24,9 +24,17 @@ enum kv_prompt_block {
   KV_PB_RULES,       /* validity rules learnt from earlier failures */
   KV_PB_PLAN,        /* a plan to implement */
   KV_PB_HISTORY,     /* earlier attempts (and kernels of a pool) */
+  KV_PB_SKILL,       /* a skill card to apply (the ada search's skill step, --skills on) */
+  KV_PB_STATIC,      /* cuda: each kernel's instruction mix (cuobjdump -sass; kevo/sass.h) */
   KV_PB_COUNT
 };
 #define KV_PB_ALL ((1u << KV_PB_COUNT) - 1)
+/* A block with a raw form (static: cuobjdump's listing, capped) shows it
+ * instead of kevo's compact rendering when this bit is in the mask as well
+ * as the block's own: "static=raw". The bits ride in the mask, so a run's
+ * recorded prompt_mask says which form each prompt had. */
+#define KV_PB_RAW_SHIFT 16
+#define KV_PB_RAW(b) (1u << (KV_PB_RAW_SHIFT + (b)))
 
 /* Instructions: what the model is asked to produce. */
 enum kv_prompt_kind {
@@ -42,7 +50,9 @@ const char *kv_prompt_block_name(int b);
 const char *kv_prompt_kind_name(int k);
 
 /* "task,parent,compile" (exactly these), "all", "all,-history" or "-profile"
- * (everything but these). Unknown names are errors that list the known ones. */
+ * (everything but these); a block with forms also as NAME=off|summary|raw
+ * ("all,static=raw"; "static" alone is summary). Unknown names are errors
+ * that list the known ones. */
 int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t errlen);
 
 /* Caps on what a block carries. */
@@ -50,6 +60,7 @@ int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t e
 #define KV_PROMPT_LOG_MAX 4000   /* compiler output, bytes (first lines kept) */
 #define KV_PROMPT_CODE_MAX 64000 /* any one kernel or reference, bytes */
 #define KV_PROMPT_MISMATCH_MAX 3 /* failing checks shown */
+#define KV_PROMPT_SASS_MAX 12000 /* static=raw: the listing, bytes (first lines kept) */
 
 struct kv_prompt_attempt { /* one line of history, or a pool member when code is set */
   int step;
@@ -72,9 +83,10 @@ struct kv_prompt_ctx {
   const char *plan;
   const struct kv_prompt_attempt *history;
   int nhistory;
+  const char *skill; /* a skill card (Markdown) to apply, or NULL */
   /* Blocks (1u << KV_PB_*) rendered in their one-line summary form instead of
    * their template (kevo analyze's "summary" players): performance, profile,
-   * rules and history have one; 0 (the default): none. */
+   * rules, history and static have one; 0 (the default): none. */
   unsigned summary_mask;
 };
 

@@ -29,10 +29,11 @@ struct kv_store;
  * budget is what the cap leaves after this. */
 #define KV_REPORT_NODE_BYTES 900
 
-/* What a page is made of, one section each: a run, or a bench (kevo bench:
- * its score, fast_p curve and tasks). A kind of section is one entry in
- * lib/report/report.c's table of kinds. */
-enum kv_report_kind { KV_REPORT_RUN, KV_REPORT_BENCH };
+/* What a page is made of, one section each: a run, a bench (kevo bench:
+ * its score, fast_p curve and tasks) or an analysis (kevo analyze: Shapley
+ * values, interactions, the planning and transfer experiments). A kind of
+ * section is one entry in lib/report/report.c's table of kinds. */
+enum kv_report_kind { KV_REPORT_RUN, KV_REPORT_BENCH, KV_REPORT_ANALYSIS };
 struct kv_report_item {
   enum kv_report_kind kind;
   int64_t id; /* <= 0: the most recent */
@@ -48,7 +49,8 @@ struct kv_report_opts {
 
 struct kv_report_stats {
   int sections, nodes, points, tasks;
-  int elided; /* texts cut or left out (a cap or the budget) */
+  int bars, cells; /* an analysis's: bars with intervals, heat-map and 2x2 cells */
+  int elided;      /* texts cut or left out (a cap or the budget) */
   size_t bytes;
 };
 

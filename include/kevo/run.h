@@ -28,6 +28,8 @@ struct kv_run_llm_settings {
   int pool_max;           /* ada: kernels in a large step's pool */
   int rule_threshold;     /* rules seen this often enter prompts */
   int rules_llm;          /* 1: failures also go to a rule_extractor call */
+  double attr_share;      /* online attribution: share of steps randomised (0: off) */
+  double attr_price;      /* online attribution: reward per 1,000 prompt tokens */
 };
 void kv_run_llm_defaults(struct kv_run_llm_settings *s);
 
@@ -51,6 +53,7 @@ struct kv_run_progress {
   int64_t llm_calls;
   int in_flight;
   const char *stop_reason; /* NULL, or why the run ended early ("USD budget reached") */
+  const char *note;        /* NULL, or a decision this step caused (online attribution) */
 };
 typedef void (*kv_run_progress_fn)(void *ud, const struct kv_run_progress *p);
 
@@ -62,6 +65,22 @@ struct kv_run_hooks {
   /* Called once the new run is in the store, before its first step (a bench
    * records the run's id so that a kill never orphans or repeats it). */
   void (*created)(void *ud, int64_t run_id);
+  /* NULL: candidates are judged in this process; else by the executor's gate
+   * servers (include/kevo/exec.h), several at once where the strategy can
+   * (tune: as many as kv_exec_width). */
+  struct kv_exec *exec;
+  /* --skills on (ada, greedy): a small step that refines an accepted kernel
+   * becomes a `skill` step when skill_pick offers a card (Markdown, malloc'd
+   * into *card; its id into uid) of a skill that matches the parent kernel
+   * and was not applied on its path (path: the store's node ids from the
+   * parent up to the root); the card goes into the prompt's skill block, and
+   * skill_used records every such node's verdict and speedup in the card's
+   * verification log. NULL: off (today's behaviour). */
+  int (*skill_pick)(void *ud, const char *parent_code, const char *device, const int64_t *path,
+                    int npath, char **card, char uid[256]);
+  void (*skill_used)(void *ud, const char *uid, int64_t run_id, int64_t node_id, int64_t eval_id,
+                     const char *verdict, double speedup, double parent_speedup);
+  void *skill_ud;
 };
 
 /* Starts a run of `starter` (a kernel that may declare `// kevo:tune` lines;

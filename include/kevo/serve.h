@@ -18,9 +18,14 @@
 #include "kevo/gate.h"
 
 #define KV_GATE_PROTOCOL 1
+/* The exit status of a server that refuses to serve on this host for good
+ * (asked for the cuda surface where no GPU can be used): an executor drops
+ * the host at once instead of retrying it. */
+#define KV_EXEC_REFUSED 3
 
 enum kv_gate_msg {
-  KV_GATE_HELLO = 200, /* server -> client first: {"kevo", "protocol", "host", "pid"} */
+  KV_GATE_HELLO = 200, /* server -> client first: {"kevo", "protocol", "host", "pid",
+                          "cuda_visible_devices", "device"} */
   KV_GATE_EVAL,        /* client -> server: a job (below); blob: its files, then the candidate */
   KV_GATE_VERDICT,     /* server -> client: {"id", "result"} or {"id", "error"[, "need_task"]} */
   KV_GATE_QUIT,        /* client -> server: end */
@@ -74,6 +79,7 @@ struct kv_serve_opts {
   const struct kv_calib *calib; /* cpu ceilings, as for kv_gate_eval */
   double idle_s;                /* the server ends after this long without a job (default 3600) */
   double frame_s;               /* the longest a started frame may take to arrive (default 60) */
+  const char *device;           /* what the hello says of the device checked at start, or NULL */
 };
 /* Serves jobs read from in_fd, verdicts written to out_fd, until QUIT, the
  * end of the input, or idle_s without a job. Returns 0, or -1 with err when

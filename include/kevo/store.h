@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 7
+#define KV_STORE_SCHEMA_VERSION 8
 
 /* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
@@ -219,6 +219,9 @@ int kv_store_bench_find(struct kv_store *s, const char *suite_dir, const char *c
 /* id <= 0: the most recent bench. */
 int kv_store_bench_get(struct kv_store *s, int64_t id, struct kv_bench_row *out, char *err,
                        size_t errlen);
+/* The path the store was opened from (a bench's worker threads open their
+ * own connections to it: a connection is not shared between threads). */
+const char *kv_store_path(const struct kv_store *s);
 void kv_bench_row_release(struct kv_bench_row *r);
 int kv_store_bench_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
                               size_t errlen);
@@ -431,10 +434,20 @@ int kv_store_adaptation_update(struct kv_store *s, int64_t id, int64_t bench_id,
 /* The latest analysis of run_id with this experiment and config, finished
  * or not (unless fresh), else a new one (*created 1). */
 int kv_store_analysis_open(struct kv_store *s, int64_t run_id, const char *experiment,
-                           const char *config_json, int fresh, int64_t *id, int *created,
-                           char *err, size_t errlen);
+                           const char *config_json, int fresh, int64_t *id, int *created, char *err,
+                           size_t errlen);
 int kv_store_analysis_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
                                  size_t errlen);
+/* An analysis as recorded (no LLM needed to read it back). */
+struct kv_analysis_row {
+  int64_t id, run_id;
+  char *experiment, *config_json, *status; /* status: "running" or "done" */
+  int64_t created_unix, updated_unix;
+};
+/* Reads analysis id (<= 0: the most recent); free with kv_analysis_row_release. */
+int kv_store_analysis_get(struct kv_store *s, int64_t id, struct kv_analysis_row *out, char *err,
+                          size_t errlen);
+void kv_analysis_row_release(struct kv_analysis_row *r);
 struct kv_analysis_sample {
   int64_t analysis_id, node_id;
   int cond, sample;
@@ -447,8 +460,8 @@ struct kv_analysis_sample {
   int gate_cached;
 };
 /* Inserts one sample (an existing one is kept: idempotent). */
-int kv_store_analysis_sample_put(struct kv_store *s, const struct kv_analysis_sample *r,
-                                 char *err, size_t errlen);
+int kv_store_analysis_sample_put(struct kv_store *s, const struct kv_analysis_sample *r, char *err,
+                                 size_t errlen);
 /* Every sample of an analysis in (node, cond, sample) order; strings
  * borrowed for the call; cb returns non-zero to stop. Returns the number
  * visited or -1. */
@@ -464,11 +477,81 @@ int kv_store_analysis_same_prompt(struct kv_store *s, int64_t analysis_id, int64
                                   struct kv_analysis_sample *out, char verdict[32],
                                   char source_hash[65], char *err, size_t errlen);
 /* Gate results by source: 1 found (verdict copied, *speedup), 0 none, -1 error. */
-int kv_store_analysis_gate_get(struct kv_store *s, int64_t task_id, const char *surface,
-                               int timed, const char *source_hash, char *verdict, size_t vcap,
-                               double *speedup, char *err, size_t errlen);
-int kv_store_analysis_gate_put(struct kv_store *s, int64_t task_id, const char *surface,
-                               int timed, const char *source_hash, const char *verdict,
-                               double speedup, int64_t eval_id, char *err, size_t errlen);
+int kv_store_analysis_gate_get(struct kv_store *s, int64_t task_id, const char *surface, int timed,
+                               const char *source_hash, char *verdict, size_t vcap, double *speedup,
+                               char *err, size_t errlen);
+/* Online attribution (kevo run --online-attribution): appends " | note" to
+ * a node's params, the decision its outcome caused with the estimate behind
+ * it (shown wherever params are: kevo runs show, kevo report). */
+int kv_store_node_note(struct kv_store *s, int64_t node_id, const char *note, char *err,
+                       size_t errlen);
+int kv_store_analysis_gate_put(struct kv_store *s, int64_t task_id, const char *surface, int timed,
+                               const char *source_hash, const char *verdict, double speedup,
+                               int64_t eval_id, char *err, size_t errlen);
+
+/* ---- KLineage (lib/store/skills.c, schema v8) ---- */
+/* A lineage (an expert kernel walked backward) with its steps and the skill
+ * cards it produced, written in one transaction: all of it or nothing. */
+struct kv_lineage_step_rec {
+  int ord;
+  const char *mechanism, *verdict, *detail, *parent_hash, *child_hash, *child_source, *forward_diff,
+      *result_json, *paired_json, *skill_uid;
+  double median_us, speedup; /* < 0: not timed */
+  int accepted, admitted;
+};
+struct kv_lineage_rec {
+  const char *key, *mode, *surface, *arch, *device, *expert_path, *expert_hash, *expert_source,
+      *expert_json;
+  int64_t task_id;
+  double expert_us;
+  int nsteps;
+  const struct kv_lineage_step_rec *steps;
+};
+/* A card: uid names it in every store; card_json is the whole card. */
+struct kv_skill_rec {
+  const char *uid, *name, *intent, *surface, *arch, *status, *card_json, *search_text;
+  double speedup;
+  const char *log_json; /* a new card's verification log: one JSON entry per line, or NULL */
+};
+int kv_store_lineage_put(struct kv_store *s, const struct kv_lineage_rec *L,
+                         const struct kv_skill_rec *skills, int nskills, int64_t *id, char *err,
+                         size_t errlen);
+/* Cards in one transaction: a new uid is added (*added), a known one has
+ * its card replaced (*updated) unless the card is the same; its log stays. */
+int kv_store_skills_put(struct kv_store *s, const struct kv_skill_rec *skills, int n, int *added,
+                        int *updated, char *err, size_t errlen);
+struct kv_skill_row {
+  int64_t id, created_unix, updated_unix;
+  const char *uid, *name, *status, *card_json, *retired; /* retired: why, or NULL */
+  double speedup;
+  int uses, failures; /* verification-log entries after admission; failed ones */
+};
+/* Every card in id order (retired ones only with with_retired); strings
+ * borrowed for the call; cb returns non-zero to stop. Returns the count or -1. */
+int kv_store_skills_each(struct kv_store *s, int with_retired,
+                         int (*cb)(void *ud, const struct kv_skill_row *r), void *ud, char *err,
+                         size_t errlen);
+/* Retires (reason non-NULL) or restores a card by uid or id: 0, 1 when there
+ * is no such card, -1 error. */
+int kv_store_skill_retire(struct kv_store *s, const char *uid_or_id, const char *reason, char *err,
+                          size_t errlen);
+/* Appends one entry to a card's verification log (verdict: the gate's). */
+int kv_store_skill_log_add(struct kv_store *s, const char *uid, const char *entry_json,
+                           const char *verdict, char *err, size_t errlen);
+int kv_store_skill_log(struct kv_store *s, const char *uid,
+                       int (*cb)(void *ud, const char *entry_json, int64_t created), void *ud,
+                       char *err, size_t errlen);
+/* FTS5 relevance of every card to the words of `text` (bm25, higher is
+ * better): cb per card that matches. *fts 1 when SQLite has FTS5, else 0
+ * (and no ranks). Returns the count or -1. */
+int kv_store_skills_rank(struct kv_store *s, const char *text,
+                         int (*cb)(void *ud, const char *uid, double rank), void *ud, int *fts,
+                         char *err, size_t errlen);
+/* A lineage's facts and steps (id <= 0: the latest); strings borrowed. */
+int kv_store_lineage_steps(struct kv_store *s, int64_t id,
+                           int (*cb)(void *ud, const char *task, const char *surface,
+                                     const char *device, int64_t lineage_id,
+                                     const struct kv_lineage_step_rec *st),
+                           void *ud, char *err, size_t errlen);
 
 #endif

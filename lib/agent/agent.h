@@ -54,6 +54,20 @@ int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
                  const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
                  struct kv_step_out *out, char *err, size_t errlen);
 
+/* The same through an executor (x may be NULL: kv__run_step). Returns 1
+ * when no gate server could judge it: the node is recorded as "unjudged",
+ * without an evaluation, and r is not filled. */
+struct kv_exec;
+int kv__run_step_on(struct kv_exec *x, struct kv_store *st, const struct kv_task *t,
+                    int64_t task_id, const struct kv_node_record *n, const char *src, size_t len,
+                    const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
+                    struct kv_step_out *out, char *err, size_t errlen);
+
+/* Sends src to the executor now (several replies that arrived together are
+ * judged at once); kv__run_step_on takes its result later. 0 or -1. */
+int kv__run_prefetch(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
+                     const struct kv_gate_opts *g, char *err, size_t errlen);
+
 /* The LLM strategies (search.c). `nodes` are what the store holds (resume)
  * or NULL; `cfg` the run's configuration. */
 int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,

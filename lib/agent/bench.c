@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <jansson.h>
 
 #include "agent.h"
+#include "kevo/llm.h"
 #include "kevo/util.h"
 
 const double kv_bench_p[KV_BENCH_NP] = {0, 1, 1.5, 2};
@@ -220,6 +222,8 @@ struct bench_ctx {
   struct kv_store *s;
   const struct kv_bench_hooks *h;
   struct kv_bench_task_row *row;
+  int index, n;
+  pthread_mutex_t *mu; /* jobs > 1: held around every hook */
   char *err;
   size_t errlen;
   int record_failed;
@@ -240,8 +244,18 @@ static void on_progress(void *ud, const struct kv_run_progress *p) {
   struct bench_ctx *c = ud;
   if (p->stop_reason && !c->why[0])
     snprintf(c->why, sizeof c->why, "%s", p->stop_reason);
-  if (c->h && c->h->run.progress)
+  if (!c->h || (!c->h->task_progress && !c->h->run.progress))
+    return;
+  if (c->mu)
+    pthread_mutex_lock(c->mu);
+  if (c->h->task_progress) {
+    struct kv_bench_event e = {
+        .index = c->index, .n = c->n, .task = c->row, .continued = c->row->run_id > 0};
+    c->h->task_progress(c->h->ud, &e, p);
+  } else
     c->h->run.progress(c->h->run.ud, p);
+  if (c->mu)
+    pthread_mutex_unlock(c->mu);
 }
 
 static int set_state(struct kv_bench_task_row *row, const char *status, const char *detail) {
@@ -415,6 +429,148 @@ static int run_task(struct bench_ctx *c, const struct kv_bench_opts *o, int *con
   return kv_store_bench_task_update(c->s, row, c->err, c->errlen);
 }
 
+/* ---- several tasks at once ---------------------------------------------------- */
+
+/* The tasks left, shared by the workers under mu: each takes the next one
+ * not yet taken, so no task runs twice; a killed bench leaves each task as
+ * the store has it ("running" with its run), which the next session
+ * continues. */
+struct pool {
+  pthread_mutex_t mu;
+  const char *db;
+  const struct kv_bench_opts *o;
+  const struct kv_bench_hooks *h;
+  struct kv_bench_task_row *rows;
+  int n, next, jobs;
+  const struct kv_llm_model *model; /* NULL: no LLM */
+  struct kv_llm_budget share;
+  int failed, stopped;
+  char why[512], err[4096];
+};
+
+static int stop_asked(const struct kv_bench_hooks *h) {
+  return h && h->run.stop && *h->run.stop;
+}
+
+static void *worker_main(void *arg) {
+  struct pool *p = arg;
+  char err[4096] = "";
+  struct kv_store *ws = NULL;
+  struct kv_llm *wl = NULL;
+  int rc = kv_store_open(p->db, &ws, err, sizeof err);
+  if (rc == 0 && p->model) {
+    struct kv_llm_opts lo = {.model = p->model, .store = ws, .budget = p->share};
+    rc = kv_llm_new(&lo, &wl, err, sizeof err) == KV_LLM_OK ? 0 : -1;
+  }
+  struct kv_bench_hooks hk = p->h ? *p->h : (struct kv_bench_hooks){0};
+  hk.run.llm = wl;
+  pthread_mutex_lock(&p->mu);
+  if (rc < 0 && !p->failed) {
+    p->failed = 1;
+    snprintf(p->err, sizeof p->err, "a bench worker: %s", err);
+  }
+  while (rc == 0 && !p->failed && !p->stopped && !stop_asked(p->h)) {
+    while (p->next < p->n && strcmp(p->rows[p->next].status, "pending") &&
+           strcmp(p->rows[p->next].status, "running"))
+      p->next++;
+    if (p->next >= p->n)
+      break;
+    int i = p->next++;
+    struct kv_bench_event e = {
+        .index = i, .n = p->n, .task = &p->rows[i], .continued = p->rows[i].run_id > 0};
+    if (hk.task_start)
+      hk.task_start(hk.ud, &e);
+    pthread_mutex_unlock(&p->mu);
+    struct bench_ctx c = {.s = ws,
+                          .h = &hk,
+                          .row = &p->rows[i],
+                          .index = i,
+                          .n = p->n,
+                          .mu = &p->mu,
+                          .err = err,
+                          .errlen = sizeof err};
+    double t0 = kv_now_s();
+    int trc = run_task(&c, p->o, &e.continued);
+    e.seconds = kv_now_s() - t0;
+    pthread_mutex_lock(&p->mu);
+    if (trc < 0) {
+      if (!p->failed)
+        snprintf(p->err, sizeof p->err, "%s", err);
+      p->failed = 1;
+      break;
+    }
+    if (hk.task_end)
+      hk.task_end(hk.ud, &e);
+    if ((stop_asked(p->h) || c.why[0]) && !p->stopped) {
+      p->stopped = 1; /* the others finish the task they have, then stop */
+      snprintf(p->why, sizeof p->why, "%s", c.why[0] ? c.why : "stopped");
+    }
+  }
+  pthread_mutex_unlock(&p->mu);
+  kv_llm_free(wl);
+  if (ws)
+    kv_store_close(ws);
+  return NULL;
+}
+
+/* What is left of a cap, shared among n clients (0: no cap). */
+static double share_of(double cap, double spent, int n) {
+  if (cap <= 0)
+    return 0;
+  double left = cap - spent;
+  return left > 0 ? left / n : 1e-9; /* spent: each client refuses its first request */
+}
+
+static int run_pool(struct kv_store *s, const struct kv_bench_opts *o,
+                    const struct kv_bench_hooks *h, struct kv_bench_task_row *rows, int n,
+                    int *stopped, char *why, size_t whylen, char *err, size_t errlen) {
+  if (h && h->run.exec)
+    return kv_error(err, errlen,
+                    "a bench with several jobs runs its tasks in this process; with an "
+                    "executor, give it the parallelism instead (--jobs 1)");
+  struct pool p;
+  memset(&p, 0, sizeof p);
+  p.db = kv_store_path(s);
+  p.o = o;
+  p.h = h;
+  p.rows = rows;
+  p.n = n;
+  p.jobs = o->jobs > 64 ? 64 : o->jobs;
+  struct kv_llm *llm = h ? h->run.llm : NULL;
+  if (kv_run_strategy_needs_llm(o->run.strategy) == 1) {
+    if (!llm)
+      return kv_error(err, errlen, "bench: an LLM strategy needs a model (run.llm)");
+    struct kv_llm_budget b;
+    struct kv_llm_spend sp;
+    kv_llm_budget_of(llm, &b);
+    kv_llm_spent(llm, &sp);
+    p.model = kv_llm_model_of(llm);
+    p.share.max_usd = share_of(b.max_usd, sp.usd, p.jobs);
+    double t = share_of((double)b.max_tokens, (double)(sp.input_tokens + sp.output_tokens), p.jobs);
+    double k = share_of((double)b.max_calls, (double)sp.calls, p.jobs);
+    p.share.max_tokens = b.max_tokens > 0 ? (t >= 1 ? (int64_t)t : 1) : 0;
+    p.share.max_calls = b.max_calls > 0 ? (k >= 1 ? (int64_t)k : 1) : 0;
+  }
+  if (pthread_mutex_init(&p.mu, NULL) != 0)
+    return kv_error(err, errlen, "bench: cannot make a lock");
+  pthread_t th[64];
+  int started = 0;
+  for (; started < p.jobs; started++)
+    if (pthread_create(&th[started], NULL, worker_main, &p) != 0)
+      break;
+  for (int i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&p.mu);
+  if (!started)
+    return kv_error(err, errlen, "bench: cannot start a worker thread: %s", strerror(errno));
+  if (p.failed)
+    return kv_error(err, errlen, "%s", p.err);
+  *stopped = p.stopped || stop_asked(h);
+  if (*stopped && why)
+    snprintf(why, whylen, "%s", p.why[0] ? p.why : "stopped");
+  return 0;
+}
+
 int kv_bench_run(struct kv_store *s, const struct kv_bench_opts *o, const struct kv_bench_hooks *h,
                  int64_t *bench_id, int *resumed, char *stopped_why, size_t whylen, char *err,
                  size_t errlen) {
@@ -433,11 +589,20 @@ int kv_bench_run(struct kv_store *s, const struct kv_bench_opts *o, const struct
     return -1;
   struct bench_ctx c = {.s = s, .h = h, .err = err, .errlen = errlen};
   int stopped = 0;
+  if (o->jobs > 1) {
+    rc = run_pool(s, o, h, rows, n, &stopped, stopped_why, whylen, err, errlen);
+    if (rc == 0 && !stopped)
+      rc = kv_store_bench_set_status(s, *bench_id, "done", err, errlen);
+    kv_bench_task_rows_free(rows, n);
+    return rc;
+  }
   for (int i = 0; i < n && rc == 0 && !stopped; i++) {
     const char *st = rows[i].status;
     if (strcmp(st, "pending") && strcmp(st, "running"))
       continue;
     c.row = &rows[i];
+    c.index = i;
+    c.n = n;
     struct kv_bench_event e = {
         .index = i, .n = n, .task = &rows[i], .continued = rows[i].run_id > 0};
     if (h && h->task_start)

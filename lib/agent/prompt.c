@@ -11,9 +11,9 @@
 #define NTMPL (KV_PB_COUNT + KV_PK_COUNT + 1)
 #define TMPL_MAX (64u << 10)
 
-static const char *const block_names[KV_PB_COUNT] = {"task",        "parent",      "compile",
-                                                     "correctness", "performance", "profile",
-                                                     "rules",       "plan",        "history"};
+static const char *const block_names[KV_PB_COUNT] = {
+    "task",  "parent", "compile", "correctness", "performance", "profile",
+    "rules", "plan",   "history", "skill",       "static"};
 static const char *const kind_names[KV_PK_COUNT] = {"write", "refine", "debug", "planner",
                                                     "rule_extractor"};
 
@@ -40,6 +40,10 @@ static const struct tmpl_def defaults[NTMPL] = {
     {"rules", "## Rules learnt from earlier failures (obey every one)\n{{rules}}"},
     {"plan", "## Plan to implement\n{{plan}}\n"},
     {"history", "## Earlier attempts\n{{history}}"},
+    {"skill", "## A skill to apply\nApply this optimization skill, measured and verified on an "
+              "expert kernel, to the current kernel where its preconditions hold:\n\n{{skill}}\n"},
+    {"form sass", "## Static analysis of the compiled kernel ({{form}}, from cuobjdump -sass)\n"
+                  "{{sass}}"},
     {"lang entry",
      "Write a new kernel for this task that is correct and as fast as you can make it. Answer "
      "with a short `## Plan` section, then the complete source in one ```{{lang}} block that "
@@ -106,7 +110,22 @@ int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t e
     if (first && neg)
       m = KV_PB_ALL;
     first = 0;
-    if (wn == 3 && !strncmp(w, "all", 3)) {
+    const char *eq = memchr(w, '=', wn);
+    if (eq && !neg) { /* NAME=off|summary|raw */
+      int b = block_index(w, (size_t)(eq - w));
+      const char *f = eq + 1;
+      size_t fn = wn - (size_t)(f - w);
+      int off = fn == 3 && !strncmp(f, "off", 3), sum = fn == 7 && !strncmp(f, "summary", 7),
+          raw = fn == 3 && !strncmp(f, "raw", 3);
+      if (b != KV_PB_STATIC || !(off || sum || raw))
+        return kv_error(err, errlen,
+                        "prompt blocks: '%.*s': only static takes a form, as static=off, "
+                        "static=summary or static=raw",
+                        (int)(wn > 64 ? 64 : wn), w);
+      m &= ~((1u << b) | KV_PB_RAW(b));
+      if (!off)
+        m |= (1u << b) | (raw ? KV_PB_RAW(b) : 0);
+    } else if (wn == 3 && !strncmp(w, "all", 3)) {
       m = neg ? 0 : KV_PB_ALL;
     } else {
       int b = block_index(w, wn);
@@ -119,7 +138,7 @@ int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t e
                         (int)(wn > 64 ? 64 : wn), w, known);
       }
       if (neg)
-        m &= ~(1u << b);
+        m &= ~((1u << b) | KV_PB_RAW(b));
       else
         m |= 1u << b;
     }
@@ -285,12 +304,19 @@ static int block_has_data(int b, const struct kv_prompt_ctx *c) {
     return c->plan && *c->plan;
   case KV_PB_HISTORY:
     return c->nhistory > 0;
+  case KV_PB_SKILL:
+    return c->skill && *c->skill;
+  case KV_PB_STATIC:
+    for (int i = 0; r && i < r->nkernels; i++)
+      if (r->kernels[i].has_sass)
+        return 1;
+    return 0;
   }
   return 0;
 }
 
 static void render_block(const struct kv_prompts *p, int b, const struct kv_prompt_ctx *c,
-                         struct kv_buf *out) {
+                         unsigned mask, struct kv_buf *out) {
   struct vars v = {0};
   const struct kv_gate_result *r = c->parent;
   int cuda = c->surface && !strcmp(c->surface, "cuda");
@@ -381,6 +407,30 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
     tmp = capped(c->plan, 16000);
     var(&v, "plan", tmp);
     break;
+  case KV_PB_SKILL:
+    tmp = capped(c->skill, 32000);
+    var(&v, "skill", tmp);
+    break;
+  case KV_PB_STATIC:
+    if ((mask & KV_PB_RAW(b)) && r->sass && *r->sass) {
+      tmp2 = capped(r->sass, KV_PROMPT_SASS_MAX);
+      kv_buf_appendf(&lb, "```\n%s```\n", tmp2);
+      var(&v, "form", "listing, hex encodings left out");
+    } else {
+      for (int i = 0; i < r->nkernels; i++) {
+        char line[512];
+        if (!r->kernels[i].has_sass)
+          continue;
+        kv_sass_mix_line(&r->kernels[i].sass, line, sizeof line);
+        kv_buf_appendf(&lb, "- %s: %s\n", r->kernels[i].name, line);
+      }
+      kv_buf_appendf(&lb, "(Instruction counts per kernel. global/shared ld and st by access "
+                          "width: 128b means vectorized; local = spills and stack arrays; "
+                          "tensor = HMMA/IMMA/warpgroup MMA; bar = barriers.)\n");
+      var(&v, "form", "instruction mix");
+    }
+    var(&v, "sass", lb.data);
+    break;
   case KV_PB_HISTORY:
     for (int i = 0; i < c->nhistory; i++) {
       const struct kv_prompt_attempt *a = &c->history[i];
@@ -435,6 +485,24 @@ static int render_summary(int b, const struct kv_prompt_ctx *c, struct kv_buf *o
                    "%.300s\n\n",
                    c->nrules, c->rules[0]);
     return 1;
+  case KV_PB_STATIC: {
+    int n = 0, wide = 0, tensor = 0, local = 0;
+    for (int i = 0; i < r->nkernels; i++) {
+      const struct kv_sass_mix *m = &r->kernels[i].sass;
+      if (!r->kernels[i].has_sass)
+        continue;
+      n++;
+      wide |= m->ldg[KV_SASS_W128] || m->stg[KV_SASS_W128] || m->lds[KV_SASS_W128] ||
+              m->sts[KV_SASS_W128];
+      tensor |= m->hmma || m->imma || m->gmma;
+      local |= m->ldl || m->stl;
+    }
+    kv_buf_appendf(out,
+                   "## Static analysis (summary)\n%d kernels; 128-bit loads or stores: %s; "
+                   "tensor-core instructions: %s; local memory: %s.\n\n",
+                   n, wide ? "yes" : "no", tensor ? "yes" : "no", local ? "yes" : "no");
+    return 1;
+  }
   case KV_PB_HISTORY: {
     int ok = 0;
     double best = 0;
@@ -466,7 +534,7 @@ char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsi
   for (int i = 0; i < KV_PB_COUNT; i++)
     if ((mask & (1u << i)) && block_has_data(i, c) &&
         !((c->summary_mask & (1u << i)) && render_summary(i, c, &b)))
-      render_block(p, i, c, &b);
+      render_block(p, i, c, mask, &b);
   struct vars v = {0};
   int cuda = c->surface && !strcmp(c->surface, "cuda");
   var(&v, "lang", cuda ? "cuda" : "c");

@@ -1,6 +1,7 @@
 /* The run loop and the strategies that need no LLM. */
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "kevo/exec.h"
 #include "kevo/reply.h"
 #include "kevo/run.h"
 #include "kevo/prompt.h"
@@ -207,12 +209,118 @@ static int load_tunables(struct search *s, char *err, size_t errlen) {
   return 0;
 }
 
-/* Evaluates one source; records the source, the evaluation and the node
- * (n's source_hash, eval_id, verdict and speedup are filled in here). */
-int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
-                 const struct kv_node_record *node, const char *src, size_t len,
-                 const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
-                 struct kv_step_out *out, char *err, size_t errlen) {
+/* Records an evaluated source: the source, the evaluation (js: its result's
+ * JSON) and the node (n's source_hash, eval_id, verdict and speedup are
+ * filled in here). */
+static int record_step(struct kv_store *st, int64_t task_id, const struct kv_node_record *node,
+                       const char *src, size_t len, const struct kv_gate_result *r, const char *js,
+                       int want_reward, struct kv_step_out *out, char *err, size_t errlen) {
+  struct kv_eval_record e = {0};
+  e.task_id = task_id;
+  e.source_hash = r->source_hash;
+  e.surface = r->surface;
+  e.device = r->device;
+  e.verdict = kv_verdict_name(r->verdict);
+  e.detail = r->detail;
+  e.median_us = r->timed ? r->timing.cand.median_us : -1;
+  e.speedup = r->timed ? r->timing.speedup : -1;
+  e.result_json = js;
+  int64_t eval_id = 0, node_id = 0;
+  int rc = kv_store_put_source(st, r->source_hash, src, len, err, errlen);
+  if (rc == 0)
+    rc = kv_store_add_eval(st, &e, &eval_id, err, errlen);
+  if (rc == 0) {
+    struct kv_node_record n = *node;
+    n.source_hash = r->source_hash;
+    n.eval_id = eval_id;
+    n.verdict = e.verdict;
+    n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
+    n.reward = want_reward ? kv_ada_reward((int)r->verdict, n.speedup) : -1;
+    rc = kv_store_node_add(st, &n, &node_id, err, errlen);
+  }
+  if (out) {
+    out->node_id = node_id;
+    out->eval_id = eval_id;
+  }
+  return rc;
+}
+
+/* A candidate no gate server could judge (an executor gave up on it): its
+ * node says so, with no evaluation. 1, or -1 with err. */
+static int record_unjudged(struct kv_store *st, const struct kv_node_record *node, const char *src,
+                           size_t len, int want_reward, struct kv_step_out *out, char *err,
+                           size_t errlen) {
+  char hash[65];
+  kv_sha256_hex(src, len, hash);
+  struct kv_node_record n = *node;
+  n.source_hash = hash;
+  n.eval_id = 0;
+  n.verdict = "unjudged";
+  n.speedup = -1;
+  n.reward = want_reward ? 0 : -1;
+  int64_t node_id = 0;
+  if (kv_store_put_source(st, hash, src, len, err, errlen) < 0 ||
+      kv_store_node_add(st, &n, &node_id, err, errlen) < 0)
+    return -1;
+  if (out) {
+    out->node_id = node_id;
+    out->eval_id = 0;
+  }
+  return 1;
+}
+
+/* What an executor returned for one candidate, into r (and its JSON). */
+static int take_done(struct kv_exec_done *d, struct kv_gate_result *r, char *err, size_t errlen) {
+  if (!d->ok)
+    return 1;
+  return kv_exec_result_parse(d->result_json, r, err, errlen) < 0 ? -1 : 0;
+}
+
+/* A job's key in an executor: the source's hash (never NULL, never a small
+ * number like run_batch's). */
+static void *source_key(const char *src, size_t len) {
+  char h[65];
+  kv_sha256_hex(src, len, h);
+  uintptr_t k = 0;
+  for (int i = 0; i < (int)sizeof k * 2; i++)
+    k = k << 4 | (uintptr_t)(h[i] <= '9' ? h[i] - '0' : h[i] - 'a' + 10);
+  return (void *)(k | (uintptr_t)1 << (sizeof k * 8 - 1));
+}
+
+int kv__run_prefetch(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
+                     const struct kv_gate_opts *g, char *err, size_t errlen) {
+  void *key = source_key(src, len);
+  if (kv_exec_has(x, key))
+    return 0;
+  return kv_exec_submit(x, t, src, len, g, key, err, errlen);
+}
+
+int kv__run_step_on(struct kv_exec *x, struct kv_store *st, const struct kv_task *t,
+                    int64_t task_id, const struct kv_node_record *node, const char *src, size_t len,
+                    const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
+                    struct kv_step_out *out, char *err, size_t errlen) {
+  if (x) {
+    struct kv_exec_done d;
+    /* judged already, or on the way, when it was prefetched */
+    void *key = source_key(src, len);
+    if (!kv_exec_has(x, key) && kv_exec_submit(x, t, src, len, g, key, err, errlen) < 0)
+      return -1;
+    int got;
+    while ((got = kv_exec_take(x, key, 5, &d, err, errlen)) == 0)
+      ;
+    if (got < 0)
+      return -1;
+    int rc = take_done(&d, r, err, errlen);
+    if (rc == 0)
+      rc =
+          record_step(st, task_id, node, src, len, r, d.result_json, want_reward, out, err, errlen);
+    else if (rc == 1)
+      rc = record_unjudged(st, node, src, len, want_reward, out, err, errlen);
+    kv_exec_done_release(&d);
+    if (rc == 1 && !kv_exec_alive(x, err, errlen))
+      return -1; /* recorded as unjudged; nothing more can be judged */
+    return rc;
+  }
   char cache[PATH_MAX - 64], dir[PATH_MAX - 32], path[PATH_MAX];
   if (kv_cache_dir(cache, sizeof cache) < 0)
     return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
@@ -227,35 +335,137 @@ int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
   if (rc < 0)
     return -1;
   char *js = kv_gate_result_json(r);
-  struct kv_eval_record e = {0};
-  e.task_id = task_id;
-  e.source_hash = r->source_hash;
-  e.surface = r->surface;
-  e.device = r->device;
-  e.verdict = kv_verdict_name(r->verdict);
-  e.detail = r->detail;
-  e.median_us = r->timed ? r->timing.cand.median_us : -1;
-  e.speedup = r->timed ? r->timing.speedup : -1;
-  e.result_json = js;
-  int64_t eval_id = 0, node_id = 0;
-  rc = kv_store_put_source(st, r->source_hash, src, len, err, errlen);
-  if (rc == 0)
-    rc = kv_store_add_eval(st, &e, &eval_id, err, errlen);
-  if (rc == 0) {
-    struct kv_node_record n = *node;
-    n.source_hash = r->source_hash;
-    n.eval_id = eval_id;
-    n.verdict = e.verdict;
-    n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
-    n.reward = want_reward ? kv_ada_reward((int)r->verdict, n.speedup) : -1;
-    rc = kv_store_node_add(st, &n, &node_id, err, errlen);
-  }
+  rc = record_step(st, task_id, node, src, len, r, js, want_reward, out, err, errlen);
   free(js);
-  if (out) {
-    out->node_id = node_id;
-    out->eval_id = eval_id;
-  }
   return rc;
+}
+
+/* Evaluates one source; records the source, the evaluation and the node. */
+int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
+                 const struct kv_node_record *node, const char *src, size_t len,
+                 const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
+                 struct kv_step_out *out, char *err, size_t errlen) {
+  return kv__run_step_on(NULL, st, t, task_id, node, src, len, g, r, want_reward, out, err, errlen);
+}
+
+/* Evaluates n sources at once through an executor, then records them in
+ * step order (rc[i]: 0 judged into rs[i], 1 unjudged). A run killed
+ * meanwhile records none of them: a resumed run proposes them again. */
+static int run_batch(struct kv_exec *x, struct kv_store *st, const struct kv_task *t,
+                     int64_t task_id, const struct kv_node_record *nodes, char **srcs,
+                     const size_t *lens, int n, const struct kv_gate_opts *g,
+                     struct kv_gate_result *rs, int *rcs, char *err, size_t errlen) {
+  struct kv_exec_done *d = calloc((size_t)n, sizeof *d);
+  if (!d)
+    return kv_error(err, errlen, "out of memory");
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++)
+    rc = kv_exec_submit(x, t, srcs[i], lens[i], g, (void *)(intptr_t)i, err, errlen);
+  while (rc == 0 && kv_exec_pending(x) > 0) {
+    struct kv_exec_done one;
+    int k = kv_exec_next(x, 5, &one, err, errlen);
+    if (k < 0)
+      rc = -1;
+    else if (k == 1) {
+      intptr_t i = (intptr_t)one.ud;
+      if (i >= 0 && i < n && !d[i].ud && !d[i].result_json && !d[i].error[0]) {
+        d[i] = one;
+        d[i].ud = (void *)1; /* taken: a job is recorded once */
+      } else
+        kv_exec_done_release(&one);
+    }
+  }
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (!d[i].ud) {
+      rc = kv_error(err, errlen, "the executor lost candidate %d of %d", i + 1, n);
+      break;
+    }
+    memset(&rs[i], 0, sizeof rs[i]);
+    rcs[i] = take_done(&d[i], &rs[i], err, errlen);
+    if (rcs[i] == 0)
+      rc = record_step(st, task_id, &nodes[i], srcs[i], lens[i], &rs[i], d[i].result_json, 0, NULL,
+                       err, errlen);
+    else if (rcs[i] == 1)
+      rc = record_unjudged(st, &nodes[i], srcs[i], lens[i], 0, NULL, err, errlen) < 0 ? -1 : 0;
+    else
+      rc = -1;
+  }
+  for (int i = 0; i < n; i++)
+    kv_exec_done_release(&d[i]);
+  free(d);
+  if (rc == 0 && !kv_exec_alive(x, err, errlen))
+    rc = -1; /* every candidate is recorded; nothing more can be judged */
+  return rc;
+}
+
+/* tune through an executor: up to its width of proposals judged at once,
+ * recorded in step order. 1 when some were judged, 0 when nothing is left
+ * to try, -1 with err. */
+static int drive_batch(struct kv_store *st, struct search *s, const struct strategy *strat,
+                       int64_t task_id, int64_t run_id, const struct kv_gate_opts *g,
+                       const struct kv_run_hooks *h, struct kv_run_progress *pr, int limit,
+                       char *err, size_t errlen) {
+  enum { BATCH_MAX = 64 };
+  int width = kv_exec_width(h->exec), n = 0, base = s->npts;
+  if (width > BATCH_MAX)
+    width = BATCH_MAX;
+  struct proposal ps[BATCH_MAX];
+  while (n < width && s->npts < limit) {
+    memset(&ps[n], 0, sizeof ps[n]);
+    if (s->ntun == 0)
+      ps[n].action = "starter";
+    else if (strat->propose(s, &ps[n]) != 0)
+      break;
+    /* in flight: counted as visited so the next proposal differs */
+    memcpy(s->pts[s->npts].idx, ps[n].idx, sizeof ps[n].idx);
+    s->pts[s->npts++].speedup = 0;
+    n++;
+  }
+  if (n == 0)
+    return 0;
+  char *srcs[BATCH_MAX] = {0};
+  size_t lens[BATCH_MAX];
+  char params[BATCH_MAX][512];
+  struct kv_node_record nodes[BATCH_MAX];
+  int rcs[BATCH_MAX];
+  struct kv_gate_result *rs = calloc((size_t)n, sizeof *rs);
+  int rc = rs ? 0 : kv_error(err, errlen, "out of memory");
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (!(srcs[i] = variant_source(s, ps[i].idx, &lens[i])))
+      rc = kv_error(err, errlen, "out of memory");
+    format_params(s, ps[i].idx, params[i], sizeof params[i]);
+    memset(&nodes[i], 0, sizeof nodes[i]);
+    nodes[i].run_id = run_id;
+    nodes[i].step = base + i;
+    nodes[i].action = ps[i].action;
+    nodes[i].params = params[i];
+  }
+  if (rc == 0)
+    rc = run_batch(h->exec, st, s->task, task_id, nodes, srcs, lens, n, g, rs, rcs, err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) {
+    struct point *pt = &s->pts[base + i];
+    const struct kv_gate_result *r = &rs[i];
+    pt->speedup = rcs[i] == 0 && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
+    pr->step = base + i + 1;
+    if (rcs[i] == 0)
+      pr->counts[r->verdict]++;
+    if (pt->speedup > pr->best_speedup)
+      pr->best_speedup = pt->speedup;
+    pr->last_verdict = rcs[i] == 0 ? kv_verdict_name(r->verdict) : "unjudged";
+    snprintf(s->last_params, sizeof s->last_params, "%s", params[i]);
+    pr->last_params = s->last_params;
+    if (h->progress)
+      h->progress(h->ud, pr);
+  }
+  for (int i = 0; i < n; i++) {
+    free(srcs[i]);
+    if (rs)
+      kv_gate_result_release(&rs[i]);
+  }
+  free(rs);
+  if (rc < 0)
+    s->npts = base;
+  return rc < 0 ? -1 : 1;
 }
 
 static int drive(struct kv_store *st, struct search *s, const struct strategy *strat,
@@ -272,6 +482,14 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
     if (h && h->stop && *h->stop) {
       stopped = 1;
       break;
+    }
+    if (h && h->exec && kv_exec_width(h->exec) > 1 && limit > 1) {
+      int k = drive_batch(st, s, strat, task_id, run_id, g, h, pr, limit, err, errlen);
+      if (k < 0)
+        rc = -1;
+      if (k <= 0)
+        break;
+      continue;
     }
     struct proposal p;
     memset(&p, 0, sizeof p);
@@ -293,20 +511,24 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
     nr.step = s->npts;
     nr.action = p.action;
     nr.params = params;
-    rc = kv__run_step(st, s->task, task_id, &nr, src, len, g, r, 0, NULL, err, errlen);
+    rc = kv__run_step_on(h ? h->exec : NULL, st, s->task, task_id, &nr, src, len, g, r, 0, NULL,
+                         err, errlen);
     free(src);
     if (rc < 0) {
       kv_gate_result_release(r);
       break;
     }
+    int judged = rc == 0;
+    rc = 0;
     struct point *pt = &s->pts[s->npts++];
     memcpy(pt->idx, p.idx, sizeof pt->idx);
-    pt->speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
+    pt->speedup = judged && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
     pr->step = s->npts;
-    pr->counts[r->verdict]++;
+    if (judged)
+      pr->counts[r->verdict]++;
     if (pt->speedup > pr->best_speedup)
       pr->best_speedup = pt->speedup;
-    pr->last_verdict = kv_verdict_name(r->verdict);
+    pr->last_verdict = judged ? kv_verdict_name(r->verdict) : "unjudged";
     /* The progress outlives this iteration: it points at the search's copy,
      * not at the loop's array. */
     snprintf(s->last_params, sizeof s->last_params, "%s", params);
@@ -336,11 +558,16 @@ static int search_init(struct search *s, const struct kv_task *t, char *src, siz
 }
 
 json_t *kv__llm_settings_json(const struct kv_run_llm_settings *l) {
-  return json_pack("{s:i,s:I,s:s?,s:s,s:f,s:i,s:f,s:i,s:i,s:b}", "concurrency", l->concurrency,
-                   "prompt_mask", (json_int_t)l->prompt_mask, "prompt_dir", l->prompt_dir,
-                   "plan_mode", l->plan_explicit ? "explicit" : "implicit", "p_large", l->p_large,
-                   "small_limit", l->small_limit, "c_explore", l->c_explore, "pool_max",
-                   l->pool_max, "rule_threshold", l->rule_threshold, "rules_llm", l->rules_llm);
+  json_t *j =
+      json_pack("{s:i,s:I,s:s?,s:s,s:f,s:i,s:f,s:i,s:i,s:b}", "concurrency", l->concurrency,
+                "prompt_mask", (json_int_t)l->prompt_mask, "prompt_dir", l->prompt_dir, "plan_mode",
+                l->plan_explicit ? "explicit" : "implicit", "p_large", l->p_large, "small_limit",
+                l->small_limit, "c_explore", l->c_explore, "pool_max", l->pool_max,
+                "rule_threshold", l->rule_threshold, "rules_llm", l->rules_llm);
+  if (j && l->attr_share > 0) /* only when on: older runs' and benches' settings stay the same */
+    json_object_set_new(j, "attribution",
+                        json_pack("{s:f,s:f}", "share", l->attr_share, "price", l->attr_price));
+  return j;
 }
 
 /* Reads the settings back (prompt_dir points into j). */
@@ -367,6 +594,9 @@ static void llm_settings_read(json_t *j, struct kv_run_llm_settings *l) {
   if ((v = json_object_get(j, "rule_threshold")))
     l->rule_threshold = (int)json_integer_value(v);
   l->rules_llm = json_is_true(json_object_get(j, "rules_llm"));
+  json_t *at = json_object_get(j, "attribution");
+  l->attr_share = json_number_value(json_object_get(at, "share"));
+  l->attr_price = json_number_value(json_object_get(at, "price"));
 }
 
 /* A new run of an LLM strategy: the starter (when given) is its first node. */
@@ -413,8 +643,11 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
       nr.step = 0;
       nr.action = "starter";
       struct kv_step_out out = {0};
-      rc = kv__run_step(st, t, task_id, &nr, src, len, g, r, 1, &out, err, errlen);
-      if (rc == 0) {
+      rc = kv__run_step_on(h ? h->exec : NULL, st, t, task_id, &nr, src, len, g, r, 1, &out, err,
+                           errlen);
+      if (rc == 1) /* unjudged: the search goes on without it */
+        rc = 0;
+      else if (rc == 0) {
         first.id = out.node_id;
         first.eval_id = out.eval_id;
         first.source_hash = r->source_hash;

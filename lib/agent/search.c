@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "agent.h"
+#include "kevo/attrib.h"
 #include "kevo/llm.h"
 #include "kevo/prompt.h"
 #include "kevo/reply.h"
@@ -161,6 +162,7 @@ struct feedback {
   int nkernels;
   struct kv_kernel_res *kernels;
   char *cand_stderr;
+  char *sass; /* static=raw: the listing (kevo/sass.h), capped */
 };
 
 struct node {
@@ -184,6 +186,11 @@ struct pending {
   int npool;
   char *plan;
   int sample;
+  unsigned mask;    /* the prompt's blocks */
+  unsigned players; /* online attribution: the players on */
+  int randomised;   /* online attribution: a randomised step */
+  char skill[256];  /* a skill step: the card's id */
+  char *skill_card; /* its card (Markdown) for the prompt */
 };
 
 struct search {
@@ -210,6 +217,8 @@ struct search {
   const char *stop_reason;
   char last_what[300]; /* what the progress line's last_params points to */
   struct kv_run_progress pr;
+  struct kv_attr attr; /* online attribution (attr_on) */
+  int attr_on;
 };
 
 static void feedback_free(struct feedback *f) {
@@ -218,6 +227,7 @@ static void feedback_free(struct feedback *f) {
   free(f->compile_log);
   free(f->kernels);
   free(f->cand_stderr);
+  free(f->sass);
   free(f);
 }
 
@@ -231,6 +241,8 @@ static struct feedback *feedback_of(const struct kv_gate_result *r) {
     f->compile_log = strndup(r->compile_log, KV_PROMPT_LOG_MAX + 1024);
   if (r->cand_stderr)
     f->cand_stderr = strndup(r->cand_stderr, 2048);
+  if (r->sass)
+    f->sass = strndup(r->sass, KV_PROMPT_SASS_MAX + 1024);
   for (int i = 0; i < r->nchecks && f->nfail < KV_PROMPT_MISMATCH_MAX; i++)
     if (r->checks[i].verdict != KV_V_OK)
       f->fail[f->nfail++] = r->checks[i];
@@ -253,6 +265,7 @@ static void result_of(const struct feedback *f, struct kv_gate_result *r) {
   snprintf(r->detail, sizeof r->detail, "%s", f->detail);
   r->compile_log = f->compile_log;
   r->cand_stderr = f->cand_stderr;
+  r->sass = f->sass;
   r->nchecks = f->nfail;
   memcpy(r->checks, f->fail, (size_t)f->nfail * sizeof *f->fail);
   r->timed = f->timed;
@@ -430,9 +443,10 @@ static char *build_prompt(struct search *s, const struct pending *pd, enum kv_pr
   c.history = hist;
   c.nhistory = nh;
   c.plan = plan;
+  c.skill = pd->skill_card;
   char **rules = NULL;
   int nrules = 0;
-  if (s->cfg->llm.prompt_mask & (1u << KV_PB_RULES)) {
+  if (pd->mask & (1u << KV_PB_RULES)) {
     char arch[32];
     kv_rules_arch_of(c.surface, s->device, arch, sizeof arch);
     kv_rules_active_for(s->st, s->cfg->llm.rule_threshold, c.surface, arch, &rules, &nrules, NULL,
@@ -440,7 +454,7 @@ static char *build_prompt(struct search *s, const struct pending *pd, enum kv_pr
   }
   c.rules = (const char *const *)rules;
   c.nrules = nrules;
-  char *text = kv_prompt_build(s->prompts, kind, s->cfg->llm.prompt_mask, &c, err, errlen);
+  char *text = kv_prompt_build(s->prompts, kind, pd->mask, &c, err, errlen);
   kv_rules_free(rules, nrules);
   free(r);
   return text;
@@ -481,6 +495,62 @@ static void progress(struct search *s, const char *verdict, const char *what) {
     s->h->progress(s->h->ud, &s->pr);
 }
 
+/* Online attribution: the step's players (kevo/attrib.h), and on a
+ * randomised step what each player's block adds to the prompt; both go into
+ * the node's params. */
+static void attr_step(struct search *s, struct pending *pd) {
+  unsigned base = s->cfg->llm.prompt_mask;
+  pd->mask = base;
+  if (!s->attr_on)
+    return;
+  pd->players = kv_attr_draw(&s->attr, &pd->randomised);
+  size_t bytes[KV_ATTR_MAX] = {0};
+  if (pd->randomised) {
+    unsigned all = 0;
+    for (int i = 0; i < s->attr.n; i++)
+      all |= s->attr.off[i] ? 0 : 1u << i;
+    pd->mask = kv_attr_prompt_mask(&s->attr, base, all);
+    char *full = build_prompt(s, pd, pd->kind, NULL, NULL, 0);
+    for (int i = 0; full && i < s->attr.n; i++) {
+      if (!(all & (1u << i)))
+        continue;
+      pd->mask = kv_attr_prompt_mask(&s->attr, base, all & ~(1u << i));
+      char *less = build_prompt(s, pd, pd->kind, NULL, NULL, 0);
+      bytes[i] = less && strlen(full) > strlen(less) ? strlen(full) - strlen(less) : 0;
+      kv_attr_cost_seen(&s->attr, i, bytes[i]);
+      free(less);
+    }
+    free(full);
+  }
+  pd->mask = kv_attr_prompt_mask(&s->attr, base, pd->players);
+  char t[200];
+  kv_attr_params(&s->attr, pd->players, pd->randomised, bytes, t, sizeof t);
+  size_t u = strlen(pd->params);
+  if (t[0])
+    snprintf(pd->params + u, sizeof pd->params - u, "%s%s", u ? " " : "", t);
+}
+
+/* --skills on: a refine step of an accepted kernel becomes a skill step when
+ * a matching skill was not applied on the parent's path. */
+static void skill_step(struct search *s, struct pending *pd) {
+  if (!s->h || !s->h->skill_pick || pd->kind != KV_PK_REFINE || pd->parent < 0)
+    return;
+  int64_t path[256];
+  int np = 0;
+  for (int i = pd->parent; i >= 0 && np < 256; i = s->tree[i].parent)
+    path[np++] = s->nodes[i].id;
+  char *card = NULL, uid[256] = "";
+  if (s->h->skill_pick(s->h->skill_ud, s->nodes[pd->parent].code, s->device, path, np, &card,
+                       uid) != 1 ||
+      !card)
+    return;
+  pd->skill_card = card;
+  snprintf(pd->skill, sizeof pd->skill, "%s", uid);
+  snprintf(pd->action, sizeof pd->action, "skill");
+  size_t u = strlen(pd->params);
+  snprintf(pd->params + u, sizeof pd->params - u, "%sskill=%s", u ? " " : "", uid);
+}
+
 /* Proposes and submits one request; 1 when the budget refused it. */
 static int propose(struct search *s, void (*pick)(struct search *, struct pick *), char *err,
                    size_t errlen) {
@@ -501,6 +571,8 @@ static int propose(struct search *s, void (*pick)(struct search *, struct pick *
   for (int i = 0; i < p.npool && used < sizeof pd->params; i++)
     used += (size_t)snprintf(pd->params + used, sizeof pd->params - used, "%s%d",
                              i ? "," : (used ? " pool=" : "pool="), s->nodes[p.pool[i]].step);
+  skill_step(s, pd);
+  attr_step(s, pd);
   pd->phase = s->cfg->llm.plan_explicit ? 0 : 1;
   int rc = pd->phase == 0 ? submit(s, pd, KV_PK_PLAN, "planner", err, errlen)
                           : submit(s, pd, p.kind, "coder", err, errlen);
@@ -517,6 +589,7 @@ static int propose(struct search *s, void (*pick)(struct search *, struct pick *
 
 static void pending_drop(struct search *s, int k) {
   free(s->pend[k].plan);
+  free(s->pend[k].skill_card);
   s->pend[k] = s->pend[--s->npend];
 }
 
@@ -555,9 +628,13 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
   } else {
     memset(r, 0, sizeof *r);
     struct kv_step_out out = {0};
-    rc = kv__run_step(s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code), s->g, r, 1, &out,
-                      err, errlen);
-    if (rc == 0) {
+    rc = kv__run_step_on(s->h->exec, s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code),
+                         s->g, r, 1, &out, err, errlen);
+    if (rc == 1) { /* no gate server could judge it: an unjudged node */
+      rc = 0;
+      node_id = out.node_id;
+      code = strdup(rp.code);
+    } else if (rc == 0) {
       verdict = (int)r->verdict;
       speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
       fb = feedback_of(r);
@@ -586,13 +663,25 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
   if (add_node(s, node_id, nr.step, parent, pd->action, code, verdict,
                verdict == KV_V_OK ? (speedup > 0 ? speedup : 0) : -1, fb, err, errlen) < 0)
     return -1;
+  if (pd->skill[0] && s->h->skill_used)
+    s->h->skill_used(s->h->skill_ud, pd->skill, s->run_id, node_id, eval_id,
+                     verdict >= 0 ? kv_verdict_name(verdict) : "no_code", speedup,
+                     parent >= 0 ? s->nodes[parent].speedup : -1);
   if (verdict >= 0 && verdict < KV_V_COUNT)
     s->pr.counts[verdict]++;
   if (verdict == KV_V_OK && speedup > s->pr.best_speedup)
     s->pr.best_speedup = speedup;
+  char note[512] = "";
+  if (s->attr_on && pd->randomised && (!parsed || verdict >= 0) && /* unjudged: no outcome */
+      kv_attr_observe(&s->attr, pd->players, s->tree[s->nn - 1].reward, nr.step, note,
+                      sizeof note) >= 0 &&
+      kv_store_node_note(s->st, node_id, note, err, errlen) < 0)
+    return -1;
+  s->pr.note = note[0] ? note : NULL;
   char what[300];
   snprintf(what, sizeof what, "%s%s%s", pd->action, pd->params[0] ? " " : "", pd->params);
   progress(s, verdict >= 0 ? kv_verdict_name(verdict) : "no_code", what);
+  s->pr.note = NULL;
   return 0;
 }
 
@@ -635,6 +724,7 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
   s->pend[k] = s->pend[--s->npend]; /* copy owns the plan now */
   int rc = judge(s, &copy, res, r, err, errlen);
   free(copy.plan);
+  free(copy.skill_card);
   return rc;
 }
 
@@ -670,17 +760,37 @@ static void prebuild(struct search *s, const struct kv_llm_result *done, int nd)
   kv_rmtree(dir);
 }
 
+/* With an executor: the kernels of several coder replies go to its servers
+ * at once; judge() takes each result in turn. Best effort, like prebuild. */
+static void prefetch(struct search *s, const struct kv_llm_result *done, int nd) {
+  for (int d = 0; d < nd; d++) {
+    int coder = 0;
+    for (int i = 0; i < s->npend; i++)
+      if (s->pend[i].handle == done[d].handle && s->pend[i].phase == 1)
+        coder = 1;
+    struct kv_reply rp;
+    if (!coder || done[d].code != KV_LLM_OK || !done[d].text ||
+        kv_reply_parse(done[d].text, strlen(done[d].text), s->task->entry, &rp, NULL, 0) < 0)
+      continue;
+    kv__run_prefetch(s->h->exec, s->task, rp.code, strlen(rp.code), s->g, NULL, 0);
+    kv_reply_release(&rp);
+  }
+}
+
 static void search_free(struct search *s) {
   for (int i = 0; i < s->nn; i++) {
     free(s->nodes[i].code);
     feedback_free(s->nodes[i].fb);
   }
-  for (int i = 0; i < s->npend; i++)
+  for (int i = 0; i < s->npend; i++) {
     free(s->pend[i].plan);
+    free(s->pend[i].skill_card);
+  }
   free(s->nodes);
   free(s->tree);
   free(s->reference);
   kv_prompts_free(s->prompts);
+  kv_attr_free(&s->attr);
 }
 
 /* What a resumed run needs of a recorded judgement: the compiler log, the
@@ -753,6 +863,15 @@ static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, c
       s->pr.counts[verdict]++;
     if (verdict == KV_V_OK && w->speedup > s->pr.best_speedup)
       s->pr.best_speedup = w->speedup;
+    /* Online attribution: its randomised steps again, and so its decisions. */
+    unsigned players;
+    char note[512];
+    if (s->attr_on && kv_attr_params_read(&s->attr, w->params, &players) &&
+        kv_attr_observe(&s->attr, players, s->tree[s->nn - 1].reward, w->step, note, sizeof note) >=
+            0 &&
+        !strstr(w->params, "online attribution:") && /* killed before it was noted */
+        kv_store_node_note(s->st, w->id, note, err, errlen) < 0)
+      return -1;
   }
   s->issued = n;
   return 0;
@@ -787,6 +906,11 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
   s.rng = c->seed ^ 0x6b65766f61646121ull;
   s.pr.run_id = run_id;
   s.pr.steps = c->steps;
+  if (c->llm.attr_share > 0) {
+    struct kv_attr_opts ao = {c->llm.attr_share, c->llm.attr_price, 0};
+    kv_attr_init(&s.attr, c->llm.prompt_mask, &ao, c->seed ^ (uint64_t)nrows);
+    s.attr_on = s.attr.n > 0;
+  }
   int rc = kv_prompts_load(c->llm.prompt_dir, &s.prompts, err, errlen);
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (rc == 0 && !r)
@@ -828,7 +952,9 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
     int nd = 0;
     while (nd < MAX_PENDING && kv_llm_complete(s.llm, 0, &done[nd]) == 1)
       nd++;
-    if (nd > 1)
+    if (nd > 1 && h->exec) /* judged at once by the executor's servers */
+      prefetch(&s, done, nd);
+    else if (nd > 1)
       prebuild(&s, done, nd);
     for (int d = 0; d < nd; d++) {
       int k = -1;

@@ -118,7 +118,8 @@ static void test_all_blocks_in_order_and_switchable(void **state) {
                             .nrules = 1,
                             .plan = "Unroll by four.",
                             .history = hist,
-                            .nhistory = 2};
+                            .nhistory = 2,
+                            .skill = "## OMP_ROWS\nSKILLCARD\n"};
   char err[512];
   char *s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
   assert_non_null(s);
@@ -146,12 +147,21 @@ static void test_all_blocks_in_order_and_switchable(void **state) {
   assert_non_null(strstr(s, "- You cannot call malloc."));
   assert_non_null(strstr(s, "step 2 (refine): ok, 1.50x"));
   assert_non_null(strstr(s, "POOLCODE"));
+  assert_non_null(strstr(s, "## A skill to apply")); /* the card, verbatim */
+  assert_non_null(strstr(s, "## OMP_ROWS\nSKILLCARD\n"));
   assert_null(strstr(s, "## Compiler output")); /* compiled fine */
   free(s);
   /* Switching each block off removes exactly its heading. */
-  const char *own[KV_PB_COUNT] = {"## Task",        "## Current kernel",    NULL,
-                                  "## Correctness", "## Performance",       "## Profile",
-                                  "## Rules",       "## Plan to implement", "## Earlier attempts"};
+  const char *own[KV_PB_COUNT] = {"## Task",
+                                  "## Current kernel",
+                                  NULL,
+                                  "## Correctness",
+                                  "## Performance",
+                                  "## Profile",
+                                  "## Rules",
+                                  "## Plan to implement",
+                                  "## Earlier attempts",
+                                  "## A skill to apply"};
   for (int b = 0; b < KV_PB_COUNT; b++) {
     if (!own[b])
       continue;
@@ -250,8 +260,111 @@ static void test_override_dir(void **state) {
   kv_task_free(t);
 }
 
+/* "static=off|summary|raw" and "-static" in the mask. */
+static void test_static_mask(void **state) {
+  (void)state;
+  unsigned m = 0, st = 1u << KV_PB_STATIC, raw = KV_PB_RAW(KV_PB_STATIC);
+  char err[512];
+  assert_int_equal(kv_prompt_blocks_parse("all", &m, err, sizeof err), 0);
+  assert_true((m & st) && !(m & raw)); /* on, in kevo's rendering, by default */
+  assert_int_equal(kv_prompt_blocks_parse("all,static=raw", &m, err, sizeof err), 0);
+  assert_int_equal(m, KV_PB_ALL | raw);
+  assert_int_equal(kv_prompt_blocks_parse("all,static=raw,static=summary", &m, err, sizeof err), 0);
+  assert_int_equal(m, KV_PB_ALL);
+  assert_int_equal(kv_prompt_blocks_parse("task,static=raw,-static", &m, err, sizeof err), 0);
+  assert_int_equal(m, 1u << KV_PB_TASK);
+  assert_int_equal(kv_prompt_blocks_parse("all,static=off", &m, err, sizeof err), 0);
+  assert_int_equal(m, KV_PB_ALL & ~st);
+  assert_int_equal(kv_prompt_blocks_parse("static=verbose", &m, err, sizeof err), -1);
+  assert_non_null(strstr(err, "static=off, static=summary or static=raw"));
+  assert_int_equal(kv_prompt_blocks_parse("history=raw", &m, err, sizeof err), -1);
+  assert_non_null(strstr(err, "only static takes a form"));
+}
+
+/* The static block: off, summary (kevo's mix per kernel), raw (the listing,
+ * capped), the analyze summary line; left out without a mix. */
+static void test_static_block(void **state) {
+  (void)state;
+  struct kv_task *t = rowsum();
+  struct kv_prompts *p = defaults();
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  r->verdict = KV_V_OK;
+  r->nkernels = 2;
+  snprintf(r->kernels[0].name, sizeof r->kernels[0].name, "rowsum_vec");
+  r->kernels[0].has_sass = 1;
+  r->kernels[0].sass.total = 266;
+  r->kernels[0].sass.ldg[KV_SASS_W128] = 29;
+  r->kernels[0].sass.shfl = 10;
+  snprintf(r->kernels[1].name, sizeof r->kernels[1].name, "rowsum_mma");
+  r->kernels[1].has_sass = 1;
+  r->kernels[1].sass.total = 809;
+  r->kernels[1].sass.hmma = 24;
+  r->kernels[1].sass.stl = 3;
+  size_t big = 3 * KV_PROMPT_SASS_MAX;
+  r->sass = malloc(big + 1);
+  for (size_t i = 0; i < big; i += 40)
+    snprintf(r->sass + i, big + 1 - i, "%-39s\n",
+             i ? "        /*0010*/  LDG.E.128 R4 ;" : "\t\tFunction : rowsum_vec");
+  struct kv_prompt_ctx c = {.task = t, .surface = "cuda", .parent_code = "CODE\n", .parent = r};
+  unsigned st = 1u << KV_PB_STATIC, raw = KV_PB_RAW(KV_PB_STATIC);
+  char err[512];
+  /* off */
+  char *s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL & ~st, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_null(strstr(s, "Static analysis"));
+  free(s);
+  /* summary: kevo's rendering, after the profile block */
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  const char *b = strstr(s, "## Static analysis of the compiled kernel (instruction mix");
+  assert_non_null(b);
+  assert_true(b > strstr(s, "## Profile"));
+  assert_non_null(strstr(b, "- rowsum_vec: 266 instr; global ld 128b:29;"));
+  assert_non_null(strstr(b, "shfl 10"));
+  assert_non_null(strstr(b, "- rowsum_mma: 809 instr;"));
+  assert_non_null(strstr(b, "local ld 0 st 3; tensor hmma:24 imma:0 gmma:0;"));
+  assert_null(strstr(s, "/*0010*/"));
+  free(s);
+  /* raw: the listing, capped at a line */
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL | raw, &c, err, sizeof err);
+  assert_non_null(s);
+  b = strstr(s, "## Static analysis of the compiled kernel (listing");
+  assert_non_null(b);
+  assert_non_null(strstr(b, "```\n\t\tFunction : rowsum_vec"));
+  assert_non_null(strstr(b, "/*0010*/  LDG.E.128 R4 ;"));
+  assert_non_null(strstr(b, "more bytes cut]"));
+  assert_null(strstr(b, "- rowsum_vec: 266 instr"));
+  assert_true(strlen(b) < KV_PROMPT_SASS_MAX + 1000);
+  free(s);
+  /* raw without a listing falls back to the mix */
+  char *keep = r->sass;
+  r->sass = NULL;
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL | raw, &c, err, sizeof err);
+  assert_non_null(strstr(s, "- rowsum_vec: 266 instr"));
+  free(s);
+  r->sass = keep;
+  /* kevo analyze's one-line summary */
+  c.summary_mask = st;
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(strstr(s, "## Static analysis (summary)\n2 kernels; 128-bit loads or stores: "
+                            "yes; tensor-core instructions: yes; local memory: yes."));
+  free(s);
+  c.summary_mask = 0;
+  /* no mix (a cpu candidate, or cuobjdump not available): left out */
+  r->kernels[0].has_sass = r->kernels[1].has_sass = 0;
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL | raw, &c, err, sizeof err);
+  assert_null(strstr(s, "Static analysis"));
+  free(s);
+  free(r->sass);
+  free(r);
+  kv_prompts_free(p);
+  kv_task_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_static_mask),
+      cmocka_unit_test(test_static_block),
       cmocka_unit_test(test_mask_parse),
       cmocka_unit_test(test_task_only),
       cmocka_unit_test(test_all_blocks_in_order_and_switchable),

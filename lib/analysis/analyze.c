@@ -867,6 +867,11 @@ int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_res
     for (int c = 0; c < a.ncond; c++)
       snprintf(out->names[c], sizeof out->names[c], "%s", cell_name(a.exp, c));
   }
+  out->fast_threshold = o->fast_threshold > 0 ? o->fast_threshold : 1.0;
+  snprintf(out->model, sizeof out->model, "%s", o->model_label ? o->model_label : m->model);
+  if (o->target)
+    snprintf(out->target, sizeof out->target, "%s",
+             o->target_label ? o->target_label : kv_llm_model_of(o->target)->model);
   out->llm_calls = a.llm_calls;
   out->gate_evals = a.gate_evals;
   out->gate_cached = a.gate_cached;
@@ -885,4 +890,136 @@ void kv_an_result_free(struct kv_an_result *r) {
   for (int m = 0; m < KV_AN_NMETRICS; m++)
     free(r->y[m]);
   memset(r, 0, sizeof *r);
+}
+
+/* ---- a recorded analysis, read back ------------------------------------------ */
+
+struct seen {
+  int64_t *ids;
+  int n, cap;
+};
+
+static int seen_cb(void *arg, const struct kv_analysis_sample *r) {
+  struct seen *v = arg;
+  if (v->n && v->ids[v->n - 1] == r->node_id) /* samples come in node order */
+    return 0;
+  if (v->n == v->cap) {
+    int cap = v->cap ? 2 * v->cap : 64;
+    int64_t *t = realloc(v->ids, (size_t)cap * sizeof *t);
+    if (!t)
+      return 1;
+    v->ids = t;
+    v->cap = cap;
+  }
+  v->ids[v->n++] = r->node_id;
+  return 0;
+}
+
+int kv_an_load(struct kv_store *st, int64_t analysis_id, int bootstrap, struct kv_an_result *out,
+               char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  struct kv_analysis_row row;
+  if (kv_store_analysis_get(st, analysis_id, &row, err, errlen) < 0)
+    return -1;
+  struct an a;
+  struct kv_an_opts o;
+  memset(&a, 0, sizeof a);
+  memset(&o, 0, sizeof o);
+  struct seen sn = {0};
+  int rc = 0;
+  json_t *cfg = json_loads(row.config_json ? row.config_json : "", 0, NULL);
+  const char *exp = row.experiment ? row.experiment : "";
+  json_t *pl = json_object_get(cfg, "players");
+  json_int_t k = json_integer_value(json_object_get(cfg, "samples"));
+  if (!json_is_object(cfg))
+    rc = kv_error(err, errlen,
+                  "analysis %lld: analyses.config_json does not parse as a JSON object; the "
+                  "store is damaged: run 'kevo analyze --fresh %lld' to make it again",
+                  (long long)row.id, (long long)row.run_id);
+  else if (strcmp(exp, "shapley") && strcmp(exp, "planning") && strcmp(exp, "transfer"))
+    rc = kv_error(err, errlen,
+                  "analysis %lld: analyses.experiment '%s' is none this kevo knows (shapley, "
+                  "planning, transfer); read it with the kevo that made it",
+                  (long long)row.id, exp);
+  else if (k < 1 || k > 256)
+    rc = kv_error(err, errlen,
+                  "analysis %lld: analyses.config_json has samples %lld, outside 1..256; the "
+                  "store is damaged: run 'kevo analyze --fresh %lld'",
+                  (long long)row.id, (long long)k, (long long)row.run_id);
+  else if (!strcmp(exp, "shapley") &&
+           (json_array_size(pl) < 1 || json_array_size(pl) > KV_AN_MAX_PLAYERS))
+    rc = kv_error(err, errlen,
+                  "analysis %lld: analyses.config_json has %zu players, not 1..%d; the store "
+                  "is damaged: run 'kevo analyze --fresh %lld'",
+                  (long long)row.id, json_array_size(pl), KV_AN_MAX_PLAYERS, (long long)row.run_id);
+  if (rc == 0) {
+    double thr = json_number_value(json_object_get(cfg, "fast_threshold"));
+    o.run_id = row.run_id;
+    o.fast_threshold = thr > 0 ? thr : 1.0;
+    o.bootstrap = o.perms = bootstrap;
+    a.st = st;
+    a.o = &o;
+    a.exp = !strcmp(exp, "shapley")    ? "shapley"
+            : !strcmp(exp, "planning") ? "planning"
+                                       : "transfer";
+    a.analysis_id = row.id;
+    a.k = (int)k;
+    a.timed = json_is_true(json_object_get(cfg, "timing"));
+    if (!strcmp(a.exp, "shapley")) {
+      a.npl = (int)json_array_size(pl);
+      for (int i = 0; i < a.npl; i++)
+        snprintf(a.pl[i].name, sizeof a.pl[i].name, "%s",
+                 json_string_value(json_array_get(pl, (size_t)i))
+                     ? json_string_value(json_array_get(pl, (size_t)i))
+                     : "?");
+    }
+    a.ncond = !strcmp(a.exp, "shapley") ? 1 << a.npl : !strcmp(a.exp, "planning") ? 4 : 3;
+    /* The chosen nodes: those with samples, in the run's step order (as
+     * kv_analyze chose them, so the same bootstrap draws the same nodes). */
+    if (kv_store_analysis_samples(st, row.id, seen_cb, &sn, err, errlen) < 0)
+      rc = -1;
+    else if (kv_store_run_nodes(st, row.run_id, &a.rows, &a.nrows, err, errlen) < 0)
+      rc = -1;
+    else if (!(a.fz = calloc((size_t)a.nrows + 1, sizeof *a.fz)))
+      rc = kv_error(err, errlen, "out of memory");
+    for (int i = 0; rc == 0 && i < a.nrows; i++)
+      for (int j = 0; j < sn.n; j++)
+        if (sn.ids[j] == a.rows[i].id) {
+          a.fz[a.nfz].node_id = a.rows[i].id;
+          a.fz[a.nfz++].step = a.rows[i].step;
+          break;
+        }
+  }
+  if (rc == 0)
+    rc = results(&a, out, 1, err, errlen);
+  if (rc == 0) {
+    out->analysis_id = row.id;
+    out->run_id = row.run_id;
+    snprintf(out->experiment, sizeof out->experiment, "%s", a.exp);
+    out->complete = out->complete && a.nfz > 0 && row.status && !strcmp(row.status, "done");
+    out->fast_threshold = o.fast_threshold;
+    out->n = !strcmp(a.exp, "shapley") ? a.npl : a.ncond;
+    for (int i = 0; i < out->n; i++)
+      snprintf(out->names[i], sizeof out->names[i], "%s",
+               !strcmp(a.exp, "shapley") ? a.pl[i].name : cell_name(a.exp, i));
+    const char *lb = json_string_value(json_object_get(cfg, "label"));
+    const char *pv = json_string_value(json_object_get(cfg, "provider"));
+    const char *md = json_string_value(json_object_get(cfg, "model"));
+    snprintf(out->model, sizeof out->model, "%s", lb ? lb : md ? md : "?");
+    if (pv && md && lb && strcmp(lb, md))
+      snprintf(out->model + strlen(out->model), sizeof out->model - strlen(out->model), " (%s/%s)",
+               pv, md);
+    json_t *tg = json_object_get(cfg, "target");
+    if (json_is_object(tg)) {
+      const char *tm = json_string_value(json_object_get(tg, "model"));
+      snprintf(out->target, sizeof out->target, "%s", tm ? tm : "?");
+    }
+  } else
+    kv_an_result_free(out);
+  free(sn.ids);
+  free(a.fz);
+  kv_node_rows_free(a.rows, a.nrows);
+  json_decref(cfg);
+  kv_analysis_row_release(&row);
+  return rc;
 }

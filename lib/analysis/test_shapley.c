@@ -5,12 +5,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "kevo/analysis.h"
+#include "kevo/store.h"
+#include "kevo/util.h"
 
 #define EPS 1e-12
 
@@ -167,6 +171,99 @@ static void test_plan_tags(void **state) {
   assert_string_equal(kv_an_metric_name(KV_AN_M_PASS, buf, sizeof buf), "pass_rate");
 }
 
+/* kv_an_load: an analysis read back from the store alone. Two players a
+ * and b at three nodes, two samples each; it passes iff both are on, so
+ * phi = 1/2 each and I({a,b}) = 1; an unfinished one loads as such; a
+ * damaged config is an error naming the field. */
+static void test_load(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kevo-test-anload-XXXXXX", db[64], err[1024];
+  assert_non_null(mkdtemp(dir));
+  snprintf(db, sizeof db, "%s/k.db", dir);
+  struct kv_store *s;
+  assert_int_equal(kv_store_open(db, &s, err, sizeof err), 0);
+  int64_t task, run, node[3], an, an2, bad;
+  assert_int_equal(kv_store_put_task(s, "t", "/t", "h", "{}", &task, err, sizeof err), 0);
+  assert_int_equal(kv_store_run_create(s, task, "greedy", "{}", &run, err, sizeof err), 0);
+  assert_int_equal(
+      kv_store_put_source(s, "0000000000000000000000000000000000000000000000000000000000000000",
+                          "x", 1, err, sizeof err),
+      0);
+  for (int i = 0; i < 3; i++) {
+    struct kv_node_record nr = {0};
+    nr.run_id = run;
+    nr.step = 2 - i + 10; /* ids and steps in opposite orders */
+    nr.action = "refine";
+    nr.source_hash = "0000000000000000000000000000000000000000000000000000000000000000";
+    nr.verdict = "ok";
+    nr.speedup = -1;
+    nr.reward = -1;
+    int rc = kv_store_node_add(s, &nr, &node[i], err, sizeof err);
+    if (rc)
+      fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+  }
+  const char *cfg = "{\"fast_threshold\":1.5,\"players\":[\"a\",\"b\"],\"samples\":2,"
+                    "\"timing\":false,\"label\":\"m\",\"model\":\"m\",\"provider\":\"openai\"}";
+  int created;
+  assert_int_equal(
+      kv_store_analysis_open(s, run, "shapley", cfg, 1, &an, &created, err, sizeof err), 0);
+  assert_int_equal(
+      kv_store_analysis_open(s, run, "shapley", cfg, 1, &an2, &created, err, sizeof err), 0);
+  for (int i = 0; i < 3; i++)
+    for (int c = 0; c < 4; c++)
+      for (int j = 0; j < 2; j++) {
+        struct kv_analysis_sample a = {0};
+        a.node_id = node[i];
+        a.cond = c;
+        a.sample = j;
+        a.verdict = c == 3 ? "ok" : "wrong_output";
+        a.speedup = -1;
+        a.analysis_id = an;
+        assert_int_equal(kv_store_analysis_sample_put(s, &a, err, sizeof err), 0);
+        if (i < 2) { /* the second analysis stops before its last node */
+          a.analysis_id = an2;
+          assert_int_equal(kv_store_analysis_sample_put(s, &a, err, sizeof err), 0);
+        }
+      }
+  assert_int_equal(kv_store_analysis_set_status(s, an, "done", err, sizeof err), 0);
+  struct kv_an_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  assert_int_equal(kv_an_load(s, an, 100, r, err, sizeof err), 0);
+  assert_int_equal(r->complete, 1);
+  assert_string_equal(r->experiment, "shapley");
+  assert_int_equal(r->n, 2);
+  assert_string_equal(r->names[1], "b");
+  assert_int_equal(r->nnodes, 3);
+  assert_int_equal(r->k, 2);
+  assert_int_equal(r->node_steps[0], 10); /* step order */
+  assert_int_equal(r->node_steps[2], 12);
+  assert_true(fabs(r->fast_threshold - 1.5) < EPS);
+  assert_int_equal(r->timed, 0);
+  assert_true(fabs(r->attr[KV_AN_M_PASS].phi[0] - 0.5) < EPS);
+  assert_true(fabs(r->attr[KV_AN_M_PASS].phi[1] - 0.5) < EPS);
+  assert_true(fabs(r->attr[KV_AN_M_PASS].I[3] - 1) < EPS);
+  assert_true(fabs(r->attr[KV_AN_M_COMPILE].phi[0]) < EPS); /* every sample compiled */
+  kv_an_result_free(r);
+  /* the latest (an2): unfinished, nothing attributed */
+  assert_int_equal(kv_an_load(s, 0, 100, r, err, sizeof err), 0);
+  assert_int_equal(r->analysis_id, an2);
+  assert_int_equal(r->complete, 0);
+  assert_int_equal(r->nnodes, 2);
+  kv_an_result_free(r);
+  /* damaged: a config with no players */
+  assert_int_equal(kv_store_analysis_open(s, run, "shapley", "{\"samples\":2}", 1, &bad, &created,
+                                          err, sizeof err),
+                   0);
+  assert_int_equal(kv_an_load(s, bad, 100, r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "analyses.config_json has 0 players"));
+  assert_int_equal(kv_an_load(s, 999, 100, r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "analysis 999 is not in"));
+  free(r);
+  kv_store_close(s);
+  kv_rmtree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_additive),
@@ -176,6 +273,7 @@ int main(void) {
       cmocka_unit_test(test_sampled_deterministic),
       cmocka_unit_test(test_sampled_noisy),
       cmocka_unit_test(test_plan_tags),
+      cmocka_unit_test(test_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

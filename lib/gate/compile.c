@@ -199,7 +199,9 @@ int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, 
 
 void kv_build_release(struct kv_build *b) {
   free(b->log);
+  free(b->sass);
   b->log = NULL;
+  b->sass = NULL;
 }
 
 static const char *forbidden[] = {

@@ -559,6 +559,11 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   cand->log = NULL;
   r->nkernels = cand->nkernels;
   memcpy(r->kernels, cand->kernels, sizeof r->kernels);
+  r->static_done = cand->static_done; /* static analysis (kevo/sass.h): mixes are in kernels */
+  r->static_s = cand->static_s;
+  snprintf(r->static_note, sizeof r->static_note, "%s", cand->static_note);
+  r->sass = cand->sass;
+  cand->sass = NULL;
   if (!cand->ok) {
     /* The first error line makes the detail; the whole log is kept. */
     const char *log = r->compile_log ? r->compile_log : "";
@@ -796,7 +801,8 @@ void kv_gate_result_release(struct kv_gate_result *r) {
   free(r->compile_log);
   free(r->cand_stdout);
   free(r->cand_stderr);
-  r->compile_log = r->cand_stdout = r->cand_stderr = NULL;
+  free(r->sass);
+  r->compile_log = r->cand_stdout = r->cand_stderr = r->sass = NULL;
 }
 
 /* A JSON string even for bytes that are not UTF-8 (candidate output). */
@@ -843,10 +849,18 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                         "stack_bytes", (json_int_t)k->stack_bytes, "spill_store_bytes",
                         (json_int_t)k->spill_store_bytes, "spill_load_bytes",
                         (json_int_t)k->spill_load_bytes));
+      if (k->has_sass) /* its instruction mix (kevo/sass.h) */
+        json_object_set_new(json_array_get(ks, json_array_size(ks) - 1), "static",
+                            kv_sass_mix_json(&k->sass));
     }
     json_object_set_new(comp, "kernels", ks);
   }
   json_object_set_new(j, "compile", comp);
+  if (r->static_done || r->static_note[0])
+    json_object_set_new(j, "static",
+                        json_pack("{s:b,s:f,s:s,s:o}", "done", r->static_done, "seconds",
+                                  r->static_s, "note", r->static_note, "sass",
+                                  safe_string(r->sass)));
   json_t *checks = json_array();
   for (int i = 0; i < r->nchecks; i++) {
     const struct kv_check *c = &r->checks[i];

@@ -93,6 +93,11 @@ struct kv_build {
   char *log;    /* capped, NUL-terminated */
   int nkernels; /* cuda: resources of each kernel, from the ptxas report in the log */
   struct kv_kernel_res kernels[KV_MAX_KERNELS];
+  /* cuda: static analysis of obj_path (kevo/sass.h); the mixes are in kernels[]. */
+  int static_done;
+  double static_s;
+  char static_note[512];
+  char *sass; /* stripped listing, capped at KV_SASS_RAW_CAP */
 };
 /* Compiles source file `src` (a candidate or a reference) for the task with
  * the surface's compiler; the generated prototype is force-included and the
@@ -100,6 +105,10 @@ struct kv_build {
 int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
                struct kv_build *b, char *err, size_t errlen);
 void kv_build_release(struct kv_build *b);
+/* cuda: the static analysis of a built object (kevo/sass.h) into b: each
+ * kernel's instruction mix, the stripped listing, its cost; a missing or
+ * failing cuobjdump leaves "not available: why" in static_note. */
+void kv_sass_analyze_build(struct kv_build *b, const char *tmp_parent, double deadline_s);
 /* Undefined dynamic symbols of a built object that the policy forbids;
  * returns the count and a "fork, system" list in `out`. -1 if nm fails. */
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,

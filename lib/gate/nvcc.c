@@ -459,5 +459,7 @@ done:
   free(p_proto);
   free(p_shim);
   b->seconds = kv_now_s() - t0;
+  if (rc == 0 && b->ok) /* static analysis: cheap, always on; timed apart (kevo/sass.h) */
+    kv_sass_analyze_build(b, cache_dir, 30);
   return rc;
 }

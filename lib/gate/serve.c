@@ -363,10 +363,14 @@ int kv_gate_serve(int in_fd, int out_fd, const struct kv_serve_opts *so, char *e
     return -1;
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
-  if (send_json(out_fd, KV_GATE_HELLO, 0,
-                json_pack("{s:s,s:i,s:s,s:I}", "kevo", KEVO_VERSION, "protocol", KV_GATE_PROTOCOL,
-                          "host", host, "pid", (json_int_t)getpid()),
-                err, errlen) < 0)
+  json_t *hello = json_pack("{s:s,s:i,s:s,s:I}", "kevo", KEVO_VERSION, "protocol", KV_GATE_PROTOCOL,
+                            "host", host, "pid", (json_int_t)getpid());
+  const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+  if (hello && cvd)
+    json_object_set_new(hello, "cuda_visible_devices", json_stringn(cvd, strnlen(cvd, 63)));
+  if (hello && so->device)
+    json_object_set_new(hello, "device", json_string(so->device));
+  if (send_json(out_fd, KV_GATE_HELLO, 0, hello, err, errlen) < 0)
     return -1;
   for (;;) {
     struct kv_frame_parser fp;

@@ -247,6 +247,12 @@ void kv_llm_spent(const struct kv_llm *c, struct kv_llm_spend *out) {
   }
 }
 
+void kv_llm_budget_of(const struct kv_llm *c, struct kv_llm_budget *out) {
+  memset(out, 0, sizeof *out);
+  if (c)
+    *out = c->budget;
+}
+
 int kv_llm_pending(const struct kv_llm *c) {
   int n = 0;
   for (const struct call *k = c ? c->calls : NULL; k; k = k->next)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kevo/analysis.h"
 #include "kevo/bench.h"
 #include "kevo/report.h"
 #include "kevo/store.h"
@@ -149,5 +150,22 @@ void rep_bench_release(struct rep_bench *b);
 /* Its section: the score, the fast_p curve, the levels and a sortable table
  * of the tasks. */
 void rep_bench_section(struct rep_out *o, const struct rep_bench *b);
+
+/* ---- an analysis (kevo analyze) ---- */
+
+struct rep_analysis {
+  struct kv_an_result *r; /* kv_an_load's: no model, no gate */
+  struct kv_analysis_row row;
+  struct kv_run_row run; /* the analysed run */
+};
+/* Reads analysis id (<= 0: the most recent) with its values and intervals. */
+int rep_analysis_load(struct kv_store *s, int64_t id, struct rep_analysis *a, char *err,
+                      size_t errlen);
+void rep_analysis_release(struct rep_analysis *a);
+/* Its section: Shapley bars with intervals and the interaction heat map per
+ * outcome, or the planning x alignment 2x2, or the plan-transfer bars. */
+void rep_analysis_section(struct rep_out *o, const struct rep_analysis *a);
+/* Adds what the section draws: bars with intervals, heat-map and 2x2 cells. */
+void rep_analysis_count(const struct rep_analysis *a, int *bars, int *cells);
 
 #endif

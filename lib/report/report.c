@@ -109,6 +109,7 @@ struct section {
   enum kv_report_kind kind;
   struct rep_run run;
   struct rep_bench bench;
+  struct rep_analysis an;
 };
 
 /* One entry per kind of section: how to read it from the store, write it,
@@ -209,11 +210,50 @@ static void bench_release(struct section *sec) {
   rep_bench_release(&sec->bench);
 }
 
+static int an_estimate(struct kv_store *s, int64_t id, size_t *bytes, char *err, size_t errlen) {
+  struct kv_analysis_row r;
+  if (kv_store_analysis_get(s, id, &r, err, errlen) != 0)
+    return -1;
+  kv_analysis_row_release(&r);
+  /* 13 outcomes of at most 64 coalitions: bars, heat maps and tables */
+  *bytes = (size_t)512 << 10;
+  return 0;
+}
+
+static int an_load(struct kv_store *s, int64_t id, struct rep_budget *b, struct section *sec,
+                   char *err, size_t errlen) {
+  (void)b; /* an analysis holds no long texts: names of players and models */
+  return rep_analysis_load(s, id, &sec->an, err, errlen);
+}
+
+static void an_write(struct rep_out *o, struct kv_store *s, struct section *sec) {
+  (void)s;
+  rep_analysis_section(o, &sec->an);
+}
+
+static void an_name(const struct section *sec, char *out, size_t cap) {
+  snprintf(out, cap, "analysis %lld (run %lld, %s)", (long long)sec->an.r->analysis_id,
+           (long long)sec->an.r->run_id, sec->an.r->experiment);
+}
+
+static void an_anchor(const struct section *sec, char *out, size_t cap) {
+  snprintf(out, cap, "analysis-%lld", (long long)sec->an.r->analysis_id);
+}
+
+static void an_count(const struct section *sec, struct kv_report_stats *st) {
+  rep_analysis_count(&sec->an, &st->bars, &st->cells);
+}
+
+static void an_release(struct section *sec) {
+  rep_analysis_release(&sec->an);
+}
+
 static const struct kind kinds[] = {
     {KV_REPORT_RUN, run_estimate, run_load, run_write, run_name, run_anchor, run_count,
      run_release},
     {KV_REPORT_BENCH, bench_estimate, bench_load, bench_write, bench_name, bench_anchor,
      bench_count, bench_release},
+    {KV_REPORT_ANALYSIS, an_estimate, an_load, an_write, an_name, an_anchor, an_count, an_release},
 };
 
 static const struct kind *kind_of(enum kv_report_kind k) {

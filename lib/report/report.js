@@ -471,6 +471,8 @@
     status.setAttribute('data-nodes', String(nNodes));
     status.setAttribute('data-points', String(nPoints));
     status.setAttribute('data-tasks', String(document.querySelectorAll('table.tasks tbody tr').length));
+    status.setAttribute('data-bars', String(document.querySelectorAll('svg.anbars rect.an-bar').length));
+    status.setAttribute('data-cells', String(document.querySelectorAll('svg g.an-cell').length));
     status.setAttribute('data-render-ms', ms.toFixed(0));
     status.setAttribute('data-errors', String(errors.length));
     status.setAttribute('data-ready', '1');

@@ -1,6 +1,7 @@
 /* kevo analyze's tables (schema v7): analyses, their samples, gate results
  * by source hash. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -57,6 +58,51 @@ int kv_store_analysis_open(struct kv_store *s, int64_t run_id, const char *exper
 int kv_store_analysis_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
                                  size_t errlen) {
   return store_set_status(s, "analyses", id, status, err, errlen);
+}
+
+int kv_store_analysis_get(struct kv_store *s, int64_t id, struct kv_analysis_row *out, char *err,
+                          size_t errlen) {
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st;
+  const char *sql = id > 0 ? "SELECT id, run_id, experiment, config_json, status, created, updated "
+                             "FROM analyses WHERE id = ?1"
+                           : "SELECT id, run_id, experiment, config_json, status, created, updated "
+                             "FROM analyses ORDER BY id DESC LIMIT 1";
+  if (store_prepare(s, sql, &st, err, errlen) != 0)
+    return -1;
+  if (id > 0)
+    sqlite3_bind_int64(st, 1, id);
+  int rc = sqlite3_step(st), ret = 0;
+  if (rc == SQLITE_ROW) {
+    out->id = sqlite3_column_int64(st, 0);
+    out->run_id = sqlite3_column_int64(st, 1);
+    out->created_unix = sqlite3_column_int64(st, 5);
+    out->updated_unix = sqlite3_column_int64(st, 6);
+    if (store_dup_col(st, 2, &out->experiment) | store_dup_col(st, 3, &out->config_json) |
+        store_dup_col(st, 4, &out->status)) {
+      kv_analysis_row_release(out);
+      store_seterr(err, errlen, "store: out of memory");
+      ret = -1;
+    }
+  } else if (rc == SQLITE_DONE) {
+    if (id > 0)
+      store_seterr(err, errlen, "analysis %lld is not in %s; 'kevo analyze RUN' makes one",
+                   (long long)id, s->path);
+    else
+      store_seterr(err, errlen, "%s holds no analyses yet; make one with 'kevo analyze RUN'",
+                   s->path);
+    ret = -1;
+  } else
+    ret = store_db_fail(s, "cannot read the analysis", err, errlen);
+  sqlite3_finalize(st);
+  return ret;
+}
+
+void kv_analysis_row_release(struct kv_analysis_row *r) {
+  free(r->experiment);
+  free(r->config_json);
+  free(r->status);
+  memset(r, 0, sizeof *r);
 }
 
 int kv_store_analysis_sample_put(struct kv_store *s, const struct kv_analysis_sample *r, char *err,
@@ -208,4 +254,21 @@ int kv_store_analysis_gate_put(struct kv_store *s, int64_t task_id, const char *
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? 0 : store_db_fail(s, "cannot record a gate result", err, errlen);
+}
+
+int kv_store_node_note(struct kv_store *s, int64_t node_id, const char *note, char *err,
+                       size_t errlen) {
+  if (node_id <= 0 || !note || !*note)
+    return 0;
+  sqlite3_stmt *st;
+  if (store_prepare(s,
+                    "UPDATE nodes SET params = CASE WHEN params IS NULL OR params = '' THEN ?2 "
+                    "ELSE params || ' | ' || ?2 END WHERE id = ?1",
+                    &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, node_id);
+  store_bind_str(st, 2, note);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : store_db_fail(s, "cannot note a decision on a node", err, errlen);
 }

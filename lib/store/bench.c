@@ -110,6 +110,10 @@ int kv_store_bench_get(struct kv_store *s, int64_t id, struct kv_bench_row *out,
   return ret;
 }
 
+const char *kv_store_path(const struct kv_store *s) {
+  return s ? s->path : NULL;
+}
+
 void kv_bench_row_release(struct kv_bench_row *r) {
   free(r->suite_dir);
   free(r->config_json);

@@ -127,10 +127,11 @@ static void test_open_migrate_reopen(void **state) {
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
   assert_string_equal(v, "adaptations,analyses,analysis_gate,analysis_samples,bench_tasks,benches,evaluations,evaluations_task_id,"
-                         "evaluations_verdict,llm_calls,"
+                         "evaluations_verdict,lineage_steps,lineages,llm_calls,"
                          "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,rule_evals,"
                          "rule_evidence,rule_evidence_eval_id,rule_evidence_key,rule_judgements,"
-                         "rule_merges,rules,runs,sources,synth_attempts,syntheses,tasks");
+                         "rule_merges,rules,runs,skill_log,skill_log_uid,skills,sources,"
+                         "synth_attempts,syntheses,tasks");
 
   /* Reopening migrates nothing and keeps data. */
   s = open_ok(path);
@@ -903,7 +904,9 @@ static void test_migrate_v1_to_v2(void **state) {
   int64_t task = put_task_ok(s, "rowsum", "hash-v1");
   kv_store_close(s);
   /* Back to what schema 1 had. */
-  raw_exec(path, "DROP TABLE analysis_gate; DROP TABLE analysis_samples; DROP TABLE analyses; "
+  raw_exec(path, "DROP TABLE skill_log; DROP TABLE skills; DROP TABLE lineage_steps; "
+                 "DROP TABLE lineages; "
+                 "DROP TABLE analysis_gate; DROP TABLE analysis_samples; DROP TABLE analyses; "
                  "DROP TABLE adaptations; DROP TABLE synth_attempts; DROP TABLE syntheses; "
                  "DROP TABLE rule_judgements; DROP TABLE rule_merges; DROP TABLE rule_evidence; "
                  "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
@@ -920,6 +923,42 @@ static void test_migrate_v1_to_v2(void **state) {
   assert_string_equal(v, "3");
 }
 
+/* A v7 database (with an evaluation) migrates to v8: KLineage's tables
+ * appear, the data stays, and cards can be stored at once. */
+static void test_migrate_v7_to_v8(void **state) {
+  (void)state;
+  char path[1024], v[256], err[1024] = "";
+  path_in(path, sizeof path, "v7.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = put_task_ok(s, "rowsum", "hash-v7");
+  kv_store_close(s);
+  raw_exec(path, "DROP TABLE skill_log; DROP TABLE skills; DROP TABLE lineage_steps; "
+                 "DROP TABLE lineages; PRAGMA user_version = 7;");
+  raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'skill%'", v, sizeof v);
+  assert_string_equal(v, "0");
+  s = open_ok(path);
+  assert_int_equal(kv_store_schema_version(s), 8);
+  assert_int_equal(put_task_ok(s, "rowsum", "hash-v7"), task);
+  struct kv_skill_rec k = {.uid = "t/cpu/x86_64/A@0",
+                           .name = "A",
+                           .intent = "a",
+                           .surface = "cpu",
+                           .arch = "x86_64",
+                           .status = "admitted",
+                           .card_json = "{}",
+                           .search_text = "a",
+                           .speedup = 1.5,
+                           .log_json = "{\"what\":\"lineage\"}\n{\"what\":\"import\"}\n"};
+  int added = 0, updated = 0;
+  assert_int_equal(kv_store_skills_put(s, &k, 1, &added, &updated, err, sizeof err), 0);
+  assert_int_equal(added, 1);
+  assert_int_equal(kv_store_skills_put(s, &k, 1, &added, &updated, err, sizeof err), 0);
+  assert_int_equal(added + updated, 0);
+  kv_store_close(s);
+  raw_query(path, "SELECT count(*) FROM skill_log", v, sizeof v);
+  assert_string_equal(v, "2"); /* a new card's log, once */
+}
+
 /* A v3 database with a run and a node migrates to v4 keeping them; nodes
  * gain reward and plan; rules count occurrences and keep their evaluations. */
 static void test_migrate_v3_to_v4_and_rules(void **state) {
@@ -932,7 +971,9 @@ static void test_migrate_v3_to_v4_and_rules(void **state) {
   assert_int_equal(kv_store_put_source(s, "cc", "c", 1, err, sizeof err), 0);
   assert_int_equal(kv_store_run_create(s, task, "tune", "{}", &rid, err, sizeof err), 0);
   kv_store_close(s);
-  raw_exec(path, "DROP TABLE analysis_gate; DROP TABLE analysis_samples; DROP TABLE analyses; "
+  raw_exec(path, "DROP TABLE skill_log; DROP TABLE skills; DROP TABLE lineage_steps; "
+                 "DROP TABLE lineages; "
+                 "DROP TABLE analysis_gate; DROP TABLE analysis_samples; DROP TABLE analyses; "
                  "DROP TABLE adaptations; DROP TABLE synth_attempts; DROP TABLE syntheses; "
                  "DROP TABLE rule_judgements; DROP TABLE rule_merges; DROP TABLE rule_evidence; "
                  "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
@@ -1175,6 +1216,7 @@ int main(void) {
       cmocka_unit_test(test_eval_roundtrip),
       cmocka_unit_test(test_odd_strings),
       cmocka_unit_test(test_refuse_newer_schema),
+      cmocka_unit_test(test_migrate_v7_to_v8),
       cmocka_unit_test(test_default_path),
       cmocka_unit_test(test_error_messages),
       cmocka_unit_test(test_read_only),

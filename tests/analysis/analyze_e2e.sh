@@ -79,6 +79,12 @@ wait $APID 2>/dev/null
 n1=$(q "select count(*) from analysis_samples")
 [ "$n1" -ge 4 ] && [ "$n1" -lt 24 ] && ok "killed with $n1 of 24 samples recorded" ||
   bad "kill -9 mid-way: $n1 samples recorded"
+# An unfinished analysis reads back from the store alone (no model): the
+# report says it is unfinished and how to continue it.
+"$K" report --analysis 1 -o "$T/part.html" >/dev/null 2>"$T/part.err"
+check "report of an unfinished analysis exits 0" $? 0
+grep -q "This analysis is not finished" "$T/part.html" && ok "the report says it is unfinished" ||
+  bad "unfinished analysis report: $(head -c 300 "$T/part.err")"
 grep -q "to do: 24 LLM calls, at most 24 gate evaluations" "$T/a1.err" &&
   ok "the cost is printed before starting" || bad "no cost line: $(head -2 "$T/a1.err")"
 "$K" analyze $ARGS --base-url "$URL" --model m --api-key-env "" 1 >"$T/a2.out" 2>"$T/a2.err"
@@ -118,6 +124,20 @@ cmp -s "$T/a2.tab" "$T/r.tab" && [ -s "$T/r.tab" ] && ok "replay gives identical
   bad "replay tables differ: $(diff "$T/a2.tab" "$T/r.tab" | head -5)"
 check "replay is a new analysis" "$(q "select count(*) from analyses")" 2
 
+# ---- the analysis in kevo report: read back without a model ------------------
+"$K" report --analysis 1 -o "$T/an.html" >"$T/rep.out" 2>&1
+check "kevo report --analysis exits 0" $? 0
+grep -q "4 bars, 8 cells" "$T/rep.out" && ok "report counts 4 bars and 8 cells" ||
+  bad "report: $(cat "$T/rep.out")"
+grep -q "<title>performance: 0.500, 95% interval \[0.500, 0.500\]" "$T/an.html" &&
+  ok "report: phi(performance) = 1/2 as kevo analyze computed" || bad "report: no phi(performance) = 0.500"
+grep -q "interaction I(performance, history) = 1.000" "$T/an.html" &&
+  ok "report: I(performance, history) = 1 in the heat map" || bad "report: no I = 1"
+grep -q "Shapley value of history = 1.000" "$T/an.html" &&
+  ok "report: compile rate phi(history) = 1 on the diagonal" || bad "report: no phi(history) = 1"
+"$K" report --analysis 99 -o "$T/none.html" >/dev/null 2>"$T/none.err"
+check "report of an unknown analysis" "$? $(grep -c 'analysis 99 is not in' "$T/none.err")" "2 1"
+
 # ---- cost refused beyond --budget-usd ----------------------------------------
 mkdir -p "$T/config/kevo"
 printf '{"models": {"pricey": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "", "input_usd_per_mtok": 1000, "output_usd_per_mtok": 1000}}}\n' \
@@ -132,6 +152,9 @@ start_standin "$SRC/tests/analysis/rules.txt"
 "$K" analyze --base-url "$URL" --model m --api-key-env "" --experiment planning --samples 2 --no-timing --bootstrap 200 --json 1 \
   >"$T/p.json" 2>"$T/p.err"
 check "planning experiment exits 0" $? 0
+"$K" report --analysis -o "$T/pl.html" >/dev/null 2>&1
+grep -q "<title>plan, aligned: 1.000" "$T/pl.html" && grep -q "<title>plan, misaligned: 0.000" "$T/pl.html" &&
+  ok "report: the latest analysis's 2x2" || bad "report: no 2x2 of the planning analysis"
 pc() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.3f" % d["metrics"]["pass_rate"][sys.argv[2]]["value"])' "$T/p.json" "$1"; }
 # aligned feedback (the parent was accepted and timed): planned or not, correct;
 # misaligned (the wrong node's feedback: no performance block, "Verdict: wrong_output"): wrong.

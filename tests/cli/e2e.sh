@@ -46,6 +46,10 @@ RS="$SRC/examples/tasks/rowsum"
 expect "no arguments" 2 "commands" -- "$K"
 expect "unknown command" 2 "'frob' is not a command" -- "$K" frob
 expect "help" 0 "eval" -- "$K" help
+expect "a command's --help" 0 "^usage: kevo eval " -- "$K" eval --help
+expect "a command's -h after other options" 0 "^usage: kevo run " -- "$K" run --steps 3 -h
+expect "help CMD" 0 "^usage: kevo import " -- "$K" help import
+expect "help of no command" 2 "'frob' is not a command" -- "$K" help frob
 expect "eval without arguments" 2 "needs a task directory" -- "$K" eval
 expect "eval unknown flag" 2 "unknown or incomplete option '--frobnicate'" -- "$K" eval --frobnicate "$RS" "$RS/good.c"
 expect "eval flag without value" 2 "incomplete option '--db'" -- "$K" eval "$RS" "$RS/good.c" --db

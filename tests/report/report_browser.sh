@@ -201,5 +201,97 @@ browse "file://$T/bench.html" "$T/shot3.out" --hide-scrollbars --window-size=140
   --screenshot="$ART/report-bench.png"
 [ -s "$ART/report-bench.png" ] && ok "screenshot: $ART/report-bench.png" || bad "no screenshot of the bench"
 
+# ---- analyses: Shapley bars and heat maps, the 2x2, the transfer bars ------------
+# The fixture's outcomes are closed forms: passing needs performance and
+# history:summary (phi 1/2 each, I = 1), being fast needs rules as well (phi
+# 1/3 each); the planning experiment passes only with a plan and aligned
+# feedback. 3 analyses: 4 players x 6 outcomes shown (4 + 2 plan tags) = 24
+# bars and 6 x 16 heat-map cells; 4 x 2x2 = 16 cells; 4 x 3 transfer bars.
+AN=$(json analysis)
+PL=$(json planning_analysis)
+TR=$(json transfer_analysis)
+"$K" report --db "$T/kevo.db" -o "$T/an.html" --analysis "$AN" --analysis "$PL" \
+  --analysis "$TR" >"$T/an.out" || bad "kevo report --analysis"
+grep -q "36 bars, 112 cells" "$T/an.out" && ok "analysis report: kevo counts 36 bars, 112 cells" ||
+  bad "analysis report: $(cat "$T/an.out")"
+browse "file://$T/an.html" "$T/dom4.html" --dump-dom
+python3 - "$T/dom4.html" >"$T/dom4.txt" 2>&1 <<'EOF2'
+import sys
+from html.parser import HTMLParser
+
+class Page(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.status = {}
+        self.metric = None      # data-metric of the enclosing block
+        self.section = None
+        self.depth = 0
+        self.in_title = False
+        self.title = ""
+        self.titles = []        # (section, metric, title text)
+        self.pwned = False
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "data-pwned" in a:
+            self.pwned = True
+        if tag == "output" and a.get("id") == "kevo-status":
+            self.status = a
+        if tag == "section":
+            self.section = a.get("id")
+        if tag == "div" and "data-metric" in a:
+            self.metric = a["data-metric"]
+        if tag == "title":
+            self.in_title = True
+            self.title = ""
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self.in_title = False
+            self.titles.append((self.section, self.metric, self.title))
+    def handle_data(self, data):
+        if self.in_title:
+            self.title += data
+
+p = Page()
+p.feed(open(sys.argv[1], encoding="utf-8").read())
+s = p.status
+def has(section, metric, text):
+    return any(t[0] == section and (metric is None or t[1] == metric) and t[2].startswith(text)
+               for t in p.titles)
+print("ready=%s" % s.get("data-ready"))
+print("errors=%s" % s.get("data-errors"))
+print("bars=%s" % s.get("data-bars"))
+print("cells=%s" % s.get("data-cells"))
+print("pwned=%s" % p.pwned)
+print("phi_pass=%s" % has("analysis-1", "1", "performance: 0.500, 95% interval [0.500, 0.500]"))
+print("phi_fast=%s" % has("analysis-1", "2", "rules: 0.333, 95% interval [0.333, 0.333]"))
+print("I_pass=%s" % has("analysis-1", "1", "interaction I(performance, history:summary) = 1.000"))
+print("phi_diag=%s" % has("analysis-1", "1", "Shapley value of history:summary = 0.500"))
+print("plan_aligned=%s" % any(t[0] == "analysis-2" and t[2].startswith("plan, aligned: 1.000") for t in p.titles))
+print("plan_misaligned=%s" % any(t[0] == "analysis-2" and t[2].startswith("plan, misaligned: 0.000") for t in p.titles))
+print("transfer=%s" % any(t[0] == "analysis-3" and t[2].startswith("transferred plan: ") for t in p.titles))
+EOF2
+sed 's/^/  dom: /' "$T/dom4.txt"
+w() { sed -n "s/^$1=//p" "$T/dom4.txt"; }
+check "analysis page: the script ran to the end" "$(w ready)" 1
+check "analysis page: no script errors" "$(w errors)" 0
+check "analysis page: 36 bars with intervals drawn" "$(w bars)" 36
+check "analysis page: 112 heat-map and 2x2 cells drawn" "$(w cells)" 112
+check "analysis page: no injected script ran" "$(w pwned)" False
+check "analysis page: pass rate phi(performance) = 0.500 [0.500, 0.500]" "$(w phi_pass)" True
+check "analysis page: fast rate phi(rules) = 1/3" "$(w phi_fast)" True
+check "analysis page: heat map I(performance, history:summary) = 1" "$(w I_pass)" True
+check "analysis page: heat map diagonal is phi" "$(w phi_diag)" True
+check "analysis page: 2x2 plan + aligned passes" "$(w plan_aligned)" True
+check "analysis page: 2x2 plan + misaligned does not" "$(w plan_misaligned)" True
+check "analysis page: transfer bars" "$(w transfer)" True
+check "analysis page console: no uncaught error" "$(grep -c 'Uncaught' "$T/dom4.html.log")" 0
+check "analysis page console: nothing blocked by the page's policy" \
+  "$(grep -c 'Content Security Policy\|Refused to' "$T/dom4.html.log")" 0
+rm -f "$ART/report-analysis.png"
+browse "file://$T/an.html" "$T/shot4.out" --hide-scrollbars --window-size=1400,2000 \
+  --screenshot="$ART/report-analysis.png"
+[ "$(wc -c <"$ART/report-analysis.png" 2>/dev/null || echo 0)" -gt 20000 ] &&
+  ok "screenshot: $ART/report-analysis.png" || bad "no screenshot of the analyses"
+
 echo "report_browser: $pass passed, $fail failed"
 [ "$fail" = 0 ]

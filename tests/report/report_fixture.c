@@ -176,9 +176,11 @@ static void set_times(const char *db, int64_t ada, int64_t tune, int n) {
            "nodes.id = llm_calls.node_id), 0) * 6 + 2 WHERE run_id = %lld;"
            "UPDATE runs SET created = %d, updated = %d, status = 'done' WHERE id = %lld;"
            "UPDATE nodes SET created = %d + step * 5 + 5 WHERE run_id = %lld;"
+           "UPDATE analyses SET created = %d + 3600, updated = %d + 3900;"
            "COMMIT;",
            T0, T0 + n * 6 + 5, (long long)ada, T0, (long long)ada, T0, (long long)ada,
-           T0 + n * 6 + 60, T0 + n * 6 + 95, (long long)tune, T0 + n * 6 + 60, (long long)tune);
+           T0 + n * 6 + 60, T0 + n * 6 + 95, (long long)tune, T0 + n * 6 + 60, (long long)tune,
+           T0 + n * 6, T0 + n * 6);
   char *e = NULL;
   if (sqlite3_exec(h, sql, NULL, NULL, &e) != SQLITE_OK)
     die("set times", e ? e : "?");
@@ -496,12 +498,73 @@ int main(int argc, char **argv) {
     }
     kv_bench_task_rows_free(rows, nb);
   }
+  /* Three analyses of the ada run over six of its nodes (kevo analyze's
+   * samples, as it records them): a Shapley analysis of four players whose
+   * outcomes are closed forms (it compiles with probability 0.5 + 0.4 [history]
+   * - 0.2 [profile]; it passes iff performance and history are both on: phi
+   * 1/2 each, I = 1; it is fast iff rules is on as well: phi 1/3 each),
+   * the planning x alignment experiment (it passes iff plan and aligned) and
+   * plan transfer (no plan 1/4, own plan 1/2, transferred 3/4). */
+  int64_t an_ids[3] = {0, 0, 0};
+  {
+    static const char *const exps[3] = {"shapley", "planning", "transfer"};
+    static const char *const cfgs[3] = {
+        "{\"fast_threshold\":1.0,\"gen_lo\":0,\"gen_hi\":-1,\"label\":\"local\","
+        "\"model\":\"stand-in-coder\",\"players\":[\"performance\",\"profile\","
+        "\"history:summary\",\"rules\"],\"provider\":\"openai\",\"samples\":4,"
+        "\"timing\":true}",
+        "{\"fast_threshold\":1.0,\"gen_lo\":0,\"gen_hi\":-1,\"label\":\"local\","
+        "\"model\":\"stand-in-coder\",\"players\":[],\"provider\":\"openai\",\"samples\":4,"
+        "\"timing\":true}",
+        "{\"fast_threshold\":1.0,\"gen_lo\":0,\"gen_hi\":-1,\"label\":\"local\","
+        "\"model\":\"stand-in-coder\",\"players\":[],\"provider\":\"openai\",\"samples\":4,"
+        "\"target\":{\"model\":\"stand-in-small\",\"provider\":\"openai\"},\"timing\":true}"};
+    static const int nconds[3] = {16, 4, 3};
+    for (int e = 0; e < 3; e++) {
+      int created;
+      if (kv_store_analysis_open(s, ada, exps[e], cfgs[e], 1, &an_ids[e], &created, err,
+                                 sizeof err) != 0)
+        die("analysis", err);
+      for (int node = 2; node < 8; node++)
+        for (int c = 0; c < nconds[e]; c++)
+          for (int j = 0; j < 4; j++) {
+            int perf = c & 1, prof = (c >> 1) & 1, hist = (c >> 2) & 1, rules = (c >> 3) & 1;
+            int compiles, pass, fast;
+            if (e == 0) {
+              compiles = unit() < 0.5 + 0.4 * hist - 0.2 * prof;
+              pass = perf && hist;
+              fast = pass && rules;
+            } else if (e == 1) {
+              pass = (c & 1) && (c & 2);
+              compiles = pass || unit() < 0.5;
+              fast = pass;
+            } else {
+              pass = unit() < 0.25 * (c + 1);
+              compiles = pass || unit() < 0.5;
+              fast = pass && j % 2;
+            }
+            struct kv_analysis_sample a = {0};
+            a.analysis_id = an_ids[e];
+            a.node_id = ids[node];
+            a.cond = c;
+            a.sample = j;
+            a.verdict = pass ? "ok" : compiles || fast ? "wrong_output" : "compile_error";
+            a.speedup = pass ? (fast ? 1.5 + 0.25 * j : 0.8) : -1;
+            a.plan_tags = (unsigned)((hist && j % 2 ? 1u : 0u) | (rules ? 4u : 0u));
+            if (kv_store_analysis_sample_put(s, &a, err, sizeof err) != 0)
+              die("analysis sample", err);
+          }
+      if (kv_store_analysis_set_status(s, an_ids[e], "done", err, sizeof err) != 0)
+        die("analysis status", err);
+    }
+  }
   kv_store_close(s);
   set_times(db, ada, tune, n);
   printf("{\"run\":%lld,\"tune_run\":%lld,\"nodes\":%d,\"best\":\"%.2f\",\"hostile_node\":%lld,"
-         "\"accepted\":%d,\"verdicts\":%d,\"rules\":%d,\"failed_calls\":%d}\n",
+         "\"accepted\":%d,\"verdicts\":%d,\"rules\":%d,\"failed_calls\":%d,"
+         "\"analysis\":%lld,\"planning_analysis\":%lld,\"transfer_analysis\":%lld}\n",
          (long long)ada, (long long)tune, n, best, (long long)hostile_id, ok_count, NV, nrules,
-         failed_calls);
+         failed_calls, (long long)an_ids[0], (long long)an_ids[1], (long long)an_ids[2]);
   kv_buf_release(&src);
   free(ids);
   free(evals);

@@ -1,0 +1,242 @@
+/* KLineage skills: an expert kernel walked backward through gate-validated
+ * simplifications (lineages), each accepted step inverted into a forward edit
+ * and admitted as a skill only when a paired, interleaved performance test
+ * shows it pays; skill cards as JSON (export, import, Markdown), and
+ * retrieval of the skills that fit a task and a candidate.
+ *
+ * Annotated experts. A kernel marks each mechanism with a header line
+ *   // kevo:mechanism NAME [requires=A,B] [conflicts=C] [key=value...] -- intent
+ * and blocks
+ *   #if KV_MECH_NAME  (or #if !KV_MECH_NAME)  ...  #else  ...  #endif
+ * Keys: anchor="code text" (what a candidate holding the mechanism contains;
+ * default: the first line of 10 characters or more that the step's forward
+ * edit adds and the simpler kernel lacks), dtypes, layout, storage,
+ * pipeline, hardware (comma lists: the five categories of preconditions),
+ * divides=SIZE:N[,SIZE:N] (sizes the mechanism needs divisible), smem=BYTES
+ * (shared memory it needs per block). kevo disables the mechanisms one at a
+ * time, dependents before what they depend on, gating each step.
+ *
+ * Never prints, never exits; errors name the file, the field and the fix. */
+#ifndef KEVO_SKILLS_H
+#define KEVO_SKILLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "kevo/gate.h"
+#include "kevo/task.h"
+
+struct kv_store;
+
+#define KV_MECH_MAX 32
+#define KV_MECH_NAME_MAX 48
+#define KV_ANNOT_SRC_MAX (1 << 20) /* largest annotated source */
+#define KV_SKILLS_JSON_MAX (16 << 20)
+#define KV_SKILLS_SCHEMA 1 /* "kevo_skills" of the files this build writes */
+#define KV_PAIRS_MAX 64
+
+/* ---- annotations ---------------------------------------------------------- */
+
+struct kv_mech {
+  char name[KV_MECH_NAME_MAX];
+  char intent[256];
+  char anchor[256]; /* code text a candidate holding it contains */
+  char dtypes[96], layout[96], storage[96], pipeline[160], hardware[96]; /* comma lists */
+  char divides[96];                                                      /* "cols:16,rows:4" */
+  long smem_bytes;
+  int nreq, req[KV_MECH_MAX];   /* indexes into kv_annot.m */
+  int nconf, conf[KV_MECH_MAX]; /* indexes */
+  int anchor_default;           /* no anchor= given: the cards take the step's first added line */
+  int line;                     /* of its header line (1-based) */
+  int nblocks;
+};
+
+struct kv_annot {
+  int n;
+  struct kv_mech m[KV_MECH_MAX];
+  /* Removal order of the backward walk: a mechanism comes before every
+   * mechanism it requires (dependents first); among those free to go, the
+   * one declared last. */
+  int order[KV_MECH_MAX];
+};
+
+/* Parses the header lines and #if KV_MECH_ blocks of src (file names the
+ * messages). Errors: a malformed header, an unknown key, a mechanism declared
+ * twice or never used, a KV_MECH_ name that is not declared (in a block or in
+ * requires/conflicts), a condition kevo cannot resolve, unbalanced blocks, a
+ * dependency cycle (named: "A -> B -> A"). */
+int kv_annot_parse(const char *src, size_t len, const char *file, struct kv_annot *a, char *err,
+                   size_t errlen);
+/* The source with mechanism i enabled iff bit i of `enabled` is set: its
+ * blocks resolved (the directives gone), header lines of disabled mechanisms
+ * dropped. *out malloc'd, NUL-terminated. */
+int kv_annot_resolve(const char *src, size_t len, const char *file, const struct kv_annot *a,
+                     uint32_t enabled, char **out, size_t *outlen, char *err, size_t errlen);
+/* Index of a mechanism by name, or -1. */
+int kv_annot_find(const struct kv_annot *a, const char *name);
+
+/* ---- the paired performance test ------------------------------------------ */
+
+/* The forward step's speedup from n interleaved pairs of medians (the simpler
+ * kernel's and the richer kernel's, timed back to back on the same inputs):
+ * ratio_i = simple_i / rich_i. The estimate is the geometric mean; its 95%
+ * interval a percentile bootstrap over the pairs (seeded, `resamples`
+ * draws); the Wilcoxon signed-rank test of the log ratios gives p (exact for
+ * n <= 20, normal approximation above). admitted: the interval's lower end
+ * is above 1 (it excludes 1 on the side of a gain). */
+struct kv_paired {
+  int n;
+  double ratio[KV_PAIRS_MAX];
+  double rich_us[KV_PAIRS_MAX], simple_us[KV_PAIRS_MAX];
+  double speedup, ci_lo, ci_hi, wilcoxon_p;
+  int resamples;
+  int admitted;
+};
+int kv_paired_stats(const double *simple_us, const double *rich_us, int n, uint64_t seed,
+                    int resamples, struct kv_paired *out, char *err, size_t errlen);
+/* Two-sided p of the Wilcoxon signed-rank test of d (zeros dropped). */
+double kv_wilcoxon_p(const double *d, int n);
+
+/* ---- the backward walk ----------------------------------------------------- */
+
+struct kv_lineage_step {
+  int ord;  /* 1.. in walk order */
+  int mech; /* index into annot.m */
+  char verdict[32];
+  char detail[512];
+  int accepted;                          /* the simpler kernel passed the gate */
+  int admitted;                          /* the forward step's paired test excluded 1 */
+  char parent_hash[65], child_hash[65];  /* parent: richer; child: simpler */
+  char *child_src;                       /* malloc'd */
+  char *forward_diff;                    /* simpler -> richer, unified; malloc'd */
+  char *result_json;                     /* the gate's verdict on the simpler kernel */
+  double child_median_us, child_speedup; /* vs the reference; -1 when not timed */
+  struct kv_paired paired;               /* accepted steps with timing */
+  char skipped[256];                     /* not tried: why (a mechanism it is needed by stayed) */
+  /* resources (cuda): the richer and simpler kernels' most registers and shared memory */
+  int regs_rich, regs_simple;
+  long smem_rich, smem_simple;
+  /* LLM mode: the forward edit re-derived from the card alone */
+  int rederived;      /* 1 accepted by the gate, -1 rejected, 0 not tried */
+  char rederive[512]; /* its verdict and detail */
+  char rederived_hash[65];
+};
+
+struct kv_lineage {
+  struct kv_annot annot;
+  char file[512];
+  char surface[16], device[256], arch[64];
+  char expert_hash[65];
+  char *expert_src; /* as read */
+  char *expert_resolved;
+  char *expert_json; /* the gate's verdict on the expert */
+  double expert_median_us, expert_speedup;
+  int nsteps;
+  struct kv_lineage_step steps[KV_MECH_MAX];
+  char key[33];   /* identifies this walk in every store */
+  char mode[16];  /* "annotated" | "llm" */
+  char stop[256]; /* LLM mode: why the walk ended */
+};
+
+typedef void (*kv_lineage_progress_fn)(void *ud, const char *line);
+struct kv_lineage_opts {
+  const struct kv_gate_opts *gate;
+  int pairs;     /* interleaved pairs per accepted step (>= 3; 0: no paired test) */
+  int resamples; /* bootstrap draws (0: 2000) */
+  uint64_t seed;
+  const char *scratch; /* directory for the resolved kernels (must exist) */
+  kv_lineage_progress_fn progress;
+  void *ud;
+};
+
+/* Annotated mode: the expert (all mechanisms on) must be accepted by the
+ * gate, else an error with its verdict; then each mechanism in removal order
+ * is turned off and the kernel gated at the task's unchanged checks and
+ * tolerance. An accepted simplification becomes the parent of the next; a
+ * rejected one keeps the mechanism (and what it requires) and is recorded.
+ * Nothing is written to any store. */
+int kv_lineage_walk(const struct kv_task *t, const char *expert_path,
+                    const struct kv_lineage_opts *o, struct kv_lineage *L, char *err,
+                    size_t errlen);
+void kv_lineage_release(struct kv_lineage *L);
+
+/* LLM mode: the expert need not be annotated. The expert must be accepted;
+ * then, step by step, the model proposes ONE atomic de-optimization of a
+ * mechanism present (role "lineage:deopt": mechanisms others depend on come
+ * off after their dependents; tile sizes and vector widths are not separate
+ * steps), answering "Mechanism:", "Intent:", "Anchor:" and the whole
+ * simpler kernel, or NAIVE when nothing is left. Each proposal is gated at
+ * the task's checks; a rejected one is recorded and retried with its verdict
+ * at most `retries` times (then the walk ends). Each accepted step is then
+ * re-derived forward by the model from the card alone (role
+ * "lineage:rederive": the simpler kernel, name, intent and anchor, never the
+ * diff); the re-derived kernel must pass the gate, and the paired test runs
+ * between it and the simpler kernel. Prompts hold no timings, so a run
+ * replays from the store (--provider replay) with the network off. */
+struct kv_llm;
+int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
+                        const struct kv_lineage_opts *o, struct kv_llm *llm, int retries,
+                        int max_steps, struct kv_lineage *L, char *err, size_t errlen);
+/* The skill cards (a JSON array) of a walk: one per accepted step, admitted
+ * or not (the status says), with the risks the rejected steps taught. */
+json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L);
+/* Records the walk (the lineage, every step, every kernel's source, the
+ * cards) in one transaction. */
+int kv_lineage_save(struct kv_store *s, const struct kv_task *t, const struct kv_lineage *L,
+                    json_t *cards, int64_t *lineage_id, char *err, size_t errlen);
+
+/* ---- skill cards ------------------------------------------------------------ */
+
+/* Checks one card: every required field present with its type (id, name,
+ * intent, anchor.pattern, carrier.diff, preconditions, effect.speedup,
+ * effect.ci, scope.surface, scope.arch, provides, status). where prefixes
+ * the messages ("skills.json: skills[2]"). */
+int kv_skill_validate(const json_t *card, const char *where, char *err, size_t errlen);
+/* Parses a skills file ({"kevo_skills": 1, "skills": [...]}): every card
+ * valid, or nothing (a newer schema is refused with the version). *cards: a
+ * new reference to the array. */
+int kv_skills_parse(const char *text, size_t len, const char *file, json_t **cards, char *err,
+                    size_t errlen);
+/* A card as Markdown (malloc'd). */
+char *kv_skill_markdown(const json_t *card);
+/* The words FTS indexes for a card: name, intent, anchor, task, risks. */
+char *kv_skill_search_text(const json_t *card);
+
+/* Puts every card in the store (one transaction; a card with the same id
+ * replaces its row but keeps its verification log). */
+int kv_skills_store(struct kv_store *s, json_t *cards, int *added, int *updated, char *err,
+                    size_t errlen);
+/* Every stored card (with its log and status) as a new array. */
+int kv_skills_load(struct kv_store *s, int with_retired, json_t **cards, char *err, size_t errlen);
+
+/* ---- retrieval --------------------------------------------------------------- */
+
+#define KV_MATCH_MAX 256
+struct kv_match {
+  const json_t *card; /* borrowed from the cards given */
+  int matched;
+  double score;
+  double fts, shape, effect; /* the score's parts */
+  char why[512];             /* matched: why and in what order; else the rejection */
+};
+struct kv_match_opts {
+  const char *surface;       /* "cpu" | "cuda" */
+  const char *arch;          /* "x86_64", "sm_90": exact */
+  long smem_budget;          /* bytes of shared memory a block may use; 0: 48 KiB */
+  const char *candidate_src; /* NULL: a naive kernel (nothing provided yet) */
+  /* FTS5 ranks by card id (higher is better), or NULL */
+  double (*fts)(void *ud, const char *id);
+  void *fts_ud;
+};
+/* Filters and ranks cards for task t: exact surface and architecture, status
+ * admitted, dtypes, layout, divisibility of every check and bench size, the
+ * shared-memory budget, provides not already in the candidate, requires met
+ * (by the candidate or a skill ranked before), conflicts; then ranked by
+ * relevance, shape proximity and effect. out[] gets the cards (the first
+ * `cap` of them), matched ones first in order. Returns the number matched. */
+int kv_skills_match(const struct kv_task *t, const json_t *cards, const struct kv_match_opts *o,
+                    struct kv_match *out, int cap, int *nout);
+
+#endif

@@ -1,0 +1,23 @@
+/* What lineage.c and llmwalk.c share. Never included outside lib/skills. */
+#ifndef KEVO_SKILLS_INTERNAL_H
+#define KEVO_SKILLS_INTERNAL_H
+
+#include "kevo/skills.h"
+
+void skills_say(const struct kv_lineage_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *skills_ext_of(const char *path);
+/* Writes text to o->scratch/name and judges it with seed (timing: when the
+ * gate options time). 0 with a verdict in r (release it), -1 kevo failed. */
+int skills_judge(const struct kv_task *t, const struct kv_lineage_opts *o, const char *name,
+                 const char *text, size_t len, uint64_t seed, int timing, struct kv_gate_result *r,
+                 char *err, size_t errlen);
+void skills_resources(const struct kv_gate_result *r, int *regs, long *smem);
+/* The paired test of st (rich vs simple): 0 done (st->paired), 1 a pair was
+ * not accepted (st->detail says which), -1 kevo failed. */
+int skills_paired(const struct kv_task *t, const struct kv_lineage_opts *o, const char *ext,
+                  const char *rich, size_t rlen, const char *simple, size_t slen, const char *tag,
+                  struct kv_lineage_step *st, struct kv_gate_result *r, char *err, size_t errlen);
+void skills_lineage_key(struct kv_lineage *L, const struct kv_task *t);
+
+#endif

@@ -1,0 +1,153 @@
+#!/bin/sh
+# kevo run through an executor, as a user runs it: `--executor local
+# --concurrency 2` judges two candidates at once on gate servers; one server
+# is killed with SIGKILL mid-job and the run still records every step exactly
+# once (the killed job judged again by the other server); bad executor input
+# fails with a message naming the fix.
+# With the LLM stand-in, an LLM strategy (greedy) judges its kernels through
+# the executor too.
+# usage: exec_e2e.sh KEVO_BINARY SOURCE_DIR [LLM_STANDIN]
+set -u
+K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+SRC="$2"
+STANDIN=${3:-}
+T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-exec-e2e-XXXXXX")
+KPID=
+SPID=
+trap '[ -z "$KPID" ] || kill "$KPID" 2>/dev/null; [ -z "$SPID" ] || kill "$SPID" 2>/dev/null; rm -rf "$T"' EXIT
+export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
+export KEVO_DB="$T/run.db"
+export XDG_CONFIG_HOME="$T/config"
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+expect() {
+  name=$1 code=$2 pat=$3
+  shift 4
+  "$@" >"$T/out" 2>&1
+  got=$?
+  if [ "$got" != "$code" ]; then
+    bad "$name: exit $got, expected $code"
+    tail -15 "$T/out" | sed 's/^/    /'
+  elif [ -n "$pat" ] && ! grep -qE -- "$pat" "$T/out"; then
+    bad "$name: output lacks /$pat/"
+    tail -15 "$T/out" | sed 's/^/    /'
+  else
+    ok "$name"
+  fi
+}
+q() { sqlite3 "$KEVO_DB" "$1" 2>/dev/null; }
+RS="$SRC/examples/tasks/rowsum"
+cd "$T" || exit 1
+
+# ---- bad input ----
+expect "unknown executor" 2 "--executor nope: not an executor; use local, gpus, ssh or slurm" -- \
+  "$K" run --executor nope "$RS"
+expect "ssh without hosts" 2 "names no hosts" -- "$K" run --executor ssh "$RS"
+printf '{"ssh": {"hosts": ["-oProxyCommand=x"]}}' >"$T/bad.json"
+expect "a host that reads as an option" 2 "bad.json: ssh.hosts\[0\]: .* not a host name" -- \
+  "$K" run --executor ssh --executor-config "$T/bad.json" "$RS"
+printf '{"slurm": {"partitoin": "gpu"}}' >"$T/typo.json"
+expect "a misspelt field" 2 "typo.json: slurm: \"partitoin\" is not a field kevo knows" -- \
+  "$K" run --executor slurm --executor-config "$T/typo.json" "$RS"
+if command -v ssh >/dev/null; then
+  printf '{"ssh": {"hosts": ["kevo-no-such-host.invalid"]}}' >"$T/unreachable.json"
+  expect "an unreachable host" 2 "ssh kevo-no-such-host.invalid #0: could not start a gate server: .*(resolve|kevo-no-such-host).*check ssh.hosts\[0\] in .*unreachable.json" -- \
+    "$K" run --executor ssh --executor-config "$T/unreachable.json" "$RS"
+fi
+if [ ! -d /proc/driver/nvidia/gpus ]; then
+  expect "gpus without a GPU" 2 "shows no GPU" -- env -u CUDA_VISIBLE_DEVICES "$K" run --executor gpus "$RS"
+  expect "cuda on a host without a GPU" 2 "cannot judge cuda kernels" -- \
+    "$K" run --executor local --surface cuda "$RS"
+fi
+
+# ---- a run through two local gate servers, one killed mid-job ----
+"$K" run --executor local --concurrency 2 --steps 5 --budget 0.3 "$RS" >"$T/run.out" 2>&1 &
+KPID=$!
+victim=
+i=0
+while [ -z "$victim" ] && [ $i -lt 600 ] && kill -0 "$KPID" 2>/dev/null; do
+  # a gate server (a child of kevo) that has a child of its own (a compiler
+  # or a worker) is in the middle of a job
+  for s in $(ps -o pid= --ppid "$KPID" 2>/dev/null); do
+    if [ -n "$(ps -o pid= --ppid "$s" 2>/dev/null)" ]; then
+      victim=$s
+      break
+    fi
+  done
+  [ -n "$victim" ] || sleep 0.1
+  i=$((i + 1))
+done
+if [ -n "$victim" ]; then
+  sleep 0.5
+  kill -9 "$victim" 2>/dev/null && echo "killed gate server $victim mid-job"
+fi
+wait "$KPID"
+code=$?
+KPID=
+if [ -n "$victim" ] && [ "$code" = 0 ]; then ok "the run survives a gate server killed mid-job"; else
+  bad "run through local servers: exit $code (victim '$victim')"
+  tail -20 "$T/run.out" | sed 's/^/    /'
+fi
+grep -q "2 of 2 gate servers up, 2 jobs at once" "$T/run.out" && ok "two servers, two jobs at once" ||
+  bad "the run did not say it judges two at once"
+grep -q "goes to another server" "$T/run.out" && ok "the killed job is retried elsewhere" ||
+  { bad "no retry noted"; tail -20 "$T/run.out" | sed 's/^/    /'; }
+run=$(q "SELECT max(id) FROM runs")
+n=$(q "SELECT count(*) FROM nodes WHERE run_id=$run")
+steps=$(q "SELECT count(DISTINCT step) FROM nodes WHERE run_id=$run")
+evals=$(q "SELECT count(DISTINCT eval_id) FROM nodes WHERE run_id=$run AND eval_id IS NOT NULL")
+total=$(q "SELECT count(*) FROM evaluations")
+[ "$n" = 5 ] && [ "$steps" = 5 ] && [ "$evals" = 5 ] && [ "$total" = 5 ] &&
+  ok "every step recorded exactly once (5 nodes, 5 evaluations)" ||
+  bad "recorded: $n nodes, $steps steps, $evals evaluations of nodes, $total evaluations in all"
+retried=$(q "SELECT count(*) FROM evaluations WHERE json_extract(result_json, '$.executor.attempts') = 2")
+[ "$retried" = 1 ] && ok "one evaluation says it took two tries" || bad "evaluations with attempts 2: $retried"
+hosts=$(q "SELECT count(*) FROM evaluations WHERE json_extract(result_json, '$.executor.name') = 'local' AND json_extract(result_json, '$.executor.host') != ''")
+[ "$hosts" = 5 ] && ok "every evaluation names the executor and host that judged it" ||
+  bad "evaluations naming their host: $hosts"
+
+# ---- an LLM strategy through the executor ----
+if [ -n "$STANDIN" ]; then
+  "$STANDIN" --port-file "$T/port" --replies "$SRC/tests/agent/replies.txt" --max-requests 50 \
+    --lifetime 200 --log "$T/standin.log" &
+  SPID=$!
+  i=0
+  while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+  "$K" run --strategy greedy --base-url "http://127.0.0.1:$(cat "$T/port")/v1" --model m \
+    --api-key-env "" --steps 4 --no-timing --seed 2 --executor local --concurrency 2 "$RS" \
+    >"$T/greedy.out" 2>&1
+  code=$?
+  run=$(q "SELECT max(id) FROM runs")
+  judged=$(q "SELECT count(*) FROM nodes n JOIN evaluations e ON e.id = n.eval_id WHERE n.run_id=$run AND json_extract(e.result_json, '$.executor.name') = 'local'")
+  withcode=$(q "SELECT count(*) FROM nodes WHERE run_id=$run AND eval_id IS NOT NULL")
+  if [ "$code" = 0 ] && [ "$withcode" -ge 1 ] && [ "$judged" = "$withcode" ]; then
+    ok "greedy judges every kernel through the executor ($judged of $withcode)"
+  else
+    bad "greedy through the executor: exit $code, $judged of $withcode judged by it"
+    tail -15 "$T/greedy.out" | sed 's/^/    /'
+  fi
+  # best-of-n, 3 requests at once: replies that arrive together are judged at
+  # once (prefetched), each recorded once
+  "$K" run --strategy best-of-n --base-url "http://127.0.0.1:$(cat "$T/port")/v1" --model m \
+    --api-key-env "" --steps 6 --no-timing --seed 3 --executor local --concurrency 3 "$RS" \
+    >"$T/bon.out" 2>&1
+  code=$?
+  run=$(q "SELECT max(id) FROM runs")
+  nodes=$(q "SELECT count(*) || ' ' || count(DISTINCT step) FROM nodes WHERE run_id=$run")
+  evals=$(q "SELECT count(*) FROM nodes WHERE run_id=$run AND eval_id IS NOT NULL")
+  dup=$(q "SELECT count(*) - count(DISTINCT eval_id) FROM nodes WHERE run_id=$run AND eval_id IS NOT NULL")
+  servers=$(q "SELECT count(DISTINCT json_extract(e.result_json, '$.executor.server')) FROM nodes n JOIN evaluations e ON e.id = n.eval_id WHERE n.run_id=$run")
+  if [ "$code" = 0 ] && [ "$nodes" = "6 6" ] && [ "$evals" -ge 1 ] && [ "$dup" = 0 ]; then
+    ok "best-of-n through the executor: 6 nodes, $evals judged once each on $servers servers"
+  else
+    bad "best-of-n through the executor: exit $code, nodes '$nodes', $evals judged, $dup twice"
+    tail -15 "$T/bon.out" | sed 's/^/    /'
+  fi
+else
+  echo "exec_e2e: no LLM stand-in given: the LLM strategy through an executor is not tested"
+fi
+
+echo "exec_e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]
