@@ -43,6 +43,7 @@ struct kv_attr {
   double *y;
   int nobs, cap;
   uint64_t rng;
+  int replay; /* resume: observations only; the decisions come from the record */
 };
 
 struct kv_attr_estimate {
@@ -55,6 +56,9 @@ struct kv_attr_estimate {
 void kv_attr_init(struct kv_attr *a, unsigned prompt_mask, const struct kv_attr_opts *o,
                   uint64_t seed);
 void kv_attr_free(struct kv_attr *a);
+/* A recorded decision ("online attribution: NAME off from step ...", in a
+ * node's params) applied again on resume: the player's index, else -1. */
+int kv_attr_apply_note(struct kv_attr *a, const char *params);
 const char *kv_attr_player_name(const struct kv_attr *a, int i);
 
 /* A step's players: *randomised 1 (for a share of steps) with each player

@@ -204,7 +204,7 @@ int kv_attr_observe(struct kv_attr *a, unsigned players, double y, int step, cha
         (worst < 0 || e.phi[i] - e.cost[i] < e.phi[worst] - e.cost[worst]))
       worst = i;
   }
-  if (worst < 0)
+  if (worst < 0 || a->replay)
     return -1;
   a->off[worst] = 1;
   if (note && cap)
@@ -269,4 +269,20 @@ int kv_attr_params_read(struct kv_attr *a, const char *params, unsigned *players
   }
   *players = m;
   return 1;
+}
+
+int kv_attr_apply_note(struct kv_attr *a, const char *params) {
+  static const char tag[] = "online attribution: ";
+  const char *p = params ? strstr(params, tag) : NULL;
+  if (!p)
+    return -1;
+  p += sizeof tag - 1;
+  size_t n = strcspn(p, " ");
+  for (int i = 0; i < a->n; i++)
+    if (strlen(kv_attr_player_name(a, i)) == n && !strncmp(p, kv_attr_player_name(a, i), n)) {
+      a->off[i] = 1;
+      a->below[i] = 0;
+      return i;
+    }
+  return -1;
 }

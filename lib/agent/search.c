@@ -837,6 +837,7 @@ static void feedback_from_json(struct feedback *f, const char *text) {
 /* Rebuilds the tree from the store's nodes (resume). */
 static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, char *err,
                       size_t errlen) {
+  s->attr.replay = 1;
   for (int i = 0; i < n; i++) {
     const struct kv_node_row *w = &rows[i];
     int parent = w->parent_id > 0 ? index_of_id(s, w->parent_id) : -1;
@@ -863,16 +864,18 @@ static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, c
       s->pr.counts[verdict]++;
     if (verdict == KV_V_OK && w->speedup > s->pr.best_speedup)
       s->pr.best_speedup = w->speedup;
-    /* Online attribution: its randomised steps again, and so its decisions. */
+    /* Online attribution: its judged randomised steps again (the fit does
+     * not depend on their order), and its decisions as recorded, where they
+     * were taken: live, steps are observed in the order they were judged,
+     * which with concurrency is not the order of the rows, so deciding
+     * again here could decide differently. */
     unsigned players;
-    char note[512];
-    if (s->attr_on && kv_attr_params_read(&s->attr, w->params, &players) &&
-        kv_attr_observe(&s->attr, players, s->tree[s->nn - 1].reward, w->step, note, sizeof note) >=
-            0 &&
-        !strstr(w->params, "online attribution:") && /* killed before it was noted */
-        kv_store_node_note(s->st, w->id, note, err, errlen) < 0)
-      return -1;
+    if (s->attr_on && verdict >= 0 && kv_attr_params_read(&s->attr, w->params, &players))
+      kv_attr_observe(&s->attr, players, s->tree[s->nn - 1].reward, w->step, NULL, 0);
+    if (s->attr_on)
+      kv_attr_apply_note(&s->attr, w->params);
   }
+  s->attr.replay = 0;
   s->issued = n;
   return 0;
 }

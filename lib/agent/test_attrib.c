@@ -65,6 +65,32 @@ static void test_additive_game(void **state) {
   kv_attr_free(&a);
 }
 
+/* Resume: the same observations replayed decide nothing (live, they came in
+ * the order they were judged, which the rows do not keep); the recorded
+ * decision is applied where its note stands. */
+static void test_replay(void **state) {
+  (void)state;
+  struct kv_attr a;
+  init2(&a, 0.05);
+  kv_attr_cost_seen(&a, PERF, 300);
+  kv_attr_cost_seen(&a, HIST, 600);
+  a.replay = 1;
+  for (int k = 0; k < 16; k++) {
+    unsigned m = (unsigned)(k & 3);
+    double y = 0.2 + 1.0 * ((m >> HIST) & 1) - 0.3 * ((m >> PERF) & 1);
+    assert_int_equal(kv_attr_observe(&a, m, y, k, NULL, 0), -1);
+  }
+  assert_int_equal(a.off[PERF], 0); /* without replay: off at step 10 */
+  assert_int_equal(kv_attr_apply_note(&a, "attr=x online attribution: performance off from step "
+                                          "10: its Shapley estimate -0.300"),
+                   PERF);
+  assert_int_equal(a.off[PERF], 1);
+  assert_int_equal(kv_attr_apply_note(&a, "attr=performance:1:100"), -1);
+  assert_int_equal(kv_attr_apply_note(&a, "online attribution: frob off"), -1);
+  assert_int_equal(a.off[HIST], 0);
+  kv_attr_free(&a);
+}
+
 /* A player that adds more than it costs, or whose block costs nothing, is
  * kept however long the run. */
 static void test_kept(void **state) {
@@ -138,9 +164,8 @@ static void test_params(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_additive_game),
-      cmocka_unit_test(test_kept),
-      cmocka_unit_test(test_draw),
+      cmocka_unit_test(test_additive_game), cmocka_unit_test(test_kept),
+      cmocka_unit_test(test_replay),        cmocka_unit_test(test_draw),
       cmocka_unit_test(test_params),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
