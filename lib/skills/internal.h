@@ -19,5 +19,12 @@ int skills_paired(const struct kv_task *t, const struct kv_lineage_opts *o, cons
                   const char *rich, size_t rlen, const char *simple, size_t slen, const char *tag,
                   struct kv_lineage_step *st, struct kv_gate_result *r, char *err, size_t errlen);
 void skills_lineage_key(struct kv_lineage *L, const struct kv_task *t);
+/* The expert's first verdict, the walk's starting point (both modes): judged
+ * at the task's own checks, refused with the way to fix it unless accepted,
+ * else recorded in L (surface, device, arch, verdict JSON, time) with its
+ * registers and shared memory in *regs and *smem. r is released. */
+int skills_judge_expert(const struct kv_task *t, const struct kv_lineage_opts *o,
+                        const char *expert_path, const char *src, size_t len, struct kv_lineage *L,
+                        struct kv_gate_result *r, int *regs, long *smem, char *err, size_t errlen);
 
 #endif

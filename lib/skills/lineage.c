@@ -102,6 +102,33 @@ void skills_lineage_key(struct kv_lineage *L, const struct kv_task *t) {
   snprintf(L->key, sizeof L->key, "%.32s", hex);
 }
 
+int skills_judge_expert(const struct kv_task *t, const struct kv_lineage_opts *o,
+                        const char *expert_path, const char *src, size_t len, struct kv_lineage *L,
+                        struct kv_gate_result *r, int *regs, long *smem, char *err, size_t errlen) {
+  char name[160];
+  snprintf(name, sizeof name, "expert%s", skills_ext_of(expert_path));
+  if (skills_judge(t, o, name, src, len, o->seed, 1, r, err, errlen) != 0)
+    return -1;
+  snprintf(L->surface, sizeof L->surface, "%s", r->surface);
+  snprintf(L->device, sizeof L->device, "%s", r->device);
+  kv_rules_arch_of(L->surface, L->device, L->arch, sizeof L->arch);
+  if (r->verdict != KV_V_OK) {
+    kv_error(err, errlen,
+             "%s: the gate rejects the expert kernel%s: %s: %.600s; an expert must be accepted "
+             "before kevo walks it back: fix it (kevo eval %s %s)",
+             expert_path, !strcmp(L->mode, "annotated") ? " (every mechanism on)" : "",
+             kv_verdict_name(r->verdict), r->detail, t->dir ? t->dir : "TASK", expert_path);
+    kv_gate_result_release(r);
+    return -1;
+  }
+  L->expert_json = kv_gate_result_json(r);
+  L->expert_median_us = r->timed ? r->timing.cand.median_us : -1;
+  L->expert_speedup = r->timed ? r->timing.speedup : -1;
+  skills_resources(r, regs, smem);
+  kv_gate_result_release(r);
+  return 0;
+}
+
 int kv_lineage_walk(const struct kv_task *t, const char *expert_path,
                     const struct kv_lineage_opts *o, struct kv_lineage *L, char *err,
                     size_t errlen) {
@@ -125,32 +152,15 @@ int kv_lineage_walk(const struct kv_task *t, const char *expert_path,
   if (kv_annot_resolve(L->expert_src, len, expert_path, a, on, &L->expert_resolved, &elen, err,
                        errlen) != 0)
     goto out;
-  char name[160];
-  snprintf(name, sizeof name, "expert%s", skills_ext_of(expert_path));
   snprintf(L->mode, sizeof L->mode, "annotated");
   const char *ext = skills_ext_of(expert_path);
   skills_say(o, "expert   %s: %d mechanisms", expert_path, a->n);
-  if (skills_judge(t, o, name, L->expert_resolved, elen, o->seed, 1, r, err, errlen) != 0)
-    goto out;
-  snprintf(L->surface, sizeof L->surface, "%s", r->surface);
-  snprintf(L->device, sizeof L->device, "%s", r->device);
-  kv_rules_arch_of(L->surface, L->device, L->arch, sizeof L->arch);
-  if (r->verdict != KV_V_OK) {
-    kv_error(err, errlen,
-             "%s: the gate rejects the expert kernel (every mechanism on): %s: %.600s; an expert "
-             "must be accepted before kevo walks it back: fix it (kevo eval %s %s)",
-             expert_path, kv_verdict_name(r->verdict), r->detail, t->dir ? t->dir : "TASK",
-             expert_path);
-    kv_gate_result_release(r);
-    goto out;
-  }
-  L->expert_json = kv_gate_result_json(r);
-  L->expert_median_us = r->timed ? r->timing.cand.median_us : -1;
-  L->expert_speedup = r->timed ? r->timing.speedup : -1;
   int regs_cur, regs_tmp;
   long smem_cur, smem_tmp;
-  skills_resources(r, &regs_cur, &smem_cur);
-  kv_gate_result_release(r);
+  char name[160]; /* each step's file name */
+  if (skills_judge_expert(t, o, expert_path, L->expert_resolved, elen, L, r, &regs_cur, &smem_cur,
+                          err, errlen) != 0)
+    goto out;
   skills_say(o, "expert   accepted%s%.1f us (%.2fx the reference)", "  ", L->expert_median_us,
              L->expert_speedup);
   skills_lineage_key(L, t);

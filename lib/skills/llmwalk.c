@@ -174,30 +174,13 @@ int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
     goto out;
   }
   const char *ext = skills_ext_of(expert_path);
-  char name[160];
-  snprintf(name, sizeof name, "expert%s", ext);
   skills_say(o, "expert   %s (LLM mode)", expert_path);
-  if (skills_judge(t, o, name, L->expert_src, len, o->seed, 1, r, err, errlen) != 0)
-    goto out;
-  snprintf(L->surface, sizeof L->surface, "%s", r->surface);
-  snprintf(L->device, sizeof L->device, "%s", r->device);
-  kv_rules_arch_of(L->surface, L->device, L->arch, sizeof L->arch);
-  if (r->verdict != KV_V_OK) {
-    kv_error(err, errlen,
-             "%s: the gate rejects the expert kernel: %s: %.600s; an expert must be accepted "
-             "before kevo walks it back: fix it (kevo eval %s %s)",
-             expert_path, kv_verdict_name(r->verdict), r->detail, t->dir ? t->dir : "TASK",
-             expert_path);
-    kv_gate_result_release(r);
-    goto out;
-  }
-  L->expert_json = kv_gate_result_json(r);
-  L->expert_median_us = r->timed ? r->timing.cand.median_us : -1;
-  L->expert_speedup = r->timed ? r->timing.speedup : -1;
   int regs_cur, regs_tmp;
   long smem_cur, smem_tmp;
-  skills_resources(r, &regs_cur, &smem_cur);
-  kv_gate_result_release(r);
+  char name[160]; /* each step's file name */
+  if (skills_judge_expert(t, o, expert_path, L->expert_src, len, L, r, &regs_cur, &smem_cur, err,
+                          errlen) != 0)
+    goto out;
   skills_lineage_key(L, t);
   cur = strdup(L->expert_src);
   if (!cur) {
