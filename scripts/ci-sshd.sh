@@ -1,5 +1,5 @@
 #!/bin/sh
-# Starts an sshd on 127.0.0.1 (port $KEVO_SSHD_PORT, default 2222) that lets
+# Starts an sshd on 127.0.0.1 (port $KEVO_SSHD_PORT, default a free one) that lets
 # this user in with a key generated here, and writes an executor
 # configuration for it (the ssh executor's test reads it from
 # $KEVO_TEST_SSH_CONFIG). Needs openssh-server and openssh-client
@@ -9,9 +9,16 @@
 #   eval "$(scripts/ci-sshd.sh DIR)"     # DIR: where keys, config and logs go
 set -eu
 dir=${1:?usage: ci-sshd.sh DIR}
-port=${KEVO_SSHD_PORT:-2222}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+running=0
+if [ -f "$dir/sshd.pid" ] && kill -0 "$(cat "$dir/sshd.pid")" 2>/dev/null; then
+  running=1
+  port=$(sed -n 's/^Port //p' "$dir/sshd_config")
+else
+  # a free port: a fixed one collides with another checkout's CI on the host
+  port=${KEVO_SSHD_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+fi
 sshd=$(command -v sshd || echo /usr/sbin/sshd)
 [ -x "$sshd" ] || { echo "ci-sshd.sh: no sshd: apt-get install openssh-server" >&2; exit 1; }
 command -v ssh >/dev/null || { echo "ci-sshd.sh: no ssh: apt-get install openssh-client" >&2; exit 1; }
@@ -19,7 +26,7 @@ command -v ssh >/dev/null || { echo "ci-sshd.sh: no ssh: apt-get install openssh
 [ -f "$dir/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -f "$dir/id_ed25519"
 cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
 chmod 600 "$dir/authorized_keys"
-cat >"$dir/sshd_config" <<EOF
+[ "$running" = 1 ] || cat >"$dir/sshd_config" <<EOF
 ListenAddress 127.0.0.1
 Port $port
 HostKey $dir/host_ed25519
@@ -35,7 +42,7 @@ LogLevel ERROR
 EOF
 # root's sshd wants its privilege-separation directory
 [ "$(id -u)" != 0 ] || mkdir -p /run/sshd
-if ! { [ -f "$dir/sshd.pid" ] && kill -0 "$(cat "$dir/sshd.pid")" 2>/dev/null; }; then
+if [ "$running" = 0 ]; then
   "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log"
 fi
 cat >"$dir/exec-ssh.json" <<EOF

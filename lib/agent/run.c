@@ -617,6 +617,8 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
                           c->steps > 0 ? c->steps : 1, "seed", (json_int_t)c->seed, "surface",
                           g->surface ? g->surface : "cpu", "task_dir", t->dir, "llm",
                           kv__llm_settings_json(&c->llm));
+  if (cfg && !g->timing) /* kevo resume judges as the run started: untimed */
+    json_object_set_new(cfg, "timing", json_false());
   json_t *model = c->llm_json ? json_loads(c->llm_json, 0, NULL) : NULL;
   if (model)
     json_object_set_new(cfg, "model", model);
@@ -701,6 +703,8 @@ int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter
   json_t *cfg = json_pack("{s:s,s:i,s:I,s:s,s:s,s:s}", "strategy", strat->name, "steps", s.steps,
                           "seed", (json_int_t)c->seed, "starter", src_hash, "surface",
                           g->surface ? g->surface : "cpu", "task_dir", t->dir);
+  if (cfg && !g->timing)
+    json_object_set_new(cfg, "timing", json_false());
   char *cj = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref(cfg);
   if (rc == 0)
@@ -750,6 +754,14 @@ int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts
   const char *starter = json_string_value(json_object_get(cfg, "starter"));
   const char *dir = json_string_value(json_object_get(cfg, "task_dir"));
   const struct strategy *strat = sname ? find_strategy(sname) : NULL;
+  /* A run started with --no-timing goes on untimed (timing its later steps
+   * only would compare the untimed with the timed, and change its prompts). */
+  struct kv_gate_opts untimed;
+  if (json_is_false(json_object_get(cfg, "timing"))) {
+    untimed = *g;
+    untimed.timing = 0;
+    g = &untimed;
+  }
   size_t len = 0;
   struct kv_node_row *nodes = NULL;
   int nn = 0;

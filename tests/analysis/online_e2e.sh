@@ -121,6 +121,10 @@ n2=$(qn "select count(*) from nodes where run_id = 2")
 "$K" resume 2 >"$T/r3.out" 2>"$T/r3.err"
 check "kevo resume exits 0" $? 0
 check "resumed: 20 nodes" "$(qn "select count(*) from nodes where run_id = 2")" 20
+check "the run's settings keep --no-timing (for kevo resume)" \
+  "$(qn "select count(*) from runs where id = 2 and config_json like '%\"timing\":false%'")" 1
+grep -q "best [0-9]" "$T/r3.err" && bad "resumed: timed, though the run started with --no-timing" ||
+  ok "resumed: untimed, as the run started"
 check "resumed: the decision is taken once" \
   "$(qn "select count(*) from nodes where run_id = 2 and params like '%online attribution%'")" 1
 grep -q "online attribution" "$T/r3.err" && bad "resumed: the decision was announced again" ||
