@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KV_ATTR_MAX 4     /* performance, profile, rules, history */
+#define KV_ATTR_MAX 5     /* performance, profile, rules, history, static */
 #define KV_ATTR_OBS 65536 /* randomised steps kept (a run has fewer) */
 
 struct kv_attr_opts {

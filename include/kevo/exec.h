@@ -151,9 +151,4 @@ struct kv_exec_server_info {
 };
 int kv_exec_servers(const struct kv_exec *x, struct kv_exec_server_info *out, int cap);
 
-/* The gate's result JSON back into a result (feedback for the search):
- * verdict, detail, hashes, device, compile log, checks, timing. Outside input:
- * strings are capped, unknown verdicts refused. 0, or -1 with err. */
-int kv_exec_result_parse(const char *json, struct kv_gate_result *r, char *err, size_t errlen);
-
 #endif

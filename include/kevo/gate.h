@@ -164,6 +164,14 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
  * timed: median_us, reference_median_us, speedup and the statistics), checks,
  * compile log, captured output, sandbox layers. */
 char *kv_gate_result_json(const struct kv_gate_result *r);
+/* That JSON back into a result (a gate server's verdict; a recorded one, for
+ * kevo resume and kevo analyze): verdict, detail, hashes, device, compile log
+ * and kernels (with their instruction mixes), static analysis, checks,
+ * timing, ceilings, captured output. Outside input: strings are capped,
+ * counts bounded, an unknown verdict refused. 0, or -1 with err (r is then
+ * empty). Release with kv_gate_result_release. */
+int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err,
+                             size_t errlen);
 
 #define KV_TASK_MAX_FINDINGS 32
 struct kv_task_report {

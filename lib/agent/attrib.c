@@ -12,7 +12,7 @@
 #include "kevo/prompt.h"
 
 static const int players_of[KV_ATTR_MAX] = {KV_PB_PERFORMANCE, KV_PB_PROFILE, KV_PB_RULES,
-                                            KV_PB_HISTORY};
+                                            KV_PB_HISTORY, KV_PB_STATIC};
 
 static uint64_t next(uint64_t *s) {
   *s ^= *s << 13;

@@ -273,7 +273,7 @@ static int record_unjudged(struct kv_store *st, const struct kv_node_record *nod
 static int take_done(struct kv_exec_done *d, struct kv_gate_result *r, char *err, size_t errlen) {
   if (!d->ok)
     return 1;
-  return kv_exec_result_parse(d->result_json, r, err, errlen) < 0 ? -1 : 0;
+  return kv_gate_result_from_json(d->result_json, r, err, errlen) < 0 ? -1 : 0;
 }
 
 /* A job's key in an executor: the source's hash (never NULL, never a small

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "agent.h"
 #include "kevo/attrib.h"
 #include "kevo/llm.h"
@@ -793,47 +791,6 @@ static void search_free(struct search *s) {
   kv_attr_free(&s->attr);
 }
 
-/* What a resumed run needs of a recorded judgement: the compiler log, the
- * first failing checks and the timing summary (from the result's JSON). */
-static void feedback_from_json(struct feedback *f, const char *text) {
-  json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-  if (!j)
-    return;
-  const char *log = json_string_value(json_object_get(json_object_get(j, "compile"), "log"));
-  if (log && *log)
-    f->compile_log = strndup(log, KV_PROMPT_LOG_MAX + 1024);
-  size_t i;
-  json_t *c;
-  json_array_foreach(json_object_get(j, "checks"), i, c) {
-    const char *v = json_string_value(json_object_get(c, "verdict"));
-    if (!v || !strcmp(v, "ok") || f->nfail >= KV_PROMPT_MISMATCH_MAX)
-      continue;
-    struct kv_check *k = &f->fail[f->nfail++];
-    int vi = kv_verdict_from_name(v);
-    k->verdict = vi >= 0 ? (enum kv_verdict)vi : KV_V_WRONG_OUTPUT;
-    k->seed = (uint64_t)json_integer_value(json_object_get(c, "seed"));
-    snprintf(k->sizes, sizeof k->sizes, "%s",
-             json_string_value(json_object_get(c, "sizes"))
-                 ? json_string_value(json_object_get(c, "sizes"))
-                 : "");
-    snprintf(k->detail, sizeof k->detail, "%s",
-             json_string_value(json_object_get(c, "detail"))
-                 ? json_string_value(json_object_get(c, "detail"))
-                 : "");
-  }
-  json_t *t = json_object_get(j, "timing");
-  if (json_is_object(t) && json_number_value(json_object_get(t, "median_us")) > 0) {
-    f->timed = 1;
-    f->timing.cand.median_us = json_number_value(json_object_get(t, "median_us"));
-    f->timing.ref.median_us = json_number_value(json_object_get(t, "reference_median_us"));
-    f->timing.speedup = json_number_value(json_object_get(t, "speedup"));
-    f->timing.roofline = json_number_value(json_object_get(t, "roofline_fraction"));
-    const char *sz = json_string_value(json_object_get(t, "sizes"));
-    snprintf(f->timing.sizes, sizeof f->timing.sizes, "%s", sz ? sz : "");
-  }
-  json_decref(j);
-}
-
 /* Rebuilds the tree from the store's nodes (resume). */
 static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, char *err,
                       size_t errlen) {
@@ -844,17 +801,21 @@ static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, c
     int verdict = w->verdict ? kv_verdict_from_name(w->verdict) : -1;
     size_t len = 0;
     char *code = verdict >= 0 ? kv_store_get_source(s->st, w->source_hash, &len) : NULL;
+    /* its judgement as recorded, as the live run kept it (feedback_of) */
     struct feedback *fb = NULL;
     if (verdict >= 0) {
-      fb = calloc(1, sizeof *fb);
+      struct kv_gate_result *r = calloc(1, sizeof *r);
       struct kv_eval_row ev;
-      if (fb) {
-        fb->verdict = verdict;
-        if (w->eval_id > 0 && kv_store_get_eval(s->st, w->eval_id, &ev, NULL, 0) == 0) {
-          snprintf(fb->detail, sizeof fb->detail, "%s", ev.detail ? ev.detail : "");
-          feedback_from_json(fb, ev.result_json);
-          kv_eval_row_release(&ev);
-        }
+      if (r && w->eval_id > 0 && kv_store_get_eval(s->st, w->eval_id, &ev, NULL, 0) == 0) {
+        if (kv_gate_result_from_json(ev.result_json, r, NULL, 0) < 0)
+          snprintf(r->detail, sizeof r->detail, "%s", ev.detail ? ev.detail : "");
+        kv_eval_row_release(&ev);
+      }
+      if (r) {
+        r->verdict = (enum kv_verdict)verdict;
+        fb = feedback_of(r);
+        kv_gate_result_release(r);
+        free(r);
       }
     }
     double sp = verdict == KV_V_OK ? (w->speedup > 0 ? w->speedup : 0) : -1;
@@ -911,7 +872,12 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
   s.pr.steps = c->steps;
   if (c->llm.attr_share > 0) {
     struct kv_attr_opts ao = {c->llm.attr_share, c->llm.attr_price, 0};
-    kv_attr_init(&s.attr, c->llm.prompt_mask, &ao, c->seed ^ (uint64_t)nrows);
+    /* static analysis exists on the cuda surface only: elsewhere it would be
+     * a player that never plays */
+    unsigned players = c->llm.prompt_mask;
+    if (!g->surface || strcmp(g->surface, "cuda"))
+      players &= ~(1u << KV_PB_STATIC);
+    kv_attr_init(&s.attr, players, &ao, c->seed ^ (uint64_t)nrows);
     s.attr_on = s.attr.n > 0;
   }
   int rc = kv_prompts_load(c->llm.prompt_dir, &s.prompts, err, errlen);

@@ -112,21 +112,21 @@ static void test_draw(void **state) {
   struct kv_attr a;
   struct kv_attr_opts o = {0.25, 0.05, 3};
   kv_attr_init(&a, KV_PB_ALL, &o, 11);
-  assert_int_equal(a.n, 4);
-  int nr = 0, on[4] = {0};
+  assert_int_equal(a.n, 5); /* performance, profile, rules, history, static */
+  int nr = 0, on[5] = {0};
   for (int k = 0; k < 4000; k++) {
     int r;
     unsigned m = kv_attr_draw(&a, &r);
     if (!r) {
-      assert_int_equal(m, 15); /* every player */
+      assert_int_equal(m, 31); /* every player */
       continue;
     }
     nr++;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
       on[i] += (m >> i) & 1;
   }
   assert_true(nr > 850 && nr < 1150);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     assert_true(on[i] > nr * 0.4 && on[i] < nr * 0.6);
   unsigned pm = kv_attr_prompt_mask(&a, KV_PB_ALL, 1u << 3); /* history only */
   assert_int_equal(pm & (1u << KV_PB_HISTORY), 1u << KV_PB_HISTORY);

@@ -21,7 +21,8 @@
 #define SOURCE_MAX (1 << 20)
 #define MAX_LLM_TRIES 3
 
-static const int player_blocks[] = {KV_PB_PERFORMANCE, KV_PB_PROFILE, KV_PB_RULES, KV_PB_HISTORY};
+static const int player_blocks[] = {KV_PB_PERFORMANCE, KV_PB_PROFILE, KV_PB_RULES, KV_PB_HISTORY,
+                                    KV_PB_STATIC};
 
 struct player {
   int block, summary;
@@ -70,71 +71,29 @@ struct an {
 static void fb_free(struct kv_gate_result *r) {
   if (!r)
     return;
-  free(r->compile_log);
-  free(r->cand_stderr);
+  kv_gate_result_release(r);
   free(r);
 }
 
 /* What the search kept of a judgement for its prompts (search.c's
- * feedback_of), from the evaluation's result JSON. */
+ * feedback_of), from the evaluation's result JSON: its failing checks, the
+ * first KV_PROMPT_MISMATCH_MAX, and the rest as recorded. */
 static struct kv_gate_result *fb_from_json(const char *verdict, const char *detail,
                                            const char *text) {
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (!r)
     return NULL;
+  if (kv_gate_result_from_json(text, r, NULL, 0) < 0)
+    snprintf(r->detail, sizeof r->detail, "%s", detail ? detail : "");
   int v = verdict ? kv_verdict_from_name(verdict) : -1;
   r->verdict = v >= 0 ? (enum kv_verdict)v : KV_V_CRASH;
-  snprintf(r->detail, sizeof r->detail, "%s", detail ? detail : "");
-  json_t *j = text ? json_loads(text, 0, NULL) : NULL;
-  if (!j)
-    return r;
-  json_t *comp = json_object_get(j, "compile");
-  const char *log = json_string_value(json_object_get(comp, "log"));
-  if (log && *log)
-    r->compile_log = strndup(log, KV_PROMPT_LOG_MAX + 1024);
-  const char *se = json_string_value(json_object_get(j, "stderr"));
-  if (se && *se)
-    r->cand_stderr = strndup(se, 2048);
-  size_t i;
-  json_t *c;
-  json_array_foreach(json_object_get(j, "checks"), i, c) {
-    const char *cv = json_string_value(json_object_get(c, "verdict"));
-    if (!cv || !strcmp(cv, "ok") || r->nchecks >= KV_PROMPT_MISMATCH_MAX)
-      continue;
-    struct kv_check *k = &r->checks[r->nchecks++];
-    int vi = kv_verdict_from_name(cv);
-    k->verdict = vi >= 0 ? (enum kv_verdict)vi : KV_V_WRONG_OUTPUT;
-    k->seed = (uint64_t)json_integer_value(json_object_get(c, "seed"));
-    const char *sz = json_string_value(json_object_get(c, "sizes"));
-    const char *dt = json_string_value(json_object_get(c, "detail"));
-    snprintf(k->sizes, sizeof k->sizes, "%s", sz ? sz : "");
-    snprintf(k->detail, sizeof k->detail, "%s", dt ? dt : "");
-  }
-  json_array_foreach(json_object_get(comp, "kernels"), i, c) {
-    if (r->nkernels >= KV_MAX_KERNELS)
-      break;
-    struct kv_kernel_res *k = &r->kernels[r->nkernels++];
-    const char *nm = json_string_value(json_object_get(c, "name"));
-    snprintf(k->name, sizeof k->name, "%s", nm ? nm : "?");
-    k->registers = (int)json_integer_value(json_object_get(c, "registers"));
-    k->barriers = (int)json_integer_value(json_object_get(c, "barriers"));
-    k->smem_bytes = (long)json_integer_value(json_object_get(c, "smem_bytes"));
-    k->cmem_bytes = (long)json_integer_value(json_object_get(c, "cmem_bytes"));
-    k->stack_bytes = (long)json_integer_value(json_object_get(c, "stack_bytes"));
-    k->spill_store_bytes = (long)json_integer_value(json_object_get(c, "spill_store_bytes"));
-    k->spill_load_bytes = (long)json_integer_value(json_object_get(c, "spill_load_bytes"));
-  }
-  json_t *t = json_object_get(j, "timing");
-  if (json_is_object(t) && json_number_value(json_object_get(t, "median_us")) > 0) {
-    r->timed = 1;
-    r->timing.cand.median_us = json_number_value(json_object_get(t, "median_us"));
-    r->timing.ref.median_us = json_number_value(json_object_get(t, "reference_median_us"));
-    r->timing.speedup = json_number_value(json_object_get(t, "speedup"));
-    r->timing.roofline = json_number_value(json_object_get(t, "roofline_fraction"));
-    const char *sz = json_string_value(json_object_get(t, "sizes"));
-    snprintf(r->timing.sizes, sizeof r->timing.sizes, "%s", sz ? sz : "");
-  }
-  json_decref(j);
+  int nf = 0;
+  for (int i = 0; i < r->nchecks && nf < KV_PROMPT_MISMATCH_MAX; i++)
+    if (r->checks[i].verdict != KV_V_OK)
+      r->checks[nf++] = r->checks[i];
+  r->nchecks = nf;
+  free(r->cand_stdout);
+  r->cand_stdout = NULL;
   return r;
 }
 
@@ -148,6 +107,11 @@ static int has_data(const struct an *a, const struct frozen *f, int block) {
     return a->nrules > 0;
   case KV_PB_HISTORY:
     return f->nhist > 0;
+  case KV_PB_STATIC:
+    for (int i = 0; i < f->fb->nkernels; i++)
+      if (f->fb->kernels[i].has_sass)
+        return 1;
+    return 0;
   }
   return 0;
 }
@@ -163,7 +127,7 @@ static int row_of(const struct an *a, int64_t id) {
 
 static int parse_players(struct an *a, char *err, size_t errlen) {
   const char *list = a->o->players;
-  char known[160] = "performance, profile, rules, history (each optionally :summary)";
+  char known[160] = "performance, profile, rules, history, static (each optionally :summary)";
   if (!list || !*list) { /* every player the run had */
     for (size_t b = 0; b < KV_ARRAY_LEN(player_blocks); b++) {
       int blk = player_blocks[b], any = 0;

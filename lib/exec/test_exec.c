@@ -127,13 +127,13 @@ static void test_result_parse(void **state) {
                    "\"x\", \"source_sha256\": \"ab\", \"compile\": {\"log\": \"warn\"}, "
                    "\"checks\": [{\"sizes\": \"n=1\", \"verdict\": \"ok\"}], \"timing\": "
                    "{\"median_us\": 2.0, \"reference_median_us\": 6.0, \"speedup\": 3.0}}";
-  assert_int_equal(kv_exec_result_parse(js, &r, err, sizeof err), 0);
+  assert_int_equal(kv_gate_result_from_json(js, &r, err, sizeof err), 0);
   assert_int_equal(r.verdict, KV_V_OK);
   assert_true(r.timed && r.timing.speedup == 3.0 && r.timing.cand.median_us == 2.0);
   assert_string_equal(r.compile_log, "warn");
   assert_int_equal(r.nchecks, 1);
   kv_gate_result_release(&r);
-  assert_int_equal(kv_exec_result_parse("{\"verdict\": \"great\"}", &r, err, sizeof err), -1);
+  assert_int_equal(kv_gate_result_from_json("{\"verdict\": \"great\"}", &r, err, sizeof err), -1);
   assert_non_null(strstr(err, "same kevo version"));
   struct kv__hello h;
   assert_int_equal(
@@ -196,7 +196,7 @@ static void test_local(void **state) {
     assert_int_equal(json_integer_value(json_object_get(ex, "attempts")), 1);
     json_decref(j);
     struct kv_gate_result r;
-    assert_int_equal(kv_exec_result_parse(d.result_json, &r, err, sizeof err), 0);
+    assert_int_equal(kv_gate_result_from_json(d.result_json, &r, err, sizeof err), 0);
     assert_string_equal(kv_verdict_name(r.verdict), want[i]);
     kv_gate_result_release(&r);
     kv_exec_done_release(&d);

@@ -250,6 +250,19 @@ static void test_result_json(void **state) {
   r->static_s = 0.25;
   r->sass = strdup("\t\tFunction : k0\n");
   char *text = kv_gate_result_json(r);
+  /* Read back (a gate server's verdict, a resumed run): the same mixes. */
+  struct kv_gate_result *b = calloc(1, sizeof *b);
+  char err[256];
+  assert_int_equal(kv_gate_result_from_json(text, b, err, sizeof err), 0);
+  assert_int_equal(b->nkernels, 2);
+  assert_true(b->kernels[0].has_sass);
+  assert_memory_equal(&b->kernels[0].sass, &r->kernels[0].sass, sizeof b->kernels[0].sass);
+  assert_false(b->kernels[1].has_sass);
+  assert_true(b->static_done);
+  assert_true(b->static_s == 0.25);
+  assert_string_equal(b->sass, r->sass);
+  kv_gate_result_release(b);
+  free(b);
   json_t *j = json_loads(text, 0, NULL);
   assert_non_null(j);
   json_t *ks = json_object_get(json_object_get(j, "compile"), "kernels");

@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   default: {
     struct kv_gate_result *r = malloc(sizeof *r);
-    if (r && kv_exec_result_parse(text, r, err, sizeof err) == 0) {
+    if (r && kv_gate_result_from_json(text, r, err, sizeof err) == 0) {
       if ((int)r->verdict < 0 || r->verdict >= KV_V_COUNT || r->nchecks > KV_GATE_MAX_CHECKS ||
           r->nkernels > KV_MAX_KERNELS)
         abort();

@@ -1,0 +1,153 @@
+/* A judgement's result JSON (kv_gate_result_json) back into a result: what
+ * a gate server on another host sent, or what the store recorded (kevo
+ * resume, kevo analyze). Outside input: strings are capped, counts bounded,
+ * unknown verdicts refused. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "kevo/gate.h"
+#include "kevo/sass.h"
+#include "kevo/util.h"
+
+static void str_into(json_t *o, const char *key, char *out, size_t cap) {
+  const char *s = json_string_value(json_object_get(o, key));
+  snprintf(out, cap, "%s", s ? s : "");
+}
+
+static char *str_dup_capped(json_t *o, const char *key, size_t cap) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s && *s ? strndup(s, cap) : NULL;
+}
+
+static double num(json_t *o, const char *key) {
+  double v = json_number_value(json_object_get(o, key));
+  return v == v ? v : 0; /* no NaN from a number jansson would not give anyway */
+}
+
+static void stats_of(json_t *o, struct kv_stats *s) {
+  s->n = (int)json_integer_value(json_object_get(o, "n"));
+  s->median_us = num(o, "median_us");
+  s->iqr_us = num(o, "iqr_us");
+  s->cv = num(o, "cv");
+  s->min_us = num(o, "min_us");
+  s->mean_us = num(o, "mean_us");
+}
+
+int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  json_error_t je;
+  json_t *j = json_loads(json ? json : "", 0, &je);
+  if (!json_is_object(j)) {
+    json_decref(j);
+    return kv_error(err, errlen, "a verdict's result is not a JSON object (%s)", je.text);
+  }
+  const char *v = json_string_value(json_object_get(j, "verdict"));
+  int vi = v ? kv_verdict_from_name(v) : -1;
+  if (vi < 0) {
+    kv_error(err, errlen,
+             "a verdict's result has no verdict kevo knows (\"%.40s\"): it was written by "
+             "another kevo version; run the same kevo version on every host",
+             v ? v : "");
+    json_decref(j);
+    return -1;
+  }
+  r->verdict = (enum kv_verdict)vi;
+  str_into(j, "detail", r->detail, sizeof r->detail);
+  str_into(j, "surface", r->surface, sizeof r->surface);
+  str_into(j, "device", r->device, sizeof r->device);
+  str_into(j, "source_sha256", r->source_hash, sizeof r->source_hash);
+  json_t *c = json_object_get(j, "compile");
+  r->compile_s = num(c, "seconds");
+  r->compile_cached = json_is_true(json_object_get(c, "cached"));
+  r->compile_log = str_dup_capped(c, "log", KV_LOG_CAP);
+  size_t i;
+  json_t *k;
+  json_array_foreach(json_object_get(c, "kernels"), i, k) {
+    if (r->nkernels >= KV_MAX_KERNELS)
+      break;
+    struct kv_kernel_res *kr = &r->kernels[r->nkernels++];
+    str_into(k, "name", kr->name, sizeof kr->name);
+    kr->registers = (int)json_integer_value(json_object_get(k, "registers"));
+    kr->barriers = (int)json_integer_value(json_object_get(k, "barriers"));
+    kr->smem_bytes = (long)json_integer_value(json_object_get(k, "smem_bytes"));
+    kr->cmem_bytes = (long)json_integer_value(json_object_get(k, "cmem_bytes"));
+    kr->stack_bytes = (long)json_integer_value(json_object_get(k, "stack_bytes"));
+    kr->spill_store_bytes = (long)json_integer_value(json_object_get(k, "spill_store_bytes"));
+    kr->spill_load_bytes = (long)json_integer_value(json_object_get(k, "spill_load_bytes"));
+    /* cuda: its instruction mix (kevo/sass.h) */
+    kr->has_sass = kv_sass_mix_from_json(json_object_get(k, "static"), &kr->sass) == 0;
+  }
+  json_t *sa = json_object_get(j, "static");
+  if (json_is_object(sa)) {
+    r->static_done = json_is_true(json_object_get(sa, "done"));
+    r->static_s = num(sa, "seconds");
+    str_into(sa, "note", r->static_note, sizeof r->static_note);
+    r->sass = str_dup_capped(sa, "sass", KV_SASS_RAW_CAP);
+  }
+  json_array_foreach(json_object_get(j, "checks"), i, k) {
+    if (r->nchecks >= KV_GATE_MAX_CHECKS)
+      break;
+    struct kv_check *ck = &r->checks[r->nchecks++];
+    str_into(k, "sizes", ck->sizes, sizeof ck->sizes);
+    str_into(k, "detail", ck->detail, sizeof ck->detail);
+    ck->seed = (uint64_t)json_integer_value(json_object_get(k, "seed"));
+    int cv = kv_verdict_from_name(json_string_value(json_object_get(k, "verdict")));
+    ck->verdict = cv >= 0 ? (enum kv_verdict)cv : KV_V_WRONG_OUTPUT;
+    ck->max_abs_err = num(k, "max_abs_err");
+    ck->max_rel_err = num(k, "max_rel_err");
+  }
+  json_t *s = json_object_get(j, "seconds");
+  r->check_s = num(s, "check");
+  r->time_s = num(s, "timing");
+  r->lock_wait_s = num(s, "lock_wait");
+  json_t *t = json_object_get(j, "timing");
+  if (json_is_object(t)) {
+    struct kv_timing *tm = &r->timing;
+    r->timed = 1;
+    str_into(t, "sizes", tm->sizes, sizeof tm->sizes);
+    stats_of(json_object_get(t, "candidate"), &tm->cand);
+    stats_of(json_object_get(t, "reference"), &tm->ref);
+    stats_of(json_object_get(t, "reference_alone"), &tm->ref_alone);
+    tm->cand.median_us = num(t, "median_us");
+    tm->ref.median_us = num(t, "reference_median_us");
+    tm->speedup = num(t, "speedup");
+    tm->bytes = num(t, "bytes");
+    tm->flops = num(t, "flops");
+    tm->gbs = num(t, "gbs");
+    tm->gflops = num(t, "gflops");
+    tm->roofline = num(t, "roofline_fraction");
+    tm->wall_s = num(t, "wall_s");
+    tm->covered_s = num(t, "covered_s");
+    json_t *b = json_object_get(t, "baseline");
+    if (json_is_object(b)) {
+      tm->has_baseline = 1;
+      stats_of(b, &tm->base);
+      str_into(t, "baseline_kind", tm->baseline_kind, sizeof tm->baseline_kind);
+      tm->baseline_compile_s = num(t, "baseline_compile_s");
+      tm->speedup_vs_baseline = num(t, "speedup_vs_baseline");
+    }
+    json_t *cl = json_object_get(t, "clock");
+    tm->phases = (int)json_integer_value(json_object_get(cl, "phases"));
+    tm->calls_per_phase = (int)json_integer_value(json_object_get(cl, "calls_per_phase"));
+    tm->validated_calls = (int)json_integer_value(json_object_get(cl, "validated_calls"));
+    tm->parent_us = num(cl, "parent_us_per_call");
+    tm->clock_ratio = num(cl, "reported_over_parent");
+    tm->clock_slack_us = num(cl, "slack_us_per_call");
+    tm->cand_clamped = json_is_true(json_object_get(cl, "median_raised"));
+  }
+  json_t *ce = json_object_get(j, "ceilings");
+  if (json_is_object(ce)) {
+    str_into(ce, "device", r->calib.device, sizeof r->calib.device);
+    r->calib.bandwidth_gbs = num(ce, "bandwidth_gbs");
+    r->calib.fma_gflops = num(ce, "fma_gflops");
+  }
+  r->cand_stdout = str_dup_capped(j, "stdout", KV_OUTPUT_CAP);
+  r->cand_stderr = str_dup_capped(j, "stderr", KV_OUTPUT_CAP);
+  r->stdout_truncated = json_is_true(json_object_get(j, "stdout_truncated"));
+  r->stderr_truncated = json_is_true(json_object_get(j, "stderr_truncated"));
+  json_decref(j);
+  return 0;
+}
