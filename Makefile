@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 CTEST_FLAGS ?= --output-on-failure -LE gpu
 
-.PHONY: all deps test test-asan demo fuzz format clean
+.PHONY: all deps test test-asan demo fuzz format clean install
 
 all: deps
 	@test -f $(BUILD)/build.ninja || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -14,6 +14,12 @@ all: deps
 
 deps:
 	@scripts/deps.sh
+
+# make install PREFIX=/opt/kevo: kevo and kevo-worker in PREFIX/bin, what
+# kevo ships in PREFIX/share/kevo (see CMakeLists.txt).
+PREFIX ?= /usr/local
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: all
 	cd $(BUILD) && ctest $(CTEST_FLAGS)

@@ -1,5 +1,5 @@
-/* task.json v1: loading, parsing, strict validation (see DESIGN.md, "Task
- * format (v1)"). Every failure leaves one line "FILE: FIELD: problem; fix". */
+/* task.json v1: loading, parsing, strict validation (docs/task-format.md;
+ * the format, v1). Every failure leaves one line "FILE: FIELD: problem; fix". */
 #include "task_internal.h"
 
 #include <errno.h>
@@ -939,8 +939,8 @@ int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen
   if (fd < 0) {
     if (errno == ENOENT)
       kvt_seterr(err, errlen,
-                 "%s: not found; a task directory needs a task.json (see DESIGN.md, Task format "
-                 "v1)",
+                 "%s: not found; a task directory needs a task.json (docs/task-format.md; "
+                 "examples/tasks/ has six)",
                  path);
     else
       kvt_seterr(err, errlen, "%s: cannot open (%s); make it readable", path, strerror(errno));

@@ -1,4 +1,4 @@
-/* task.json parsing and validation: the DESIGN.md example, malformed specs
+/* task.json parsing and validation: the example of docs/task-format.md, malformed specs
  * (each asserting the field path of its message), size-set caps, loading. */
 
 #include <setjmp.h>
@@ -16,7 +16,7 @@
 
 #include "kevo/task.h"
 
-/* The example of DESIGN.md, "Task format (v1)". */
+/* The example of docs/task-format.md. */
 static const char ROWSUM[] =
     "{\n"
     "  \"name\": \"rowsum\",\n"
