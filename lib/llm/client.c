@@ -5,14 +5,25 @@
  * a slot is free (an attempt: one HTTP request) -> on failure either queued
  * again after a backoff or finished -> finished (spend charged, recorded in
  * the store, on_spend called) -> completed by the caller (freed). Replay calls
- * finish inside submit. Every wait is bounded by the call's deadline. */
+ * finish inside submit. Every wait is bounded by the call's deadline.
+ *
+ * The transfers run on the client's own I/O thread, the only one that
+ * touches the curl multi handle: requests go out and replies come in while
+ * the caller is busy (judging a kernel for seconds), so a reply that came at
+ * once is neither timed out by curl nor given the caller's delay as its
+ * latency. The caller's thread keeps everything else (the queue, retries,
+ * spend, the store): it asks the I/O thread to add or remove a transfer and
+ * takes the finished ones, under c->mu. */
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "kevo/store.h"
@@ -50,6 +61,11 @@ struct call {
   int64_t reserved_tokens;
   char curl_err[CURL_ERROR_SIZE];
   struct kv_llm_result res;
+  /* With the I/O thread, under kv_llm.mu: add it, remove it (and say when
+   * it is out), its transfer is over (with curl's code, at t_io). */
+  int io_add, io_remove, io_out, io_done;
+  CURLcode io_cc;
+  double t_io, t_end; /* t_end: when the attempt ended (0: now) */
 };
 
 struct kv_llm {
@@ -65,6 +81,11 @@ struct kv_llm {
   int active, ready;
   struct kv_llm_spend spend;
   uint64_t rng;
+  /* The I/O thread (network providers). */
+  pthread_t io;
+  int io_on, io_stop;
+  pthread_mutex_t mu;
+  pthread_cond_t io_cv; /* the I/O thread -> the caller: a transfer is over or out */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -120,12 +141,15 @@ static void adderr(struct call *k, const char *fmt, ...) {
   va_end(ap);
 }
 
+static void io_remove(struct kv_llm *c, struct call *k);
+static void *io_main(void *arg);
+
 static void call_free(struct kv_llm *c, struct call *k) {
   if (!k)
     return;
   if (k->easy) {
     if (k->state == ST_ACTIVE)
-      curl_multi_remove_handle(c->multi, k->easy);
+      io_remove(c, k);
     curl_easy_cleanup(k->easy);
   }
   wipe_slist(k->headers);
@@ -210,12 +234,30 @@ int kv_llm_new(const struct kv_llm_opts *o, struct kv_llm **out, char *err, size
   c->on_spend_arg = o->on_spend_arg;
   c->rng = o->jitter_seed ? o->jitter_seed : kv_random_u64();
   c->next_handle = 1;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->io_cv, &ca);
+  pthread_condattr_destroy(&ca);
   if (p->network) {
     c->multi = curl_multi_init();
     if (!c->multi) {
-      free(c);
+      kv_llm_free(c);
       return llm_fail(KV_LLM_ENOMEM, err, errlen, "llm: curl_multi_init failed");
     }
+    /* The I/O thread takes no signals: they stay the caller's. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->io, NULL, io_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+      kv_llm_free(c);
+      return llm_fail(KV_LLM_ENOMEM, err, errlen, "llm: cannot start the I/O thread: %s",
+                      strerror(rc));
+    }
+    c->io_on = 1;
   }
   *out = c;
   return 0;
@@ -224,6 +266,14 @@ int kv_llm_new(const struct kv_llm_opts *o, struct kv_llm **out, char *err, size
 void kv_llm_free(struct kv_llm *c) {
   if (!c)
     return;
+  if (c->io_on) { /* stopped first: then the multi handle is this thread's */
+    pthread_mutex_lock(&c->mu);
+    c->io_stop = 1;
+    pthread_mutex_unlock(&c->mu);
+    curl_multi_wakeup(c->multi);
+    pthread_join(c->io, NULL);
+    c->io_on = 0;
+  }
   while (c->calls) {
     struct call *k = c->calls;
     c->calls = k->next;
@@ -231,6 +281,8 @@ void kv_llm_free(struct kv_llm *c) {
   }
   if (c->multi)
     curl_multi_cleanup(c->multi);
+  pthread_cond_destroy(&c->io_cv);
+  pthread_mutex_destroy(&c->mu);
   explicit_bzero(c, sizeof *c);
   free(c);
 }
@@ -305,7 +357,7 @@ static void finish(struct kv_llm *c, struct call *k, int code) {
   k->res.code = code;
   if (code == KV_LLM_OK)
     k->res.error[0] = '\0';
-  k->res.latency_s = kv_now_s() - k->t_submit;
+  k->res.latency_s = (k->t_end > 0 ? k->t_end : kv_now_s()) - k->t_submit;
   if (k->key) {
     redact(k->res.error, strlen(k->res.error), k->key);
     redact(k->resp.data, k->resp.len, k->key);
@@ -405,7 +457,7 @@ static void attempt_done(struct kv_llm *c, struct call *k, CURLcode cc) {
   k->res.http_status = (int)http;
   const char *pn = c->p->name;
   const char *url = k->url;
-  double now = kv_now_s();
+  double now = k->t_end > 0 ? k->t_end : kv_now_s(); /* when the attempt ended */
   k->status[0] = '\0';
 
   if (k->nomem) {
@@ -547,14 +599,14 @@ static void start_attempt(struct kv_llm *c, struct call *k, double now) {
   k->oversized = k->nomem = 0;
   k->curl_err[0] = '\0';
   double conn = c->m.connect_timeout_s < left ? c->m.connect_timeout_s : left;
+  k->t_end = 0;
   curl_easy_setopt(k->easy, CURLOPT_TIMEOUT_MS, ms_of(left));
   curl_easy_setopt(k->easy, CURLOPT_CONNECTTIMEOUT_MS, ms_of(conn));
-  CURLMcode mc = curl_multi_add_handle(c->multi, k->easy);
-  if (mc != CURLM_OK) {
-    seterr(k, "%s: cannot start the request: %s", c->p->name, curl_multi_strerror(mc));
-    finish(c, k, KV_LLM_ENET);
-    return;
-  }
+  pthread_mutex_lock(&c->mu);
+  k->io_add = 1;
+  k->io_done = k->io_out = 0;
+  pthread_mutex_unlock(&c->mu);
+  curl_multi_wakeup(c->multi);
   k->res.attempts++;
   k->state = ST_ACTIVE;
   c->active++;
@@ -583,23 +635,107 @@ static void start_due(struct kv_llm *c) {
   }
 }
 
+/* The I/O thread: adds and removes transfers as the caller asks, runs them,
+ * and marks each one that is over (with curl's code and the time). The only
+ * thread that touches the multi handle while it runs. */
+static void *io_main(void *arg) {
+  struct kv_llm *c = arg;
+  pthread_mutex_lock(&c->mu);
+  while (!c->io_stop) {
+    for (struct call *k = c->calls; k; k = k->next) {
+      if (k->io_add) {
+        k->io_add = 0;
+        CURLMcode mc = curl_multi_add_handle(c->multi, k->easy);
+        if (mc != CURLM_OK) {
+          snprintf(k->curl_err, sizeof k->curl_err, "cannot start the request: %s",
+                   curl_multi_strerror(mc));
+          k->io_cc = CURLE_FAILED_INIT;
+          k->t_io = kv_now_s();
+          k->io_done = 1;
+          pthread_cond_broadcast(&c->io_cv);
+        }
+      }
+      if (k->io_remove) {
+        k->io_remove = 0;
+        curl_multi_remove_handle(c->multi, k->easy);
+        k->io_out = 1;
+        pthread_cond_broadcast(&c->io_cv);
+      }
+    }
+    pthread_mutex_unlock(&c->mu);
+    int running = 0;
+    curl_multi_perform(c->multi, &running);
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
+      if (msg->msg != CURLMSG_DONE)
+        continue;
+      char *priv = NULL;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+      CURLcode cc = msg->data.result;
+      curl_multi_remove_handle(c->multi, msg->easy_handle);
+      struct call *k = (struct call *)priv;
+      if (!k)
+        continue;
+      double t = kv_now_s();
+      pthread_mutex_lock(&c->mu);
+      k->io_cc = cc;
+      k->t_io = t;
+      k->io_done = 1;
+      pthread_cond_broadcast(&c->io_cv);
+      pthread_mutex_unlock(&c->mu);
+    }
+    /* until a socket is ready, curl's timer, or the caller's wake-up */
+    curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
+    pthread_mutex_lock(&c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+/* Takes k's transfer out of the multi handle (the caller's side): through the
+ * I/O thread while it runs, which answers within one of its turns. */
+static void io_remove(struct kv_llm *c, struct call *k) {
+  if (!c->io_on) {
+    curl_multi_remove_handle(c->multi, k->easy);
+    return;
+  }
+  pthread_mutex_lock(&c->mu);
+  k->io_add = k->io_out = 0;
+  k->io_remove = 1;
+  curl_multi_wakeup(c->multi);
+  while (!k->io_out)
+    pthread_cond_wait(&c->io_cv, &c->mu);
+  k->io_done = 0;
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The transfers the I/O thread finished: each attempt decided, at the time
+ * it ended. */
 static void reap(struct kv_llm *c) {
-  CURLMsg *msg;
-  int left;
-  while ((msg = curl_multi_info_read(c->multi, &left)) != NULL) {
-    if (msg->msg != CURLMSG_DONE)
-      continue;
-    char *priv = NULL;
-    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
-    struct call *k = (struct call *)priv;
-    CURLcode cc = msg->data.result;
-    curl_multi_remove_handle(c->multi, msg->easy_handle);
+  for (;;) {
+    struct call *k;
+    pthread_mutex_lock(&c->mu);
+    for (k = c->calls; k && !k->io_done; k = k->next)
+      ;
+    if (k)
+      k->io_done = 0;
+    pthread_mutex_unlock(&c->mu);
     if (!k)
-      continue;
+      return;
     c->active--;
     k->state = ST_WAIT; /* until attempt_done decides */
-    attempt_done(c, k, cc);
+    k->t_end = k->t_io;
+    attempt_done(c, k, k->io_cc);
   }
+}
+
+/* A finished transfer not yet reaped (the caller holds c->mu). */
+static int io_any_done(const struct kv_llm *c) {
+  for (const struct call *k = c->calls; k; k = k->next)
+    if (k->io_done)
+      return 1;
+  return 0;
 }
 
 static struct call *find(struct kv_llm *c, uint64_t handle) {
@@ -616,18 +752,12 @@ static int is_done(struct kv_llm *c, uint64_t handle) {
   return k && k->state == ST_DONE;
 }
 
-/* Drives transfers until `handle` is done (0: any result is ready), nothing
- * is in flight, or `end` (monotonic seconds) passes. 1 done, 0 not, < 0 the
- * client failed. */
-static int drive(struct kv_llm *c, double end, uint64_t handle, char *err, size_t errlen) {
+/* Takes what the I/O thread finished and starts what is due until `handle`
+ * is done (0: any result is ready), nothing is in flight, or `end`
+ * (monotonic seconds) passes. 1 done, 0 not. */
+static int drive(struct kv_llm *c, double end, uint64_t handle) {
   for (;;) {
     if (c->multi) {
-      start_due(c);
-      int running = 0;
-      CURLMcode mc = curl_multi_perform(c->multi, &running);
-      if (mc != CURLM_OK)
-        return llm_fail(KV_LLM_ENET, err, errlen, "llm: curl_multi_perform failed: %s",
-                        curl_multi_strerror(mc));
       reap(c);
       start_due(c);
     }
@@ -647,18 +777,22 @@ static int drive(struct kv_llm *c, double end, uint64_t handle, char *err, size_
       if (k->t_deadline < wake)
         wake = k->t_deadline;
     }
-    double t = wake - now;
-    long curl_ms = -1;
-    if (curl_multi_timeout(c->multi, &curl_ms) == CURLM_OK && curl_ms >= 0 &&
-        (double)curl_ms / 1000.0 < t)
-      t = (double)curl_ms / 1000.0;
-    int ms = t <= 0 ? 0 : t > 1.0 ? 1000 : (int)ceil(t * 1000.0);
-    if (ms > 0 || c->active > 0) {
-      CURLMcode mc = curl_multi_poll(c->multi, NULL, 0, ms, NULL);
-      if (mc != CURLM_OK)
-        return llm_fail(KV_LLM_ENET, err, errlen, "llm: curl_multi_poll failed: %s",
-                        curl_multi_strerror(mc));
+    if (wake > now + 1.0)
+      wake = now + 1.0;
+    /* wake up on the clock kevo's times are on (the condition's is
+     * CLOCK_MONOTONIC, as kv_now_s) */
+    struct timespec ts;
+    double w = wake > now ? wake : now;
+    ts.tv_sec = (time_t)w;
+    ts.tv_nsec = (long)((w - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
     }
+    pthread_mutex_lock(&c->mu);
+    if (!io_any_done(c))
+      pthread_cond_timedwait(&c->io_cv, &c->mu, &ts);
+    pthread_mutex_unlock(&c->mu);
   }
 }
 
@@ -720,10 +854,12 @@ static struct call *new_call(struct kv_llm *c, const struct kv_llm_request *req,
 }
 
 static void enqueue(struct kv_llm *c, struct call *k) {
+  pthread_mutex_lock(&c->mu); /* the I/O thread walks the list */
   struct call **pp = &c->calls;
   while (*pp)
     pp = &(*pp)->next;
   *pp = k;
+  pthread_mutex_unlock(&c->mu);
 }
 
 /* Answers k from the store at once (hit or miss, it finishes here). */
@@ -849,6 +985,7 @@ int kv_llm_submit(struct kv_llm *c, const struct kv_llm_request *req, uint64_t *
   enqueue(c, k);
   if (handle)
     *handle = k->handle;
+  start_due(c); /* sent now, not at the caller's next poll */
   return 0;
 
 nomem:
@@ -868,8 +1005,8 @@ int kv_llm_poll(struct kv_llm *c, double wait_s, char *err, size_t errlen) {
   if (!c)
     return llm_fail(KV_LLM_EUSAGE, err, errlen, "llm: no client (a bug in the caller)");
   double end = kv_now_s() + (wait_s > 0 ? wait_s : 0);
-  int rc = drive(c, end, 0, err, errlen);
-  return rc < 0 ? rc : c->ready;
+  drive(c, end, 0);
+  return c->ready;
 }
 
 int kv_llm_complete(struct kv_llm *c, uint64_t handle, struct kv_llm_result *out) {
@@ -886,7 +1023,9 @@ int kv_llm_complete(struct kv_llm *c, uint64_t handle, struct kv_llm_result *out
   if (!best)
     return 0;
   struct call *k = *best;
+  pthread_mutex_lock(&c->mu);
   *best = k->next;
+  pthread_mutex_unlock(&c->mu);
   *out = k->res;
   memset(&k->res, 0, sizeof k->res); /* ownership of text moved to out */
   c->ready--;
@@ -903,9 +1042,7 @@ int kv_llm_wait(struct kv_llm *c, uint64_t handle, double wait_s, struct kv_llm_
                     "llm: no call with handle %llu is pending (completed already?)",
                     (unsigned long long)handle);
   double end = kv_now_s() + (wait_s > 0 ? wait_s : 0);
-  int rc = drive(c, end, handle, err, errlen);
-  if (rc < 0)
-    return rc;
+  drive(c, end, handle);
   return kv_llm_complete(c, handle, out);
 }
 
@@ -927,7 +1064,7 @@ int kv_llm_ask(struct kv_llm *c, const struct kv_llm_request *req, struct kv_llm
   k = find(c, h);
   if (k && k->state != ST_DONE) {
     if (k->state == ST_ACTIVE) {
-      curl_multi_remove_handle(c->multi, k->easy);
+      io_remove(c, k);
       c->active--;
       k->state = ST_WAIT;
     }

@@ -911,6 +911,42 @@ static void test_poll_and_wait(void **state) {
   world_close(&w);
 }
 
+/* The caller busy for 4 s (judging a kernel) right after submitting three
+ * calls with a 2 s timeout to a server that answers at once: the requests go
+ * out and the replies come in meanwhile, so none times out and each latency
+ * is the server's, not the caller's delay (issue 17: with the transfers
+ * driven only by the caller's polls, three of four such calls timed out). */
+static void test_busy_caller(void **state) {
+  (void)state;
+  struct world w;
+  world_open(&w, "openai", "ok,ok,ok");
+  w.m.concurrency = 3;
+  w.m.timeout_s = 2;
+  world_client(&w);
+  struct kv_llm_message m[3];
+  struct kv_llm_request r[3] = {prompt("a", &m[0]), prompt("b", &m[1]), prompt("c", &m[2])};
+  uint64_t h[3];
+  char err[1024] = "";
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(kv_llm_submit(w.c, &r[i], &h[i], err, sizeof err), 0);
+  double t0 = kv_now_s();
+  while (kv_now_s() - t0 < 4.0) /* busy, no poll */
+    usleep(50000);
+  assert_int_equal(standin_count(w.srv), 3); /* sent while the caller was busy */
+  for (int i = 0; i < 3; i++) {
+    struct kv_llm_result res;
+    assert_int_equal(kv_llm_wait(w.c, h[i], 5, &res, err, sizeof err), 1);
+    if (res.code != KV_LLM_OK)
+      fail_msg("call %d: %s: %s", i, kv_llm_code_name(res.code), res.error);
+    assert_true(res.latency_s < 1.5);
+    struct kv_llm_call_row row = row_of(&w, res.call_id);
+    assert_true(row.latency_s < 1.5); /* what the store keeps too */
+    kv_llm_call_row_release(&row);
+    kv_llm_result_release(&res);
+  }
+  world_close(&w);
+}
+
 /* ---- replay ------------------------------------------------------------- */
 
 static void test_replay_network_off(void **state) {
@@ -1156,6 +1192,7 @@ int main(void) {
       cmocka_unit_test(test_missing_usage_charged_worst_case),
       cmocka_unit_test(test_concurrent_requests),
       cmocka_unit_test(test_poll_and_wait),
+      cmocka_unit_test(test_busy_caller),
       cmocka_unit_test(test_replay_network_off),
       cmocka_unit_test(test_request_validation),
       cmocka_unit_test(test_cache_key),
