@@ -72,6 +72,18 @@ double kv_now_s(void);
 int64_t kv_unix_time(void);
 /* 64 random bits from the kernel. */
 uint64_t kv_random_u64(void);
+/* splitmix64: the next number of the stream *state (advanced), and the same
+ * as a double in [0, 1). Fast, reproducible from a seed; not for secrets.
+ * Inline: the worker's runtime and the torch worker's library use it too. */
+static inline uint64_t kv_splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static inline double kv_unit01(uint64_t *state) {
+  return (double)(kv_splitmix64(state) >> 11) / 9007199254740992.0;
+}
 
 /* Runs argv[0] (a path or a name searched in PATH) with envp (NULL: inherit),
  * in cwd (NULL: inherit), in its own process group, stdin from /dev/null,

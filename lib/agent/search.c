@@ -53,14 +53,11 @@ void kv_ada_backprop(struct kv_ada_node *n, int idx) {
 }
 
 uint64_t kv_ada_rand(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return kv_splitmix64(x);
 }
 
 double kv_ada_uniform(uint64_t *x) {
-  return (double)(kv_ada_rand(x) >> 11) / 9007199254740992.0;
+  return kv_unit01(x);
 }
 
 int kv_ada_select(const struct kv_ada_node *n, int count, double c) {

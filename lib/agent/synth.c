@@ -124,10 +124,7 @@ static const char example_module[] =
     "def get_init_inputs():\n    return [in_features, out_features, scale]\n";
 
 static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+  return kv_splitmix64(&x);
 }
 
 int kv_synth_pick_ops(uint64_t seed, int attempt, int n, int *idx, int max) {

@@ -72,10 +72,7 @@ int kv_shapley(int n, const double *v, double *phi) {
 /* ---- sampled data --------------------------------------------------------- */
 
 static uint64_t rnd(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return kv_splitmix64(x);
 }
 static int below(uint64_t *x, int n) {
   return n > 0 ? (int)(rnd(x) % (uint64_t)n) : 0;

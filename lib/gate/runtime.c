@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kevo/util.h"
+
 int kv_is_output(enum kv_role r) {
   return r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
 }
@@ -200,10 +202,7 @@ void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAM
 }
 
 static uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return kv_splitmix64(&z);
 }
 
 /* Positions and values of the perturbation of param p at iteration iter. */

@@ -97,12 +97,7 @@ static void curl_init(void) {
 }
 
 static double rand01(struct kv_llm *c) {
-  /* splitmix64 */
-  uint64_t z = (c->rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return (double)(z >> 11) / 9007199254740992.0;
+  return kv_unit01(&c->rng);
 }
 
 /* Overwrites every occurrence of key in s with '*'. */

@@ -8,13 +8,6 @@
 #include "kevo/skills.h"
 #include "kevo/util.h"
 
-static uint64_t mix(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -112,7 +105,7 @@ int kv_paired_stats(const double *simple_us, const double *rich_us, int n, uint6
   for (int b = 0; b < resamples; b++) {
     double s = 0;
     for (int i = 0; i < n; i++)
-      s += lr[mix(&x) % (uint64_t)n];
+      s += lr[kv_splitmix64(&x) % (uint64_t)n];
     means[b] = s / n;
   }
   qsort(means, (size_t)resamples, sizeof *means, cmp_double);
