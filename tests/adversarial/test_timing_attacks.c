@@ -297,6 +297,32 @@ static void run_case(void **state) {
     TA_REQUIRE(0, "%s: kv_gate_eval returned %d: %.300s", c->name, rc, err);
   }
   snprintf(row->verdict, sizeof row->verdict, "%s", kv_verdict_name(r->verdict));
+  /* A control outside its range is judged again twice and by the median of
+   * the three: a bias shows in all three, a moment of a loaded host (other
+   * builds on a 2-core CI machine) in one. */
+  if (c->expect == HONEST && r->verdict == KV_V_OK && r->timed &&
+      !(r->timing.speedup >= HONEST_LO && r->timing.speedup < FAKE_SPEEDUP)) {
+    double sp[3] = {r->timing.speedup, 0, 0};
+    for (int i = 1; i < 3; i++) {
+      struct kv_gate_result *again = calloc(1, sizeof *again);
+      TA_REQUIRE(again != NULL, "out of memory");
+      int rc2 = kv_gate_eval(t, path, &o, again, err, sizeof err);
+      sp[i] = rc2 == 0 && again->verdict == KV_V_OK && again->timed ? again->timing.speedup : 0;
+      kv_gate_result_release(again);
+      free(again);
+    }
+    for (int i = 0; i < 2; i++)
+      for (int j = i + 1; j < 3; j++)
+        if (sp[j] < sp[i]) {
+          double x = sp[i];
+          sp[i] = sp[j];
+          sp[j] = x;
+        }
+    printf("[timing attacks] %s: %.2fx out of range, judged again: %.2fx %.2fx %.2fx, median "
+           "%.2fx\n",
+           c->name, r->timing.speedup, sp[0], sp[1], sp[2], sp[1]);
+    r->timing.speedup = sp[1];
+  }
   if (r->timed) {
     row->speedup = r->timing.speedup;
     row->cand_us = r->timing.cand.median_us;
