@@ -33,11 +33,13 @@ test-asan: deps
 demo: all
 	@scripts/demo.sh $(BUILD)
 
-# libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
+# libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus
+# (every parser of outside input has one: tests/fuzz/CMakeLists.txt).
+FUZZ_TARGETS = task frames reply import job annot skills exec sass launch ncu sanitize
 fuzz: deps
 	@test -f $(FUZZ_BUILD)/build.ninja || CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DKEVO_FUZZ=ON -DKEVO_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-	@cmake --build $(FUZZ_BUILD) --target fuzz_task fuzz_frames fuzz_reply fuzz_import fuzz_job fuzz_exec
-	@for t in task frames reply import job exec; do \
+	@cmake --build $(FUZZ_BUILD) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do \
 	  rm -rf $(FUZZ_BUILD)/corpus-$$t && cp -r tests/fuzz/corpus/$$t $(FUZZ_BUILD)/corpus-$$t && \
 	  $(FUZZ_BUILD)/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_BUILD)/corpus-$$t || exit 1; \
 	done

@@ -37,6 +37,8 @@ int cmd_adapt(int argc, char **argv);
 int cmd_analyze(int argc, char **argv); /* cmd_analyze.c */
 int cmd_lineage(int argc, char **argv); /* cmd_skills.c */
 int cmd_skills(int argc, char **argv);
+int cmd_profile(int argc, char **argv);  /* cmd_profile.c */
+int cmd_sanitize(int argc, char **argv); /* cmd_profile.c */
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -49,8 +51,13 @@ struct kv_store;
 /* Opens the store at db (NULL: $KEVO_DB or the default path); 0, or 2 after
  * saying why on stderr. */
 int cli_open_store(const char *db, struct kv_store **s);
+/* For commands that only read: an existing store, opened read-only (a
+ * missing one is an error, never created). */
+int cli_open_store_readonly(const char *db, struct kv_store **s);
 /* Parses a positive number for a flag or fails with a message. */
 int cli_number(const char *flag, const char *text, double *out);
+/* --timing-ci X: adaptive timing's target, 0 or "off" for a fixed budget. */
+int cli_timing_ci(const char *text, double *out);
 /* Parses a whole number in [lo, hi] for a flag (or a run number) or fails
  * with a message. */
 int cli_integer(const char *flag, const char *text, long long lo, long long hi, long long *out);

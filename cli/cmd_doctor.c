@@ -107,10 +107,67 @@ int cmd_doctor(int argc, char **argv) {
    * Its absence is no problem for the cpu surface. */
   char gpu[512], gerr[1024];
   printf("gpu (cuda surface)\n");
-  if (kv_gate_cuda_device(NULL, gpu, sizeof gpu, gerr, sizeof gerr) == 0)
+  int gpu_ok = kv_gate_cuda_device(NULL, gpu, sizeof gpu, gerr, sizeof gerr) == 0;
+  if (gpu_ok)
     printf("  cuda      ok       %s (inside the worker's sandbox)\n", gpu);
   else
     printf("  cuda      absent   %s\n", gerr);
+  /* The profiler and the debugger: found or not, their version, and the
+   * layers a worker keeps on while each runs it (a worker started under the
+   * tool, as the gate starts it; needs the GPU). */
+  printf("developer tools (cuda surface: profile and debug feedback)\n");
+  static const char *const tools[] = {"ncu", "compute-sanitizer"};
+  for (int i = 0; i < 2; i++) {
+    int ncu = i == 0;
+    const char *path = ncu ? kv_ncu_path() : kv_san_path();
+    if (!path[0]) {
+      printf("  %-18s absent   %s\n", tools[i],
+             ncu ? "no profile feedback; install Nsight Compute or set KEVO_NCU"
+                 : "no debug feedback; install compute-sanitizer or set KEVO_COMPUTE_SANITIZER");
+      continue;
+    }
+    printf("  %-18s ok       %s (%s)\n", tools[i], ncu ? kv_ncu_version() : kv_san_version(), path);
+    if (!gpu_ok) {
+      printf("    worker under it: not tried (no GPU for the cuda surface here)\n");
+      continue;
+    }
+    struct kv_sandbox_status ts;
+    char off[256], terr[1024];
+    double secs = 0;
+    if (kv_devtool_probe(NULL, tools[i], NULL, &ts, off, sizeof off, &secs, terr, sizeof terr) <
+        0) {
+      printf("    worker under it: not available: %s\n", terr);
+      /* Layer by layer: which one does the tool not tolerate here? Each
+       * alone off, then all of them. */
+      static const char *const layers[] = {"netns", "landlock", "seccomp", "lock", "scratch"};
+      int found = 0;
+      for (int l = 0; l < 5 && !found; l++) {
+        const char *one[] = {layers[l], NULL};
+        if (kv_devtool_probe(NULL, tools[i], one, &ts, off, sizeof off, &secs, terr, sizeof terr) ==
+            0) {
+          printf("    it starts with only %s off: %s=%s\n", layers[l],
+                 ncu ? "KEVO_NCU_WITHOUT" : "KEVO_SANITIZER_WITHOUT", layers[l]);
+          found = 1;
+        }
+      }
+      const char *all[] = {"netns", "landlock", "seccomp", "lock", "scratch", NULL};
+      if (!found && kv_devtool_probe(NULL, tools[i], all, &ts, off, sizeof off, &secs, terr,
+                                     sizeof terr) == 0)
+        printf("    it starts only with several layers off (all: %s=%s); none alone was "
+               "enough\n",
+               ncu ? "KEVO_NCU_WITHOUT" : "KEVO_SANITIZER_WITHOUT", off);
+      else if (!found)
+        printf("    it does not start even with every layer off: %s\n", terr);
+      continue;
+    }
+    printf("    worker under it (started in %.1f s): no_new_privs %s, netns %s, landlock %s, "
+           "seccomp %s, rlimits %s, scratch %s, exec_lock %s\n",
+           secs, kv_layer_state_name(ts.no_new_privs), kv_layer_state_name(ts.netns),
+           kv_layer_state_name(ts.landlock), kv_layer_state_name(ts.seccomp),
+           kv_layer_state_name(ts.rlimits), kv_layer_state_name(ts.scratch),
+           strstr(off, "lock") ? "off" : "on after loading");
+    printf("    left off for the tool: %s\n", off[0] ? off : "none");
+  }
   char db[PATH_MAX];
   printf("store\n");
   if (kv_store_default_path(db, sizeof db) == 0) {

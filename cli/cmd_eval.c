@@ -112,6 +112,23 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
       printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
              t->gflops);
     printf("\n");
+    if (t->ci_level > 0) {
+      printf("           interval  %5.2f-%.2fx  (%.1f%%: +-%.1f%%, kevo's clock ", t->speedup_lo,
+             t->speedup_hi, 100 * t->ci_level, 100 * t->ci_half_width);
+      if (t->ci_clock_half_width >= 0)
+        printf("+-%.1f%%", 100 * t->ci_clock_half_width);
+      else
+        printf("too coarse");
+      if (t->ci_target > 0 && !strcmp(t->stop, "ci"))
+        printf("; stopped at %d phases of %d-%d: within the +-%.1f%% target)\n", t->phases,
+               t->min_phases, t->max_phases, 100 * t->ci_target);
+      else if (t->ci_target > 0)
+        printf("; %s %d phases of %d-%d: not within the +-%.1f%% target)\n",
+               !strcmp(t->stop, "deadline") ? "out of time at" : "ran all", t->phases,
+               t->min_phases, t->max_phases, 100 * t->ci_target);
+      else
+        printf("; a fixed budget of %d phases)\n", t->phases);
+    }
   }
   if (r->verdict == KV_V_COMPILE_ERROR && r->compile_log) {
     size_t n = strlen(r->compile_log);
@@ -153,6 +170,9 @@ int cmd_eval(int argc, char **argv) {
       if (cli_number("--budget", argv[++i], &v))
         return 2;
       o.time_budget_s = v;
+    } else if (!strcmp(a, "--timing-ci") && i + 1 < argc) {
+      if (cli_timing_ci(argv[++i], &o.timing_ci))
+        return 2;
     } else if (!strcmp(a, "--deadline") && i + 1 < argc) {
       if (cli_number("--deadline", argv[++i], &v))
         return 2;

@@ -119,6 +119,18 @@ static int ask(int argc, char **argv) {
   kv_llm_config_free(cfg);
   if (rc != 0)
     return cli_fail("%s", err);
+  /* A dollar cap needs the model's prices to count anything. */
+  if (budget.max_usd > 0 && !(m.input_usd_per_mtok > 0) && !(m.output_usd_per_mtok > 0)) {
+    if (f.max_usd > 0)
+      return cli_fail("--max-usd %g: model %s has no price, so kevo cannot count what it spends; "
+                      "set \"input_usd_per_mtok\" and \"output_usd_per_mtok\" in its entry in "
+                      "kevo.json, or cap calls or tokens instead",
+                      budget.max_usd, m.name[0] ? m.name : m.model);
+    fprintf(stderr,
+            "kevo: warning: the budget of $%g caps nothing: model %s has no price (set "
+            "\"input_usd_per_mtok\" and \"output_usd_per_mtok\" in its entry)\n",
+            budget.max_usd, m.name[0] ? m.name : m.model);
+  }
 
   char *text = NULL;
   if (!strcmp(prompt, "-")) {
@@ -238,7 +250,7 @@ static int calls(int argc, char **argv) {
     }
   }
   struct kv_store *store = NULL;
-  if (cli_open_store(db, &store) != 0)
+  if (cli_open_store_readonly(db, &store) != 0)
     return 2;
   /* --limit N: the last N calls. */
   char err[2048];

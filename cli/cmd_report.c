@@ -131,7 +131,7 @@ int cmd_runs_show(int argc, char **argv) {
     }
   }
   struct kv_store *s;
-  if (cli_open_store(db, &s))
+  if (cli_open_store_readonly(db, &s))
     return 2;
   char *text = NULL, err[2048];
   size_t len = 0;

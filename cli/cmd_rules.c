@@ -102,7 +102,9 @@ int cmd_rules(int argc, char **argv) {
     return cli_usage("rules");
   }
   struct kv_store *s;
-  if (cli_open_store(db, &s))
+  /* list, show and export only read. */
+  int reads = !strcmp(verb, "list") || !strcmp(verb, "show") || !strcmp(verb, "export");
+  if (reads ? cli_open_store_readonly(db, &s) : cli_open_store(db, &s))
     return 2;
   char err[1024];
   int code = 0;

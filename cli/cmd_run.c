@@ -128,6 +128,21 @@ int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_giv
     return cli_fail("%s", err);
   if (!flags_given && !m.name[0])
     return 0;
+  /* A dollar cap counts dollars from the model's prices: without them it
+   * would cap nothing. Refused when asked for here (--budget-usd), a
+   * warning when it comes from a config file. */
+  if (b.max_usd > 0 && !(m.input_usd_per_mtok > 0) && !(m.output_usd_per_mtok > 0)) {
+    if (f->max_usd > 0)
+      return cli_fail("--budget-usd %g: model %s has no price, so kevo cannot count what it "
+                      "spends; set \"input_usd_per_mtok\" and \"output_usd_per_mtok\" in its "
+                      "entry in kevo.json, or cap calls or tokens instead (\"budget\": "
+                      "{\"calls\": N, \"tokens\": N})",
+                      b.max_usd, m.name[0] ? m.name : m.model);
+    fprintf(stderr,
+            "kevo: warning: the budget of $%g caps nothing: model %s has no price (set "
+            "\"input_usd_per_mtok\" and \"output_usd_per_mtok\" in its entry)\n",
+            b.max_usd, m.name[0] ? m.name : m.model);
+  }
   /* The variable's name (never a key) lets a resumed run find its key. */
   if (model_json && mj_cap) {
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s}", "provider", m.provider, "model", m.model,
@@ -143,7 +158,10 @@ int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_giv
   return 0;
 }
 
-static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) {
+/* The best kernel of a run: written to out_path, else printed (kevo best);
+ * where_only: neither, a line saying how to get it (kevo run and resume
+ * write nothing into the working directory unless asked with -o). */
+static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, int where_only) {
   char err[1024];
   struct kv_run_row run;
   if (kv_store_run_get(s, run_id, &run, err, sizeof err) < 0)
@@ -172,6 +190,9 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path) 
     if (!src) {
       code = cli_fail("run %lld: the best kernel's source is missing from the store",
                       (long long)run.id);
+    } else if (where_only) {
+      printf("best kernel of run %lld (%s): 'kevo best %lld -o FILE' writes it\n",
+             (long long)run.id, speed, (long long)run.id);
     } else if (out_path) {
       FILE *f = fopen(out_path, "w");
       int ok = f && fputs(head, f) >= 0 && fwrite(src, 1, len, f) == len;
@@ -234,6 +255,9 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
   } else if (!strcmp(a, "--budget") && has) {
     NUM("--budget");
     r->g.time_budget_s = v;
+  } else if (!strcmp(a, "--timing-ci") && has) {
+    if (cli_timing_ci(argv[++*i], &r->g.timing_ci))
+      return -1;
   } else if (!strcmp(a, "--no-timing"))
     r->g.timing = 0;
   else if (!strcmp(a, "--surface") && has)
@@ -262,6 +286,10 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
       cli_fail("--prompt-blocks: %s", err);
       return -1;
     }
+    /* The profiler and the debugger run (cuda) only for a run that asks for
+     * their blocks: none of their cost otherwise, the default included. */
+    r->g.profile = (r->c.llm.prompt_mask >> KV_PB_PROFILE) & 1;
+    r->g.debug = (r->c.llm.prompt_mask >> KV_PB_DEBUG) & 1;
   } else if (!strcmp(a, "--prompts") && has)
     r->c.llm.prompt_dir = argv[++*i];
   else if (!strcmp(a, "--p-large") && has) {
@@ -481,14 +509,8 @@ int cmd_run(int argc, char **argv) {
     code = cli_fail("%s", err);
   else if (cli_stop_flag)
     fprintf(stderr, "\nkevo: stopped; continue with 'kevo resume %lld'\n", (long long)run_id);
-  if (rc == 0) {
-    char best[PATH_MAX];
-    if (!out) {
-      snprintf(best, sizeof best, "%s/best-run%lld.%s", ".", (long long)run_id, cuda ? "cu" : "c");
-      out = best;
-    }
-    code = print_best(s, run_id, out);
-  }
+  if (rc == 0)
+    code = print_best(s, run_id, out, !out);
   if (cli_stop_flag && code == 0)
     code = 130; /* stopped by Ctrl-C: not a finished run */
   kv_llm_free(llm);
@@ -497,14 +519,33 @@ int cmd_run(int argc, char **argv) {
   return code;
 }
 
+/* kevo resume --steps N: N more steps than the run has taken, written into
+ * its configuration (so that a later resume goes on to the same total). */
+static int add_steps(struct kv_store *s, const struct kv_run_row *run, json_t *cfg,
+                     long long more) {
+  char err[1024];
+  long long total = (long long)run->nnodes + more;
+  if (!cfg || total > 1000000)
+    return cli_fail("resume --steps %lld: run %lld %s", more, (long long)run->id,
+                    cfg ? "would pass 1000000 steps" : "has an unreadable configuration");
+  json_object_set_new(cfg, "steps", json_integer(total));
+  char *cj = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
+  int rc = cj ? kv_store_run_set_config(s, run->id, cj, err, sizeof err) : -1;
+  free(cj);
+  if (rc < 0)
+    return cli_fail("%s", cj ? err : "out of memory");
+  return 0;
+}
+
 int cmd_resume(int argc, char **argv) {
-  const char *db = NULL, *config = NULL;
+  const char *db = NULL, *config = NULL, *out = NULL;
   int64_t id = 0;
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
   struct kv_llm_flags f;
   kv_llm_flags_init(&f);
-  int llm_flags = 0, concurrency = 2;
+  int llm_flags = 0, concurrency = 2, budget_given = 0, ci_given = 0;
+  long long more = 0;
   const char *executor = NULL, *gpus = NULL, *exec_config = getenv("KEVO_EXEC_CONFIG");
   double v;
   for (int i = 1; i < argc; i++) {
@@ -521,8 +562,18 @@ int cmd_resume(int argc, char **argv) {
       if (cli_number("--budget", argv[++i], &v))
         return 2;
       g.time_budget_s = v;
+      budget_given = 1;
     } else if (!strcmp(a, "--no-timing"))
       g.timing = 0;
+    else if (!strcmp(a, "--timing-ci") && has) {
+      if (cli_timing_ci(argv[++i], &g.timing_ci))
+        return 2;
+      ci_given = 1;
+    } else if (!strcmp(a, "--steps") && has) {
+      if (cli_integer("--steps", argv[++i], 1, 1000000, &more))
+        return 2;
+    } else if (!strcmp(a, "-o") && has)
+      out = argv[++i];
     else if (!strcmp(a, "--executor") && has)
       executor = argv[++i];
     else if (!strcmp(a, "--gpus") && has)
@@ -548,6 +599,8 @@ int cmd_resume(int argc, char **argv) {
     cli_fail("resume: needs a run number (see 'kevo runs')");
     return cli_usage("resume");
   }
+  if (out && !cli_writable(out))
+    return cli_fail("-o %s: cannot write there; give a path in a writable directory", out);
   struct kv_store *s;
   if (cli_open_store(db, &s))
     return 2;
@@ -560,7 +613,15 @@ int cmd_resume(int argc, char **argv) {
   struct kv_llm *llm = NULL;
   int code = 0;
   json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
-  if (kv_run_strategy_needs_llm(run.strategy) == 1) {
+  /* Another process running it: refused before anything is spent. */
+  if (!strcmp(run.status, "running")) {
+    int rc = kv_store_run_set_status(s, id, "running", err, sizeof err);
+    code = rc < 0 ? cli_fail("%s", err) : 0;
+  }
+  if (!code && !strcmp(run.status, "done") && !more)
+    fprintf(stderr, "kevo: run %lld is finished; 'kevo resume %lld --steps N' adds N steps\n",
+            (long long)id, (long long)id);
+  if (!code && kv_run_strategy_needs_llm(run.strategy) == 1) {
     /* The model the run started with, unless flags say otherwise. */
     cli_llm_flags_of_run(&f, llm_flags, cfg);
     char mj[1024];
@@ -570,6 +631,20 @@ int cmd_resume(int argc, char **argv) {
   const char *surface = json_string_value(json_object_get(cfg, "surface"));
   if (surface)
     g.surface = surface;
+  /* The run's own timing budget, unless --budget says otherwise. */
+  double rb = json_number_value(json_object_get(cfg, "time_budget_s"));
+  if (!budget_given && rb > 0)
+    g.time_budget_s = rb;
+  json_t *rci = json_object_get(cfg, "timing_ci"); /* and adaptive timing's target */
+  if (!ci_given && json_is_number(rci))
+    g.timing_ci = json_number_value(rci);
+  /* --skills on, as the run started (the hooks need the task) */
+  struct kv_task *st = NULL;
+  const char *tdir = json_string_value(json_object_get(cfg, "task_dir"));
+  if (!code && json_is_true(json_object_get(cfg, "skills")) &&
+      (!tdir || kv_task_load(tdir, &st, err, sizeof err) < 0))
+    code = cli_fail("run %lld started with --skills on: %s", (long long)id,
+                    tdir ? err : "its task directory is not recorded");
   struct kv_calib cal;
   int cpu = strcmp(g.surface, "cuda") != 0;
   if (!code && cpu && cli_calib(&cal, 0, 0) != 0)
@@ -578,19 +653,41 @@ int cmd_resume(int argc, char **argv) {
   if (!code && (executor || gpus))
     code =
         cli_exec_open(executor ? executor : "gpus", gpus, exec_config, g.surface, concurrency, &x);
+  if (!code && more) /* the last check passed: nothing else can refuse now */
+    code = add_steps(s, &run, cfg, more);
+  int rc = -1;
   if (!code) {
     if (cpu)
       g.calib = &cal;
     signal(SIGINT, cli_on_sigint);
     struct kv_run_hooks h = {
         .progress = cli_run_progress, .stop = &cli_stop_flag, .llm = llm, .exec = x};
-    if (kv_run_resume(s, id, &g, &h, err, sizeof err) < 0)
+    struct cli_skill_ctx skx = {s, st, g.surface};
+    if (st) {
+      h.skill_pick = cli_skill_pick;
+      h.skill_used = cli_skill_used;
+      h.skill_ud = &skx;
+    }
+    rc = kv_run_resume(s, id, &g, &h, err, sizeof err);
+    if (rc < 0)
       code = cli_fail("%s", err);
     else
       fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id,
               cli_stop_flag ? "stopped" : "finished");
   }
   kv_exec_close(x);
+  if (llm) {
+    struct kv_llm_spend sp;
+    kv_llm_spent(llm, &sp);
+    fprintf(stderr, "kevo: spent $%.6f (%lld calls, %lld tokens in, %lld out)\n", sp.usd,
+            (long long)sp.calls, (long long)sp.input_tokens, (long long)sp.output_tokens);
+  }
+  /* Its best kernel, as kevo run ends. */
+  if (rc == 0)
+    code = print_best(s, id, out, !out);
+  if (cli_stop_flag && code == 0)
+    code = 130;
+  kv_task_free(st);
   json_decref(cfg);
   kv_run_row_release(&run);
   kv_llm_free(llm);
@@ -611,7 +708,7 @@ int cmd_runs(int argc, char **argv) {
     }
   }
   struct kv_store *s;
-  if (cli_open_store(db, &s))
+  if (cli_open_store_readonly(db, &s))
     return 2;
   struct kv_run_row *rows = NULL;
   int n = 0;
@@ -657,9 +754,9 @@ int cmd_best(int argc, char **argv) {
     }
   }
   struct kv_store *s;
-  if (cli_open_store(db, &s))
+  if (cli_open_store_readonly(db, &s))
     return 2;
-  int code = print_best(s, id, out); /* id 0: the most recent run */
+  int code = print_best(s, id, out, 0); /* id 0: the most recent run */
   kv_store_close(s);
   return code;
 }

@@ -6,6 +6,11 @@
 
 #include "cli.h"
 
+/* kv_task_check's remarks that do not reject the task start "warning: ". */
+static int is_warning(const char *finding) {
+  return !strncmp(finding, "warning: ", 9);
+}
+
 int cmd_task(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "check") != 0) {
     cli_fail("task: the subcommand is 'check'");
@@ -48,10 +53,11 @@ int cmd_task(int argc, char **argv) {
   if (json) {
     json_t *j = json_pack("{s:s,s:b,s:i,s:f,s:f}", "task", t->name, "ok", r.ok, "reference_calls",
                           r.ncalls, "compile_s", r.compile_s, "bench_reference_ms", r.bench_ref_ms);
-    json_t *f = json_array();
+    json_t *f = json_array(), *w = json_array();
     for (int i = 0; i < r.nfindings; i++)
-      json_array_append_new(f, json_string(r.findings[i]));
+      json_array_append_new(is_warning(r.findings[i]) ? w : f, json_string(r.findings[i]));
     json_object_set_new(j, "findings", f);
+    json_object_set_new(j, "warnings", w);
     if (!r.ok && r.compile_log)
       json_object_set_new(j, "compile_log", json_string(r.compile_log));
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -62,7 +68,7 @@ int cmd_task(int argc, char **argv) {
     printf("%s (%s, %s surface): %d check sizes, %d reference calls\n", t->name, dir, o.surface,
            t->ncheck, r.ncalls);
     for (int i = 0; i < r.nfindings; i++)
-      printf("  problem: %s\n", r.findings[i]);
+      printf(is_warning(r.findings[i]) ? "  %s\n" : "  problem: %s\n", r.findings[i]);
     if (r.bench_ref_ms >= 0)
       printf("  reference at the bench size: %.2f ms per call\n", r.bench_ref_ms);
     if (!r.ok && r.compile_log && r.compile_log[0])

@@ -36,3 +36,15 @@ int cli_open_store(const char *db, struct kv_store **s) {
     return cli_fail("%s", err);
   return 0;
 }
+
+int cli_open_store_readonly(const char *db, struct kv_store **s) {
+  char path[PATH_MAX], err[2048];
+  if (!db) {
+    if (kv_store_default_path(path, sizeof path) != 0)
+      return cli_fail("cannot find the store: set KEVO_DB or HOME, or pass --db PATH");
+    db = path;
+  }
+  if (kv_store_open_readonly(db, s, err, sizeof err) != 0)
+    return cli_fail("%s", err);
+  return 0;
+}

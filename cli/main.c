@@ -12,11 +12,21 @@
 static const struct kv_command commands[] = {
     {"eval", cmd_eval,
      "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
-     "[--budget SECONDS] [--deadline SECONDS] [--torch-compile MODE] TASK_DIR CANDIDATE",
+     "[--budget SECONDS] [--timing-ci X|off] [--deadline SECONDS] [--torch-compile MODE] TASK_DIR "
+     "CANDIDATE",
      "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
     {"task", cmd_task, "kevo task check [--surface cpu|cuda] [--json] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes"},
-    {"doctor", cmd_doctor, "kevo doctor", "check compilers, the worker and every sandbox layer"},
+    {"doctor", cmd_doctor, "kevo doctor",
+     "check compilers, tools, the worker and every sandbox layer"},
+    {"profile", cmd_profile,
+     "kevo profile [--json] [--deadline SECONDS] [--seed N] TASK_DIR CANDIDATE",
+     "cuda: Nsight Compute on one bench-size call of a candidate (and the reference), summarised"},
+    {"sanitize", cmd_sanitize,
+     "kevo sanitize [--surface cuda|cpu] [--json] [--deadline SECONDS] [--seed N] TASK_DIR "
+     "CANDIDATE",
+     "one check-size call under compute-sanitizer (cuda: memcheck, racecheck, synccheck, "
+     "initcheck) or AddressSanitizer+UBSan (cpu): exit 1 with findings"},
     {"device", cmd_device, "kevo device [--surface cpu|cuda] [--recalibrate] [--json]",
      "measure (once) and show this device's bandwidth and FMA peak"},
     {"llm", cmd_llm,
@@ -31,7 +41,8 @@ static const struct kv_command commands[] = {
      "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--online-attribution "
      "SHARE] "
      "[--attr-price R] [--skills on|off] [--seed S] "
-     "[--budget SECONDS] [--no-timing] [--surface cpu|cuda] [--starter FILE] [--db PATH] "
+     "[--budget SECONDS] [--timing-ci X|off] [--no-timing] [--surface cpu|cuda] [--starter FILE] "
+     "[--db PATH] "
      "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
     {"runs", cmd_runs, "kevo runs [--db PATH] | kevo runs show [RUN] [--db PATH]",
@@ -39,8 +50,9 @@ static const struct kv_command commands[] = {
     {"resume", cmd_resume,
      "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] "
      "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [--concurrency K] "
-     "RUN",
-     "continue a stopped or killed run"},
+     "[--budget SECONDS] [--no-timing] [--steps N] [-o FILE] RUN",
+     "continue a stopped or killed run (--steps N: N more steps, also of a finished one); write "
+     "its best kernel"},
     {"rules", cmd_rules,
      "kevo rules list [--all] | show ID | export [--min-count N] FILE | import FILE | audit "
      "[--apply] | unflag ID  [--db PATH]",
@@ -120,6 +132,19 @@ int cli_number(const char *flag, const char *text, double *out) {
   double v = text ? strtod(text, &end) : 0;
   if (!text || end == text || *end || !(v > 0) || v > 1e9)
     return cli_fail("%s: '%s' is not a positive number", flag, text ? text : "");
+  *out = v;
+  return 0;
+}
+
+int cli_timing_ci(const char *text, double *out) {
+  char *end;
+  double v = text ? strtod(text, &end) : -1;
+  if (text && !strcmp(text, "off"))
+    v = 0, end = "";
+  if (!text || end == text || *end || !(v >= 0) || v > 0.5)
+    return cli_fail("--timing-ci: '%s' is not a target from 0 (a fixed budget; or 'off') to 0.5; "
+                    "0.01 stops timing once the speedup's 95%% interval is within +-1%%",
+                    text ? text : "");
   *out = v;
   return 0;
 }

@@ -22,6 +22,7 @@
  * clock). An L2 flush (a memset of 2x the L2 size) precedes every call. */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 
 #include "cuda_api.h"
 #include "cuda_gen.h"
+#include "kevo/launch.h"
 #include "kevo/runtime.h"
 #include "kevo/util.h"
 #include "kevo/wire.h"
@@ -40,12 +42,16 @@ typedef int (*guard_fn)(char *buf, int cap);
 
 /* The driver's entry points, alone in their own pages: read-only once looked
  * up (setup), and sealed so by kv_sandbox_lock_exec. */
-#define KV_CU_PAGES ((sizeof(struct kv_cu) + 4095) / 4096 * 4096)
-static union {
+struct kv_cu_all {
   struct kv_cu t;
+  kv_cu_func_get_param_info param_info; /* optional: NULL on older drivers */
+};
+#define KV_CU_PAGES ((sizeof(struct kv_cu_all) + 4095) / 4096 * 4096)
+static union {
+  struct kv_cu_all a;
   char pad[KV_CU_PAGES];
 } cu_page __attribute__((aligned(4096)));
-#define cu (cu_page.t)
+#define cu (cu_page.a.t)
 static int ready;         /* the context, stream, events and flush buffer exist */
 static char problem[600]; /* why not */
 static CUdevice dev;
@@ -150,6 +156,10 @@ static int setup(json_t *j) {
   }
   KV_CU_FUNCS(KV_CU_LOAD)
 #undef KV_CU_LOAD
+  {
+    void *f_ = dlsym(h, "cuFuncGetParamInfo");
+    memcpy(&cu_page.a.param_info, &f_, sizeof f_);
+  }
   CUresult r;
   int n = 0, drv = 0;
 #define STEP(call, what)                                                                           \
@@ -292,6 +302,255 @@ static void free_all(CUdeviceptr *d, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (d[i])
       cu.MemFree(d[i]);
+}
+
+/* ---- kernel-only candidates: a cubin and launch lines (kevo/launch.h) ----
+ *
+ * The gate compiled the candidate's kernels with NVRTC into a bundle
+ * (lib/gate/nvrtc.c): "KEVOKRN1\n", one line of JSON (each launch: line,
+ * kernel, lowered name, grid, block, smem, args) and the cubin. The cubin is
+ * loaded with cuModuleLoadData (machine code: no JIT, no host code at all),
+ * and the slot's entry is a launcher of kevo's own: per call it evaluates the
+ * launch lines at the call's sizes and launches each kernel, in order, on the
+ * worker's stream. A launch the driver refuses is kept for the slot's guard,
+ * which check_guard reads after the call, as the CUDA runtime's last error is
+ * read for a host-entry candidate. */
+
+#define KBUNDLE_MAX ((size_t)66 << 20)
+
+struct kslot {
+  int n;
+  struct kv_launch l[KV_LAUNCH_MAX];
+  CUfunction f[KV_LAUNCH_MAX];
+  int smem_set[KV_LAUNCH_MAX]; /* dynamic shared memory the function was opted in for */
+  /* Dimensions at the last sizes seen (a phase's calls share them). */
+  int have;
+  struct kv_sizeset ss;
+  unsigned grid[KV_LAUNCH_MAX][3], block[KV_LAUNCH_MAX][3], smem[KV_LAUNCH_MAX];
+  char err[400]; /* the first launch error since the guard last looked */
+};
+static struct kslot kslots[KV_SLOTS];
+
+static void kernels_call(int slot, void *const *args, CUstream st) {
+  struct kslot *k = &kslots[slot];
+  struct kv_sizeset ss;
+  memset(&ss, 0, sizeof ss);
+  for (int p = 0; p < task->nparams; p++)
+    if (task->params[p].role == KV_ROLE_SIZE) {
+      int v;
+      memcpy(&v, args[p], sizeof v);
+      ss.values[p] = v;
+    }
+  if (!k->have || memcmp(&ss, &k->ss, sizeof ss) != 0) {
+    k->have = 0;
+    for (int i = 0; i < k->n; i++) {
+      char e[600];
+      if (kv_launch_dims(task, &k->l[i], &ss, k->grid[i], k->block[i], &k->smem[i], e, sizeof e) <
+          0) {
+        if (!k->err[0])
+          snprintf(k->err, sizeof k->err, "%.390s", e);
+        return;
+      }
+    }
+    k->ss = ss;
+    k->have = 1;
+  }
+  /* Each argument in a zeroed slot of its own, and zeroed slots beyond: a
+   * kernel whose parameters differ from its launch line reads zeros, never
+   * kevo's memory. */
+  uint64_t vals[KV_LAUNCH_ARGS_MAX + 8][4];
+  void *kp[KV_LAUNCH_ARGS_MAX + 8];
+  for (int i = 0; i < k->n; i++) {
+    const struct kv_launch *l = &k->l[i];
+    memset(vals, 0, sizeof vals);
+    for (int a = 0; a < KV_LAUNCH_ARGS_MAX + 8; a++) {
+      if (a < l->nargs) {
+        int p = l->args[a];
+        if (is_buffer(task->params[p].role))
+          memcpy(vals[a], &args[p], sizeof(void *));
+        else
+          memcpy(vals[a], args[p], kv_launch_arg_bytes(task, p));
+      }
+      kp[a] = vals[a];
+    }
+    CUresult r = KV_CU_SUCCESS;
+    if (k->smem[i] > 48 * 1024 && (int)k->smem[i] > k->smem_set[i]) {
+      r = cu.FuncSetAttribute(k->f[i], KV_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              (int)k->smem[i]);
+      if (r == KV_CU_SUCCESS)
+        k->smem_set[i] = (int)k->smem[i];
+    }
+    if (r == KV_CU_SUCCESS)
+      r = cu.LaunchKernel(k->f[i], k->grid[i][0], k->grid[i][1], k->grid[i][2], k->block[i][0],
+                          k->block[i][1], k->block[i][2], k->smem[i], st, kp, NULL);
+    if (r != KV_CU_SUCCESS) {
+      char what[400];
+      snprintf(what, sizeof what,
+               "launching %.100s (line %d: grid=(%u,%u,%u) block=(%u,%u,%u) smem=%u): %.150s",
+               l->kernel, l->line, k->grid[i][0], k->grid[i][1], k->grid[i][2], k->block[i][0],
+               k->block[i][1], k->block[i][2], k->smem[i], cu_msg(r));
+      if (!k->err[0])
+        memcpy(k->err, what, sizeof k->err);
+      return; /* the launches after it would see what it did not do */
+    }
+  }
+}
+
+static int kernels_guard(int slot, char *buf, int cap) {
+  struct kslot *k = &kslots[slot];
+  if (!k->err[0])
+    return 0;
+  if (buf && cap > 0)
+    snprintf(buf, (size_t)cap, "%s", k->err);
+  k->err[0] = 0;
+  return 1;
+}
+
+#define KSLOT_FNS(N)                                                                               \
+  static void kernels_call_##N(void *const *args, CUstream st) {                                   \
+    kernels_call(N, args, st);                                                                     \
+  }                                                                                                \
+  static int kernels_guard_##N(char *buf, int cap) {                                               \
+    return kernels_guard(N, buf, cap);                                                             \
+  }
+KSLOT_FNS(0)
+KSLOT_FNS(1)
+KSLOT_FNS(2)
+static const cuda_shim_fn kcall[KV_SLOTS] = {kernels_call_0, kernels_call_1, kernels_call_2};
+static const guard_fn kguard[KV_SLOTS] = {kernels_guard_0, kernels_guard_1, kernels_guard_2};
+
+static int jstr(json_t *o, const char *key, char *out, size_t cap) {
+  const char *v = json_string_value(json_object_get(o, key));
+  if (!v || strlen(v) >= cap)
+    return -1;
+  snprintf(out, cap, "%s", v);
+  return 0;
+}
+
+static int jexprs(json_t *o, const char *key, char out[][KV_LAUNCH_EXPR_MAX], int *n) {
+  json_t *a = json_object_get(o, key);
+  if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > 3)
+    return -1;
+  *n = (int)json_array_size(a);
+  for (int i = 0; i < *n; i++) {
+    const char *v = json_string_value(json_array_get(a, (size_t)i));
+    if (!v || strlen(v) >= KV_LAUNCH_EXPR_MAX)
+      return -1;
+    snprintf(out[i], KV_LAUNCH_EXPR_MAX, "%s", v);
+  }
+  return 0;
+}
+
+/* Loads a bundle into slot: 0, or -1 with the reason in msg. */
+static int cuda_load_kernels(int slot, const char *path, char *msg, size_t cap) {
+  if (!ready)
+    return snprintf(msg, cap, "the CUDA device is not usable: %s", problem), -1;
+  if (slot < 0 || slot >= KV_SLOTS || !task)
+    return snprintf(msg, cap, "bad LOAD request"), -1;
+  char *data = NULL;
+  size_t len = 0;
+  char e[512];
+  if (kv_read_file(path, KBUNDLE_MAX, &data, &len, e, sizeof e) < 0)
+    return snprintf(msg, cap, "%s", e), -1;
+  char *nl1 = len > 9 ? memchr(data, '\n', len) : NULL;
+  char *nl2 = nl1 ? memchr(nl1 + 1, '\n', len - (size_t)(nl1 + 1 - data)) : NULL;
+  if (!nl2 || nl1 - data != 8 || memcmp(data, "KEVOKRN1", 8) != 0) {
+    free(data);
+    return snprintf(msg, cap, "%s: not a kevo kernel bundle", path), -1;
+  }
+  json_error_t je;
+  json_t *j = json_loadb(nl1 + 1, (size_t)(nl2 - nl1 - 1), 0, &je);
+  const uint8_t *cubin = (const uint8_t *)nl2 + 1;
+  size_t cubin_len = len - (size_t)(nl2 + 1 - data);
+  json_t *ls = json_object_get(j, "launch");
+  struct kslot *k = &kslots[slot];
+  memset(k, 0, sizeof *k);
+  int bad = !json_is_array(ls) || json_array_size(ls) < 1 || json_array_size(ls) > KV_LAUNCH_MAX ||
+            (size_t)json_integer_value(json_object_get(j, "cubin_bytes")) != cubin_len;
+  char lowered[KV_LAUNCH_MAX][1024];
+  for (size_t i = 0; !bad && i < json_array_size(ls); i++) {
+    json_t *o = json_array_get(ls, i);
+    struct kv_launch *l = &k->l[i];
+    l->line = (int)json_integer_value(json_object_get(o, "line"));
+    json_t *args = json_object_get(o, "args");
+    bad = jstr(o, "kernel", l->kernel, sizeof l->kernel) < 0 ||
+          jstr(o, "name", lowered[i], sizeof lowered[i]) < 0 ||
+          jstr(o, "smem", l->smem, sizeof l->smem) < 0 ||
+          jexprs(o, "grid", l->grid, &l->ngrid) < 0 ||
+          jexprs(o, "block", l->block, &l->nblock) < 0 || !json_is_array(args) ||
+          json_array_size(args) > KV_LAUNCH_ARGS_MAX;
+    for (size_t a = 0; !bad && a < json_array_size(args); a++) {
+      json_int_t p = json_integer_value(json_array_get(args, a));
+      bad = p < 0 || p >= task->nparams;
+      l->args[a] = (int)p;
+      l->nargs = (int)a + 1;
+    }
+    k->n = (int)i + 1;
+  }
+  json_decref(j);
+  if (bad) {
+    free(data);
+    memset(k, 0, sizeof *k);
+    return snprintf(msg, cap, "%s: a malformed kevo kernel bundle", path), -1;
+  }
+  /* The cubin's own bytes, 8-aligned for the driver. */
+  void *img = malloc(cubin_len + 8);
+  if (!img) {
+    free(data);
+    return snprintf(msg, cap, "out of memory"), -1;
+  }
+  memcpy(img, cubin, cubin_len);
+  free(data);
+  CUmodule mod;
+  CUresult r = cu.ModuleLoadData(&mod, img);
+  free(img);
+  if (r != KV_CU_SUCCESS) {
+    memset(k, 0, sizeof *k);
+    return snprintf(msg, cap, "cuModuleLoadData (the candidate's cubin): %s", cu_msg(r)), -1;
+  }
+  for (int i = 0; i < k->n; i++) {
+    struct kv_launch *l = &k->l[i];
+    if ((r = cu.ModuleGetFunction(&k->f[i], mod, lowered[i])) != KV_CU_SUCCESS) {
+      snprintf(msg, cap, "candidate.cu:%d: kevo:launch %s: the cubin has no kernel %s: %s", l->line,
+               l->kernel, lowered[i], cu_msg(r));
+      memset(k, 0, sizeof *k);
+      return -1;
+    }
+    /* The kernel's parameters against the launch line (where the driver
+     * tells them): their number and each one's size. */
+    if (cu_page.a.param_info) {
+      int np = 0;
+      size_t off, sz;
+      while (np <= KV_LAUNCH_ARGS_MAX + 1 &&
+             cu_page.a.param_info(k->f[i], (size_t)np, &off, &sz) == KV_CU_SUCCESS) {
+        if (np < l->nargs && sz != kv_launch_arg_bytes(task, l->args[np])) {
+          snprintf(msg, cap,
+                   "candidate.cu:%d: kevo:launch %s: args[%d] (%s) is passed as %zu bytes but the "
+                   "kernel's parameter %d takes %zu; declare it as %s",
+                   l->line, l->kernel, np, task->params[l->args[np]].name,
+                   kv_launch_arg_bytes(task, l->args[np]), np, sz,
+                   is_buffer(task->params[l->args[np]].role) ? "a pointer"
+                   : task->params[l->args[np]].role == KV_ROLE_SIZE
+                       ? "int"
+                       : kv_dtype_ctype(task->params[l->args[np]].dtype, KV_LANG_CUDA));
+          memset(k, 0, sizeof *k);
+          return -1;
+        }
+        np++;
+      }
+      if (np != l->nargs) {
+        snprintf(msg, cap,
+                 "candidate.cu:%d: kevo:launch %s: the kernel takes %d parameters but args names "
+                 "%d; make args=(...) list the kernel's parameters in order",
+                 l->line, l->kernel, np, l->nargs);
+        memset(k, 0, sizeof *k);
+        return -1;
+      }
+    }
+  }
+  memcpy(&slot_entry[slot], &kcall[slot], sizeof(void *));
+  memcpy(&slot_guard[slot], &kguard[slot], sizeof(void *));
+  return 0;
 }
 
 /* ---- CHECK: correctness calls at fresh device addresses ---- */
@@ -677,5 +936,6 @@ static int cuda_calib(json_t *req) {
   return reply(KV_MSG_REPLY, rep, NULL, 0);
 }
 
-const struct worker_runtime wcuda_runtime = {"cuda",    cuda_sandbox, cuda_init,   cuda_check,
-                                             cuda_time, cuda_calib,   cuda_loaded, cuda_fetch};
+const struct worker_runtime wcuda_runtime = {"cuda",      cuda_sandbox, cuda_init,
+                                             cuda_check,  cuda_time,    cuda_calib,
+                                             cuda_loaded, cuda_fetch,   cuda_load_kernels};

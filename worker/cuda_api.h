@@ -32,6 +32,13 @@ typedef struct {
 #define KV_CU_ERROR_NOT_INITIALIZED 3
 #define KV_CU_JIT_ERROR_LOG_BUFFER 5
 #define KV_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define KV_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+#define KV_CU_FUNC_ATTR_NUM_REGS 4
+
+/* Looked up too but optional (kernel-only candidates): cuFuncGetParamInfo
+ * (driver 12.4 and newer) lets kevo check a kernel's parameters against its
+ * launch line; without it the check is skipped. */
+typedef CUresult (*kv_cu_func_get_param_info)(CUfunction, size_t, size_t *, size_t *);
 
 /* X(member, symbol, fallback symbol or "", return, parameters) */
 #define KV_CU_FUNCS(X)                                                                             \
@@ -78,7 +85,9 @@ typedef struct {
     (CUfunction *, CUmodule, const char *))                                                        \
   X(LaunchKernel, "cuLaunchKernel", "", CUresult,                                                  \
     (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,   \
-     void **, void **))
+     void **, void **))                                                                            \
+  X(FuncSetAttribute, "cuFuncSetAttribute", "", CUresult, (CUfunction, int, int))                  \
+  X(FuncGetAttribute, "cuFuncGetAttribute", "", CUresult, (int *, int, CUfunction))
 
 #define KV_CU_MEMBER(m, sym, alt, ret, params) ret(*m) params;
 struct kv_cu {

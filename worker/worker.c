@@ -267,6 +267,23 @@ static int handle_load(json_t *req) {
     return reply_error("slot %d already loaded", slot);
   if (locked)
     return reply_error("this worker has run a candidate and loads no more; use a new worker");
+  size_t plen = strlen(path);
+  if (plen > 4 && !strcmp(path + plen - 4, ".kvk")) {
+    /* A kernel-only candidate (kevo/launch.h): a cubin, no host code. */
+    char msg[1024];
+    if (!rt->load_kernels)
+      return reply_error("%s: kernel-only candidates run on the cuda surface", path);
+    if (rt->load_kernels(slot, path, msg, sizeof msg) != 0)
+      return reply_error("%s", msg);
+    handles[slot] = (void *)&handles[slot]; /* loaded; nothing to dlclose */
+    if (json_is_true(json_object_get(req, "candidate"))) {
+      has_candidate = 1;
+      lock_exec();
+    }
+    if (rt->loaded && rt->loaded(slot) != 0)
+      return 0;
+    return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+  }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
@@ -400,8 +417,8 @@ static int cpu_time(json_t *req) {
 }
 
 /* The runtimes, by the surface the parent names: cpu first, cuda second. */
-static const struct worker_runtime cpu_runtime = {"cpu",    NULL, NULL, cpu_check,
-                                                  cpu_time, NULL, NULL, NULL};
+static const struct worker_runtime cpu_runtime = {"cpu", NULL, NULL, cpu_check, cpu_time,
+                                                  NULL,  NULL, NULL, NULL};
 static const struct worker_runtime *const runtimes[] = {&cpu_runtime, &wcuda_runtime};
 
 int main(int argc, char **argv) {
@@ -410,6 +427,9 @@ int main(int argc, char **argv) {
   struct kv_sandbox_opts so;
   const char *reads[KV_SANDBOX_MAX_PATHS];
   int nreads = 0;
+  /* Layers left off for a tool that runs the worker (ncu, compute-sanitizer:
+   * lib/gate/toolrun.h says which each needs); the HELLO reports what is on. */
+  int no_netns = 0, no_landlock = 0, no_seccomp = 0, no_lock = 0, no_scratch = 0, no_as = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--scratch") && i + 1 < argc)
       scratch = argv[++i];
@@ -417,7 +437,27 @@ int main(int argc, char **argv) {
       reads[nreads++] = argv[++i];
     else if (!strcmp(argv[i], "--no-sandbox"))
       sandbox = 0;
-    else if (!strcmp(argv[i], "--surface") && i + 1 < argc)
+    else if (!strcmp(argv[i], "--without") && i + 1 < argc) {
+      const char *l = argv[++i];
+      if (!strcmp(l, "netns"))
+        no_netns = 1;
+      else if (!strcmp(l, "landlock"))
+        no_landlock = 1;
+      else if (!strcmp(l, "seccomp"))
+        no_seccomp = 1;
+      else if (!strcmp(l, "lock"))
+        no_lock = 1;
+      else if (!strcmp(l, "scratch"))
+        no_scratch = 1;
+      else if (!strcmp(l, "as")) /* RLIMIT_AS: AddressSanitizer reserves terabytes */
+        no_as = 1;
+      else {
+        fprintf(stderr,
+                "kevo-worker: --without %s: use netns, landlock, seccomp, lock, scratch or as\n",
+                l);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--surface") && i + 1 < argc)
       surface = argv[++i];
     else {
       fprintf(stderr, "kevo-worker: unknown argument '%s'\n", argv[i]);
@@ -445,6 +485,13 @@ int main(int argc, char **argv) {
       so.read_paths[so.nread_paths++] = reads[i];
     if (rt->sandbox)
       rt->sandbox(&so);
+    so.netns = so.netns && !no_netns;
+    so.landlock = so.landlock && !no_landlock;
+    so.seccomp = so.seccomp && !no_seccomp;
+    if (no_scratch)
+      so.scratch_bytes = 0;
+    if (no_as)
+      so.mem_limit_bytes = 0;
     kv_sandbox_enter(&so, &st);
   }
   json_t *hello = json_pack(
@@ -464,7 +511,7 @@ int main(int argc, char **argv) {
   if (sandbox)
     kv_sandbox_close_proc(&st);
   sandbox_st = st;
-  sandboxed = sandbox;
+  sandboxed = sandbox && !no_lock;
   if (reply(KV_MSG_HELLO, hello, NULL, 0) < 0)
     _exit(3);
   for (;;) {

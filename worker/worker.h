@@ -39,6 +39,10 @@ struct worker_runtime {
   int (*loaded)(int slot);
   /* Outputs and inputs of one call of the last TIME phase. */
   int (*fetch)(json_t *req);
+  /* LOAD of a kernel-only candidate's bundle (a path ending in .kvk): a cubin
+   * and its launch lines; sets slot_entry and slot_guard. NULL: not offered.
+   * 0, or -1 with the reason in msg. */
+  int (*load_kernels)(int slot, const char *path, char *msg, size_t cap);
 };
 
 extern const struct worker_runtime wcuda_runtime;

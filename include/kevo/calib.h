@@ -29,5 +29,9 @@ int kv_calib_load(const char *path, const char *device, struct kv_calib *out, ch
 int kv_calib_save(const char *path, const struct kv_calib *c, char *err, size_t errlen);
 /* LLC size in bytes from sysconf/sysfs; 32 MiB when unknown. */
 size_t kv_llc_bytes(void);
+/* The same from a sysfs-like tree (`cpu_root`/cpuN/cache/indexK/{level,type,
+ * shared_cpu_list,size}) of `ncpu` CPUs; 0 when nothing there parses. An
+ * entry with a malformed field ("3x", "32X", "-1") is skipped, not guessed. */
+size_t kv_llc_bytes_from(const char *cpu_root, long ncpu);
 
 #endif

@@ -9,9 +9,12 @@
 #include <stdint.h>
 
 #include "kevo/calib.h"
+#include "kevo/ncu.h"
 #include "kevo/sandbox.h"
+#include "kevo/sanitize.h"
 #include "kevo/sass.h"
 #include "kevo/task.h"
+#include "kevo/timeci.h"
 
 /* In order of precedence: the first that applies is the verdict. */
 enum kv_verdict {
@@ -91,6 +94,16 @@ struct kv_timing {
   double clock_ratio; /* the candidate's reported time / parent's: ~1 when honest */
   double clock_slack_us; /* per call: what the clean phases' noise allows */
   int cand_clamped;      /* the candidate's median was raised to kevo's clock's floor */
+  /* The speedup's 95% interval (kevo/timeci.h: the order-statistic interval
+   * of the rounds' ratios, relative to their median, applied to speedup),
+   * and adaptive timing's stop (kv_gate_opts.timing_ci). */
+  double speedup_lo, speedup_hi;
+  double ci_level;            /* the interval's exact coverage (>= 0.95 from 6 rounds) */
+  double ci_half_width;       /* relative: 0.01 is +-1% */
+  double ci_clock_half_width; /* the candidate's time by kevo's clock; -1: unresolved */
+  double ci_target;           /* 0: a fixed budget */
+  int min_phases, max_phases; /* adaptive: the fewest and most rounds (phases per side) */
+  char stop[16];              /* "fixed", "ci", "max" or "deadline" */
 };
 
 struct kv_gate_opts {
@@ -117,6 +130,19 @@ struct kv_gate_opts {
    * the baseline, compiled before timing (the compile time is reported
    * apart, never timed). */
   const char *torch_compile;
+  /* Adaptive timing: stop the interleaved loop once the 95% interval of the
+   * speedup, and that of the candidate's time by kevo's own clock, are
+   * within +-timing_ci (relative; default KV_TIMING_CI_DEFAULT, 0.01), after
+   * at least 6 rounds and 10 calls, at most the budget's count. 0: a fixed
+   * budget (every round that time_budget_s allows). */
+  double timing_ci;
+  /* cuda, after the verdict (kevo/ncu.h, kevo/sanitize.h): 0 off; profile 1:
+   * Nsight Compute on an accepted candidate (and, cached, the reference), 2:
+   * on any candidate that loads; debug 1: compute-sanitizer on a candidate
+   * rejected as crash, wrong, unwritten or stale output, 2: on any. Each
+   * within its deadline (0: 120 s); never changes the verdict. */
+  int profile, debug;
+  double profile_deadline_s, debug_deadline_s;
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 
@@ -146,6 +172,10 @@ struct kv_gate_result {
   double static_s;       /* what it cost: cuobjdump and the parse */
   char static_note[512]; /* "" or "not available: why" */
   char *sass;            /* the listing less its encodings, capped at KV_SASS_RAW_CAP; may be NULL */
+  /* cuda, when asked for (kv_gate_opts.profile, .debug); NULL when not run. */
+  struct kv_ncu_report *profile;     /* the candidate under Nsight Compute (kevo/ncu.h) */
+  struct kv_ncu_report *profile_ref; /* the reference, likewise (cached) */
+  struct kv_san_report *debug;       /* compute-sanitizer's findings (kevo/sanitize.h) */
 };
 
 /* Judges one candidate. Returns 0 when a verdict was reached (whatever it is)
@@ -203,6 +233,16 @@ struct kv_probe {
   char worker_path[4096];
 };
 int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, size_t errlen);
+/* `kevo doctor`: starts a cuda worker under a developer tool ("ncu" or
+ * "compute-sanitizer") as the profiler and the debugger do, with the layers
+ * in `off` left off (NULL-terminated names: netns, landlock, seccomp, lock,
+ * scratch; NULL: those configured, $KEVO_NCU_WITHOUT or
+ * $KEVO_SANITIZER_WITHOUT), and reports the layers it had on (from its
+ * HELLO) and those left off ("netns,seccomp"). 0, or -1 with err (the tool
+ * missing, the worker not starting under it, no device). */
+int kv_devtool_probe(const struct kv_gate_opts *o, const char *which, const char *const *off,
+                     struct kv_sandbox_status *st, char *without_list, size_t cap, double *seconds,
+                     char *err, size_t errlen);
 
 /* The ceilings of the device of surface o->surface ("cuda": copy bandwidth,
  * FP32 FMA rate, L2 size and multiprocessor count, measured inside a worker),

@@ -26,10 +26,12 @@ enum kv_prompt_block {
   KV_PB_HISTORY,     /* earlier attempts (and kernels of a pool) */
   KV_PB_SKILL,       /* a skill card to apply (the ada search's skill step, --skills on) */
   KV_PB_STATIC,      /* cuda: each kernel's instruction mix (cuobjdump -sass; kevo/sass.h) */
+  KV_PB_DEBUG,       /* cuda: compute-sanitizer's findings on a rejected parent (kevo/sanitize.h) */
   KV_PB_COUNT
 };
 #define KV_PB_ALL ((1u << KV_PB_COUNT) - 1)
-/* A block with a raw form (static: cuobjdump's listing, capped) shows it
+/* A block with a raw form (static: cuobjdump's listing; profile: Nsight
+ * Compute's details page; debug: compute-sanitizer's report; each capped) shows it
  * instead of kevo's compact rendering when this bit is in the mask as well
  * as the block's own: "static=raw". The bits ride in the mask, so a run's
  * recorded prompt_mask says which form each prompt had. */
@@ -50,8 +52,8 @@ const char *kv_prompt_block_name(int b);
 const char *kv_prompt_kind_name(int k);
 
 /* "task,parent,compile" (exactly these), "all", "all,-history" or "-profile"
- * (everything but these); a block with forms also as NAME=off|summary|raw
- * ("all,static=raw"; "static" alone is summary). Unknown names are errors
+ * (everything but these); a block with forms (static, profile, debug) also as
+ * NAME=off|summary|raw ("all,static=raw"; "static" alone is summary). Unknown names are errors
  * that list the known ones. */
 int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t errlen);
 
@@ -61,6 +63,7 @@ int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t e
 #define KV_PROMPT_CODE_MAX 64000 /* any one kernel or reference, bytes */
 #define KV_PROMPT_MISMATCH_MAX 3 /* failing checks shown */
 #define KV_PROMPT_SASS_MAX 12000 /* static=raw: the listing, bytes (first lines kept) */
+#define KV_PROMPT_TOOL_MAX 8000  /* profile=raw, debug=raw: the tool's text, bytes */
 
 struct kv_prompt_attempt { /* one line of history, or a pool member when code is set */
   int step;

@@ -45,7 +45,8 @@ enum {
  *             ...]},          // files left out when the server already holds the hash
  *    "candidate": {"name": "good.c", "bytes": 901},
  *    "options": {"surface": "cpu", "seed": 7, "timing": true, "budget_s": 1.0,
- *                "deadline_s": 30, "torch_compile": "default"}}
+ *                "deadline_s": 30, "torch_compile": "default",
+ *                "timing_ci": 0.01}}
  * A bundle's hash: sha256 over, for each file in order, its name, a NUL, its
  * length in decimal, a NUL, and its bytes. */
 struct kv_job_file {
@@ -65,6 +66,8 @@ struct kv_job {
   int has_seed, timing;
   uint64_t seed;
   double budget_s, deadline_s;
+  int has_timing_ci; /* adaptive timing's target (kv_gate_opts.timing_ci) */
+  double timing_ci;
 };
 /* Parses and checks a job (untrusted input: names are plain file names, every
  * length within its cap and within the blob, the files' hash is the hash it

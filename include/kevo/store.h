@@ -554,4 +554,20 @@ int kv_store_lineage_steps(struct kv_store *s, int64_t id,
                                      const struct kv_lineage_step_rec *st),
                            void *ud, char *err, size_t errlen);
 
+/* Opens an existing store for reading only (kevo runs, best, report ...):
+ * never creates a file or a directory, never writes; a missing path, a file
+ * that is not a kevo store or a damaged header is an error naming the path
+ * and the fix. An older schema is upgraded first (as kv_store_open does). */
+int kv_store_open_readonly(const char *path, struct kv_store **out, char *err, size_t errlen);
+/* Who runs a run: kv_store_run_create and kv_store_run_set_status(...,
+ * "running") take an exclusive lock on "DB-run<ID>.lock" for this handle (the
+ * latter fails, naming the owner's pid, while another process holds it);
+ * any other status, or kv_store_close, lets go. A run whose status is
+ * "running" but whose lock nobody holds (its process was killed) reads back
+ * from kv_store_run_get and kv_store_runs with status "killed". */
+
+/* Replaces a run's configuration (kevo resume --steps: the new total). */
+int kv_store_run_set_config(struct kv_store *s, int64_t run_id, const char *config_json, char *err,
+                            size_t errlen);
+
 #endif

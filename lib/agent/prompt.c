@@ -13,7 +13,7 @@
 
 static const char *const block_names[KV_PB_COUNT] = {
     "task",  "parent", "compile", "correctness", "performance", "profile",
-    "rules", "plan",   "history", "skill",       "static"};
+    "rules", "plan",   "history", "skill",       "static",      "debug"};
 static const char *const kind_names[KV_PK_COUNT] = {"write", "refine", "debug", "planner",
                                                     "rule_extractor"};
 
@@ -36,7 +36,7 @@ static const struct tmpl_def defaults[NTMPL] = {
     {"median_us reference_us speedup sizes roofline",
      "## Performance\nMedian {{median_us}} us against the reference's {{reference_us}} us at "
      "{{sizes}}: {{speedup}}x; {{roofline}} of the roofline.\n"},
-    {"kernels", "## Profile (from the compiler)\n{{kernels}}"},
+    {"kernels", "## Profile (from the compiler, and Nsight Compute where it ran)\n{{kernels}}"},
     {"rules", "## Rules learnt from earlier failures (obey every one)\n{{rules}}"},
     {"plan", "## Plan to implement\n{{plan}}\n"},
     {"history", "## Earlier attempts\n{{history}}"},
@@ -44,6 +44,8 @@ static const struct tmpl_def defaults[NTMPL] = {
               "expert kernel, to the current kernel where its preconditions hold:\n\n{{skill}}\n"},
     {"form sass", "## Static analysis of the compiled kernel ({{form}}, from cuobjdump -sass)\n"
                   "{{sass}}"},
+    {"form findings", "## Debugger: compute-sanitizer on one failing call ({{form}})\n"
+                      "{{findings}}"},
     {"lang entry",
      "Write a new kernel for this task that is correct and as fast as you can make it. Answer "
      "with a short `## Plan` section, then the complete source in one ```{{lang}} block that "
@@ -117,10 +119,10 @@ int kv_prompt_blocks_parse(const char *list, unsigned *mask, char *err, size_t e
       size_t fn = wn - (size_t)(f - w);
       int off = fn == 3 && !strncmp(f, "off", 3), sum = fn == 7 && !strncmp(f, "summary", 7),
           raw = fn == 3 && !strncmp(f, "raw", 3);
-      if (b != KV_PB_STATIC || !(off || sum || raw))
+      if ((b != KV_PB_STATIC && b != KV_PB_PROFILE && b != KV_PB_DEBUG) || !(off || sum || raw))
         return kv_error(err, errlen,
-                        "prompt blocks: '%.*s': only static takes a form, as static=off, "
-                        "static=summary or static=raw",
+                        "prompt blocks: '%.*s': only static, profile and debug take a form, as "
+                        "static=off, profile=summary or debug=raw",
                         (int)(wn > 64 ? 64 : wn), w);
       m &= ~((1u << b) | KV_PB_RAW(b));
       if (!off)
@@ -297,7 +299,9 @@ static int block_has_data(int b, const struct kv_prompt_ctx *c) {
   case KV_PB_PERFORMANCE:
     return r && r->verdict == KV_V_OK && r->timed;
   case KV_PB_PROFILE:
-    return r && r->nkernels > 0;
+    return r && (r->nkernels > 0 || r->profile);
+  case KV_PB_DEBUG:
+    return r && r->debug;
   case KV_PB_RULES:
     return c->nrules > 0;
   case KV_PB_PLAN:
@@ -329,6 +333,26 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   case KV_PB_TASK: {
     if (kv_task_prototype(c->task, cuda ? KV_LANG_CUDA : KV_LANG_C, sig, sizeof sig) < 0)
       snprintf(sig, sizeof sig, "(the prototype is too long to show)\n");
+    if (cuda) { /* the kernel-only form (kevo/launch.h), allowed wherever no host logic is needed */
+      char names[512] = "";
+      for (int i = 0, u = 0; i < c->task->nparams && u < (int)sizeof names - 80; i++)
+        if (c->task->params[i].role == KV_ROLE_SIZE)
+          u += snprintf(names + u, sizeof names - (size_t)u, "%s%s", u ? " " : "",
+                        c->task->params[i].name);
+      size_t u = strlen(sig);
+      snprintf(sig + u, sizeof sig - u,
+               "// Or, when the work needs no host code, the kernel-only form (compiled in "
+               "~0.1 s by NVRTC instead of ~1 s by nvcc):\n"
+               "// define no entry, only __global__ kernels, and one line per launch, run in "
+               "order on the task's stream:\n"
+               "// kevo:launch KERNEL grid=(EXPR[, EXPR, EXPR]) block=(EXPR[, EXPR, EXPR]) "
+               "[smem=EXPR] args=(PARAM, ...)\n"
+               "// EXPR: integers, + - * / %% ( ), the sizes (%s) and integer #defines; args: "
+               "the task's params in the kernel's parameter order (buffers as pointers, sizes "
+               "as int). No host logic: branch on sizes or alignment inside the kernels; kevo "
+               "opts in to dynamic shared memory above 48 KiB.\n",
+               names[0] ? names : "none");
+    }
     sizes_of(c->task, sizes, sizeof sizes);
     tmp = capped(c->reference ? c->reference : "(not available)\n", KV_PROMPT_CODE_MAX);
     var(&v, "name", c->task->name);
@@ -396,7 +420,46 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
                      k->name, k->registers, k->smem_bytes, k->stack_bytes, k->spill_store_bytes,
                      k->spill_load_bytes);
     }
-    var(&v, "kernels", lb.data);
+    if (r->profile && r->profile->nkernels && (mask & KV_PB_RAW(b)) && r->profile->raw) {
+      tmp2 = capped(r->profile->raw, KV_PROMPT_TOOL_MAX);
+      kv_buf_appendf(
+          &lb, "Nsight Compute (one call at the bench size), details page:\n```\n%s```\n", tmp2);
+    } else if (r->profile && r->profile->nkernels) {
+      char *line = malloc(16384);
+      if (line) {
+        kv_ncu_summary(r->profile, line, 16384);
+        kv_buf_appendf(&lb,
+                       "Nsight Compute, one call at the bench size (SOL = %% of the "
+                       "device's peak):\n%s\n",
+                       line);
+        if (r->profile_ref && r->profile_ref->nkernels) {
+          kv_ncu_summary(r->profile_ref, line, 16384);
+          kv_buf_appendf(&lb, "The reference, likewise:\n%s\n", line);
+        }
+        free(line);
+      }
+    } else if (r->profile && r->profile->note[0]) {
+      kv_buf_appendf(&lb, "Nsight Compute: %s\n", r->profile->note);
+    }
+    var(&v, "kernels", lb.data ? lb.data : "");
+    break;
+  case KV_PB_DEBUG:
+    if ((mask & KV_PB_RAW(b)) && r->debug->raw && *r->debug->raw) {
+      tmp2 = capped(r->debug->raw, KV_PROMPT_TOOL_MAX);
+      kv_buf_appendf(&lb, "```\n%s```\n", tmp2);
+      var(&v, "form", "its report");
+    } else {
+      char *line = malloc(16384);
+      if (line) {
+        kv_san_summary(r->debug, line, 16384);
+        kv_buf_appendf(&lb, "%s\n", line);
+        free(line);
+      }
+      var(&v, "form", "findings, with the source lines");
+    }
+    if (r->debug->note[0])
+      kv_buf_appendf(&lb, "(%s)\n", r->debug->note);
+    var(&v, "findings", lb.data ? lb.data : "");
     break;
   case KV_PB_RULES:
     for (int i = 0; i < c->nrules; i++)
@@ -475,8 +538,29 @@ static int render_summary(int b, const struct kv_prompt_ctx *c, struct kv_buf *o
         regs = r->kernels[i].registers;
       spill += r->kernels[i].spill_store_bytes + r->kernels[i].spill_load_bytes;
     }
-    kv_buf_appendf(out, "## Profile (summary)\nAt most %d registers per thread; %s.\n\n", regs,
+    kv_buf_appendf(out, "## Profile (summary)\nAt most %d registers per thread; %s.", regs,
                    spill ? "registers spill" : "no spills");
+    if (r->profile && r->profile->nkernels) {
+      const struct kv_ncu_kernel *k = &r->profile->k[0];
+      for (int i = 1; i < r->profile->nkernels; i++)
+        if (r->profile->k[i].duration_us > k->duration_us)
+          k = &r->profile->k[i];
+      kv_buf_appendf(out,
+                     " Longest kernel: SOL memory %.0f%%, compute %.0f%%; occupancy %.0f%%%s%s.",
+                     k->mem_pct, k->sm_pct, k->achieved_occ, k->top_stall[0] ? "; top stall " : "",
+                     k->top_stall);
+    }
+    kv_buf_appendf(out, "\n\n");
+    return 1;
+  }
+  case KV_PB_DEBUG: {
+    const struct kv_san_report *d = r->debug;
+    if (d->nfindings)
+      kv_buf_appendf(out, "## Debugger (summary)\n%d findings; the first: %s %s at line %d.\n\n",
+                     d->nfindings, d->f[0].tool, d->f[0].kind, d->f[0].line);
+    else
+      kv_buf_appendf(out, "## Debugger (summary)\nNo findings%s%s.\n\n", d->note[0] ? ": " : "",
+                     d->note);
     return 1;
   }
   case KV_PB_RULES:

@@ -255,10 +255,18 @@ int kv_rules_learn(struct kv_store *st, const struct kv_task *t, const struct kv
       size_t k = strcspn(u, " \n(");
       if (k > 0 && k < 128) {
         char rule[KV_RULE_MAX];
-        snprintf(rule, sizeof rule,
-                 "You cannot call %.*s: no library the kernel is linked with defines it; write "
-                 "it yourself.",
-                 (int)k, u);
+        /* The entry point itself missing is a definition the kernel lacks
+         * (a misnamed or C++-mangled function), not a forbidden call. */
+        if (t->entry && strlen(t->entry) == k && !strncmp(u, t->entry, k))
+          snprintf(rule, sizeof rule,
+                   "You must define %s yourself, with exactly the given prototype (extern \"C\" "
+                   "in CUDA C++): a kernel that does not define it cannot be loaded.",
+                   t->entry);
+        else
+          snprintf(rule, sizeof rule,
+                   "You cannot call %.*s: no library the kernel is linked with defines it; write "
+                   "it yourself.",
+                   (int)k, u);
         n = push(found, n, KV_RULES_PER_FAIL, rule);
       }
     }

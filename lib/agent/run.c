@@ -52,10 +52,7 @@ struct strategy {
 };
 
 static uint64_t next_rand(uint64_t *x) {
-  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return kv_splitmix64(x);
 }
 
 static void point_of(const struct search *s, uint64_t k, int *idx) {
@@ -468,6 +465,44 @@ static int drive_batch(struct kv_store *st, struct search *s, const struct strat
   return rc < 0 ? -1 : 1;
 }
 
+/* tune on the local gate, when the whole space will be tried: every variant
+ * is compiled first, at once, by the compile pool (one compiler per core;
+ * a kernel-only starter's variants by NVRTC, in 0.1-0.3 s each), so that
+ * judging them one at a time finds them built. Best effort: a variant that
+ * fails here is compiled (and its error reported) when it is judged. */
+static void prebuild_space(struct search *s, const struct kv_gate_opts *g) {
+  if (s->ntun == 0 || s->space > (uint64_t)s->steps || s->space > 4096)
+    return;
+  char cache[3000], dir[PATH_MAX], err[512];
+  if (g && g->cache_dir)
+    snprintf(cache, sizeof cache, "%s", g->cache_dir);
+  else if (kv_cache_dir(cache, sizeof cache) < 0)
+    return;
+  if (kv_mkdtemp(cache, "tune", dir, sizeof dir, err, sizeof err) < 0)
+    return;
+  int n = (int)s->space;
+  char **paths = calloc((size_t)n, sizeof *paths);
+  int made = 0;
+  for (int k = 0; paths && k < n; k++) {
+    int idx[MAX_TUNABLES];
+    point_of(s, (uint64_t)k, idx);
+    size_t len = 0;
+    char *src = variant_source(s, idx, &len);
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/v%d.%s", dir, k,
+             g && g->surface && !strcmp(g->surface, "cuda") ? "cu" : "c");
+    if (src && kv_write_file(p, src, len, err, sizeof err) == 0 && (paths[made] = strdup(p)))
+      made++;
+    free(src);
+  }
+  if (made > 0)
+    kv_gate_prebuild(s->task, (const char *const *)paths, made, g, err, sizeof err);
+  for (int k = 0; k < made; k++)
+    free(paths[k]);
+  free(paths);
+  kv_rmtree(dir);
+}
+
 static int drive(struct kv_store *st, struct search *s, const struct strategy *strat,
                  int64_t task_id, int64_t run_id, const struct kv_gate_opts *g,
                  const struct kv_run_hooks *h, struct kv_run_progress *pr, char *err,
@@ -478,6 +513,8 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
   int rc = 0, stopped = 0;
   /* Without tunables the only candidate is the starter itself. */
   int limit = s->ntun == 0 ? 1 : s->steps;
+  if (!(h && h->exec) && s->npts == 0)
+    prebuild_space(s, g);
   while (s->npts < limit) {
     if (h && h->stop && *h->stop) {
       stopped = 1;
@@ -570,6 +607,23 @@ json_t *kv__llm_settings_json(const struct kv_run_llm_settings *l) {
   return j;
 }
 
+/* How the run's candidates are judged, with its settings, so that kevo
+ * resume judges the rest alike: untimed (--no-timing), its timing budget
+ * (--budget) and adaptive timing's target when not the default
+ * (--timing-ci). */
+static void gate_settings(json_t *cfg, const struct kv_gate_opts *g) {
+  struct kv_gate_opts d;
+  kv_gate_opts_default(&d);
+  if (!cfg)
+    return;
+  if (!g->timing)
+    json_object_set_new(cfg, "timing", json_false());
+  if (g->time_budget_s > 0)
+    json_object_set_new(cfg, "time_budget_s", json_real(g->time_budget_s));
+  if (g->timing_ci != d.timing_ci)
+    json_object_set_new(cfg, "timing_ci", json_real(g->timing_ci));
+}
+
 /* Reads the settings back (prompt_dir points into j). */
 static void llm_settings_read(json_t *j, struct kv_run_llm_settings *l) {
   kv_run_llm_defaults(l);
@@ -617,8 +671,9 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
                           c->steps > 0 ? c->steps : 1, "seed", (json_int_t)c->seed, "surface",
                           g->surface ? g->surface : "cpu", "task_dir", t->dir, "llm",
                           kv__llm_settings_json(&c->llm));
-  if (cfg && !g->timing) /* kevo resume judges as the run started: untimed */
-    json_object_set_new(cfg, "timing", json_false());
+  gate_settings(cfg, g);
+  if (cfg && h && h->skill_pick) /* --skills on, for kevo resume */
+    json_object_set_new(cfg, "skills", json_true());
   json_t *model = c->llm_json ? json_loads(c->llm_json, 0, NULL) : NULL;
   if (model)
     json_object_set_new(cfg, "model", model);
@@ -703,8 +758,7 @@ int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter
   json_t *cfg = json_pack("{s:s,s:i,s:I,s:s,s:s,s:s}", "strategy", strat->name, "steps", s.steps,
                           "seed", (json_int_t)c->seed, "starter", src_hash, "surface",
                           g->surface ? g->surface : "cpu", "task_dir", t->dir);
-  if (cfg && !g->timing)
-    json_object_set_new(cfg, "timing", json_false());
+  gate_settings(cfg, g);
   char *cj = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref(cfg);
   if (rc == 0)

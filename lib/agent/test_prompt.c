@@ -67,6 +67,7 @@ static void test_task_only(void **state) {
   assert_null(strstr(s, "## Compiler output"));
   assert_null(strstr(s, "## Profile"));
   assert_null(strstr(s, "## Rules"));
+  assert_null(strstr(s, "kevo:launch")); /* the kernel-only form is cuda's */
   const char *ins = strstr(s, "Write a new kernel");
   assert_non_null(ins);
   assert_true(ins > strstr(s, "REFCODE"));
@@ -141,6 +142,9 @@ static void test_all_blocks_in_order_and_switchable(void **state) {
   }
   assert_non_null(strstr(s, "extern \"C\" void rowsum("));
   assert_non_null(strstr(s, "```cuda"));
+  /* cuda: the kernel-only form is offered, with the task's sizes */
+  assert_non_null(strstr(s, "// kevo:launch KERNEL grid=(EXPR"));
+  assert_non_null(strstr(s, "the sizes (rows cols)"));
   assert_non_null(strstr(s, "4.00x; 42% of the roofline"));
   assert_non_null(strstr(s, "_Z3foo: 40 registers"));
   assert_non_null(strstr(s, "spills 8 B stores"));
@@ -276,9 +280,118 @@ static void test_static_mask(void **state) {
   assert_int_equal(kv_prompt_blocks_parse("all,static=off", &m, err, sizeof err), 0);
   assert_int_equal(m, KV_PB_ALL & ~st);
   assert_int_equal(kv_prompt_blocks_parse("static=verbose", &m, err, sizeof err), -1);
-  assert_non_null(strstr(err, "static=off, static=summary or static=raw"));
+  assert_non_null(strstr(err, "static=off, profile=summary or debug=raw"));
   assert_int_equal(kv_prompt_blocks_parse("history=raw", &m, err, sizeof err), -1);
-  assert_non_null(strstr(err, "only static takes a form"));
+  assert_non_null(strstr(err, "only static, profile and debug take a form"));
+  /* profile and debug take the same forms. */
+  unsigned pr = KV_PB_RAW(KV_PB_PROFILE), dr = KV_PB_RAW(KV_PB_DEBUG);
+  unsigned pb = 1u << KV_PB_PROFILE, db = 1u << KV_PB_DEBUG;
+  assert_int_equal(kv_prompt_blocks_parse("all,profile=raw,debug=off", &m, err, sizeof err), 0);
+  assert_int_equal(m, (KV_PB_ALL & ~db) | pr);
+  assert_int_equal(kv_prompt_blocks_parse("task,debug=raw,profile=summary", &m, err, sizeof err),
+                   0);
+  assert_int_equal(m, (1u << KV_PB_TASK) | db | dr | pb);
+  assert_int_equal(kv_prompt_blocks_parse("debug", &m, err, sizeof err), 0);
+  assert_int_equal(m, db);
+}
+
+/* The debug block (compute-sanitizer's findings) and the profile block's
+ * Nsight Compute part: off, summary, raw, the analyze summary line; left out
+ * without data. */
+static void test_profile_debug_blocks(void **state) {
+  (void)state;
+  struct kv_task *t = rowsum();
+  struct kv_prompts *p = defaults();
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  r->verdict = KV_V_CRASH;
+  snprintf(r->detail, sizeof r->detail, "at rows=7 cols=1001: illegal address");
+  struct kv_prompt_ctx c = {0};
+  c.task = t;
+  c.surface = "cuda";
+  c.parent_code = "__global__ void k() {}";
+  c.parent = r;
+  char err[512];
+  unsigned db = 1u << KV_PB_DEBUG, pb = 1u << KV_PB_PROFILE;
+  /* No sanitizer run: no debug block. */
+  char *s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL, &c, err, sizeof err);
+  assert_null(strstr(s, "## Debugger"));
+  free(s);
+  r->debug = calloc(1, sizeof *r->debug);
+  snprintf(r->debug->tools, sizeof r->debug->tools, "memcheck");
+  r->debug->nfindings = 1;
+  struct kv_san_finding *f = &r->debug->f[0];
+  snprintf(f->tool, sizeof f->tool, "memcheck");
+  snprintf(f->kind, sizeof f->kind, "Invalid __global__ write of size 4 bytes");
+  snprintf(f->kernel, sizeof f->kernel, "rowsum_oob");
+  snprintf(f->file, sizeof f->file, "/tmp/x/candidate.cu");
+  f->line = 13;
+  f->count = 1;
+  r->debug->raw = strdup("== memcheck\nRAW-REPORT-TEXT\n");
+  s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(strstr(s, "## Debugger: compute-sanitizer on one failing call (findings"));
+  assert_non_null(strstr(s, "memcheck: Invalid __global__ write of size 4 bytes in rowsum_oob at "
+                            "candidate.cu:13"));
+  assert_null(strstr(s, "RAW-REPORT-TEXT"));
+  free(s);
+  s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL | KV_PB_RAW(KV_PB_DEBUG), &c, err, sizeof err);
+  assert_non_null(strstr(s, "RAW-REPORT-TEXT"));
+  assert_null(strstr(s, "in rowsum_oob at candidate.cu:13"));
+  free(s);
+  s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL & ~db, &c, err, sizeof err);
+  assert_null(strstr(s, "## Debugger"));
+  free(s);
+  c.summary_mask = db;
+  s = kv_prompt_build(p, KV_PK_DEBUG, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(strstr(s, "## Debugger (summary)\n1 findings; the first: memcheck Invalid "
+                            "__global__ write of size 4 bytes at line 13."));
+  free(s);
+  c.summary_mask = 0;
+  /* The profile block: Nsight Compute's metrics beside ptxas's. */
+  r->verdict = KV_V_OK;
+  r->nkernels = 1;
+  snprintf(r->kernels[0].name, sizeof r->kernels[0].name, "rowsum_rows");
+  r->kernels[0].registers = 30;
+  r->profile = calloc(1, sizeof *r->profile);
+  r->profile->nkernels = 1;
+  struct kv_ncu_kernel *k = &r->profile->k[0];
+  snprintf(k->name, sizeof k->name, "rowsum_rows");
+  k->mem_pct = 89.7;
+  k->sm_pct = 31.6;
+  k->achieved_occ = 91.4;
+  k->theoretical_occ = 100;
+  snprintf(k->top_stall, sizeof k->top_stall, "long_scoreboard");
+  k->top_stall_cycles = 38.9;
+  k->cpi = 44.2;
+  r->profile->raw = strdup("NCU-DETAILS-PAGE\n");
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(strstr(s, "- rowsum_rows: 30 registers"));
+  assert_non_null(strstr(s, "SOL sm 32% mem 90%"));
+  assert_non_null(strstr(s, "top stall long_scoreboard"));
+  assert_null(strstr(s, "NCU-DETAILS-PAGE"));
+  free(s);
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL | KV_PB_RAW(KV_PB_PROFILE), &c, err, sizeof err);
+  assert_non_null(strstr(s, "NCU-DETAILS-PAGE"));
+  assert_null(strstr(s, "SOL sm 32%"));
+  free(s);
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL & ~pb, &c, err, sizeof err);
+  assert_null(strstr(s, "## Profile"));
+  free(s);
+  c.summary_mask = pb;
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(strstr(s, "Longest kernel: SOL memory 90%, compute 32%; occupancy 91%; top "
+                            "stall long_scoreboard."));
+  free(s);
+  /* A profiler that refused: its note, never a failure. */
+  c.summary_mask = 0;
+  r->profile->nkernels = 0;
+  snprintf(r->profile->note, sizeof r->profile->note, "not available: ERR_NVGPUCTRPERM");
+  s = kv_prompt_build(p, KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(strstr(s, "Nsight Compute: not available: ERR_NVGPUCTRPERM"));
+  free(s);
+  kv_gate_result_release(r);
+  free(r);
+  kv_prompts_free(p);
+  kv_task_free(t);
 }
 
 /* The static block: off, summary (kevo's mix per kernel), raw (the listing,
@@ -365,6 +478,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_static_mask),
       cmocka_unit_test(test_static_block),
+      cmocka_unit_test(test_profile_debug_blocks),
       cmocka_unit_test(test_mask_parse),
       cmocka_unit_test(test_task_only),
       cmocka_unit_test(test_all_blocks_in_order_and_switchable),

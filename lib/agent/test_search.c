@@ -149,6 +149,56 @@ static void test_rules_from_log_and_reply(void **state) {
   assert_string_equal(out[1], "you cannot assume rows is even");
 }
 
+/* A loader's "undefined symbol: ENTRY" is the kernel not defining its entry
+ * point (a misnamed or mangled function): learnt as a definition to write,
+ * never as "You cannot call softmax" (issue 17); another undefined symbol
+ * is still a call to avoid. */
+static void test_rules_missing_entry(void **state) {
+  (void)state;
+  char path[] = "/tmp/kevo-rules-entry-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(path);
+  struct kv_store *st = NULL;
+  char err[512];
+  assert_int_equal(kv_store_open(path, &st, err, sizeof err), 0);
+  const char *spec = "{\"name\":\"softmax\",\"entry\":\"softmax\",\"params\":["
+                     "{\"name\":\"x\",\"role\":\"in\",\"dtype\":\"f32\",\"shape\":[\"n\"]},"
+                     "{\"name\":\"y\",\"role\":\"out\",\"dtype\":\"f32\",\"shape\":[\"n\"]},"
+                     "{\"name\":\"n\",\"role\":\"size\"}],\"check\":[{\"n\":3}]}";
+  struct kv_task *t = NULL;
+  assert_int_equal(kv_task_parse(spec, strlen(spec), "task.json", &t, err, sizeof err), 0);
+  struct kv_gate_result r;
+  memset(&r, 0, sizeof r);
+  r.verdict = KV_V_LOAD_ERROR;
+  snprintf(r.detail, sizeof r.detail, "%s",
+           "/tmp/kc/obj/ab.so: undefined symbol: softmax (the kernel does not load)");
+  assert_int_equal(kv_rules_learn(st, t, NULL, &r, "void soft_max(void) {}", "cpu", 0, NULL, 0, 0,
+                                  err, sizeof err),
+                   1);
+  snprintf(r.detail, sizeof r.detail, "%s", "/tmp/kc/obj/cd.so: undefined symbol: fast_exp");
+  assert_int_equal(kv_rules_learn(st, t, NULL, &r, "float fast_exp(float);", "cpu", 0, NULL, 0, 0,
+                                  err, sizeof err),
+                   1);
+  struct kv_rule_row *rows = NULL;
+  int n = 0;
+  assert_int_equal(kv_store_rules(st, &rows, &n, err, sizeof err), 0);
+  assert_int_equal(n, 2);
+  int define = 0, call = 0;
+  for (int i = 0; i < n; i++) {
+    assert_null(strstr(rows[i].text, "cannot call softmax"));
+    define += strstr(rows[i].text, "You must define softmax yourself") != NULL;
+    call += strstr(rows[i].text, "You cannot call fast_exp") != NULL;
+  }
+  assert_int_equal(define, 1);
+  assert_int_equal(call, 1);
+  kv_rule_rows_free(rows, n);
+  kv_task_free(t);
+  kv_store_close(st);
+  unlink(path);
+}
+
 static void test_similarity(void **state) {
   (void)state;
   assert_true(kv_rules_similarity("You cannot call malloc.", "you cannot call MALLOC") == 1.0);
@@ -220,6 +270,7 @@ int main(void) {
       cmocka_unit_test(test_pool),
       cmocka_unit_test(test_rules_from_log_and_reply),
       cmocka_unit_test(test_similarity),
+      cmocka_unit_test(test_rules_missing_entry),
       cmocka_unit_test(test_rule_merging),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,6 +55,7 @@ struct job {
   int has_seed, timing;
   uint64_t seed;
   double budget_s, deadline_s;
+  double timing_ci;
   void *ud;
   int attempts;
   int with_files;
@@ -785,6 +786,7 @@ static char *job_json(const struct job *j) {
     json_object_set_new(o, "seed", json_integer((json_int_t)(j->seed & 0x7fffffffffffffffull)));
   if (j->torch_compile[0])
     json_object_set_new(o, "torch_compile", json_string(j->torch_compile));
+  json_object_set_new(o, "timing_ci", json_real(j->timing_ci));
   json_t *root = json_pack("{s:i,s:s,s:o,s:{s:s,s:I},s:o}", "protocol", KV_GATE_PROTOCOL, "id",
                            j->id, "task", task, "candidate", "name", j->cand_name, "bytes",
                            (json_int_t)j->cand_len, "options", o);
@@ -1274,6 +1276,9 @@ int kv_exec_submit(struct kv_exec *x, const struct kv_task *t, const char *src, 
   snprintf(j->cand_name, sizeof j->cand_name, "cand-%.16s.%s", h, !strcmp(sf, "cuda") ? "cu" : "c");
   snprintf(j->surface, sizeof j->surface, "%s", sf);
   j->timing = g ? g->timing : 1;
+  struct kv_gate_opts dflt;
+  kv_gate_opts_default(&dflt);
+  j->timing_ci = g && g->timing_ci >= 0 && g->timing_ci <= 0.5 ? g->timing_ci : dflt.timing_ci;
   if (g) {
     snprintf(j->torch_compile, sizeof j->torch_compile, "%s",
              g->torch_compile ? g->torch_compile : "");

@@ -14,6 +14,7 @@
 #include "kevo/calib.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
@@ -91,51 +92,85 @@ static int read_small(const char *path, char *buf, size_t cap) {
   return 0;
 }
 
-/* "32768K", "1M", "512" -> bytes; 0 when unparsable. */
+/* A decimal number with nothing before it and only `tail` (or the end)
+ * after it: 0 and the value, or -1 for anything else (empty, a sign, junk,
+ * overflow). sysfs's fields come from the kernel, but a container can mount
+ * anything there, and a misread cache size sizes every flush. */
+static int parse_ull(const char *s, const char *tail, unsigned long long *v, const char **end) {
+  if (!s || *s < '0' || *s > '9')
+    return -1;
+  char *e;
+  errno = 0;
+  *v = strtoull(s, &e, 10);
+  if (errno == ERANGE)
+    return -1;
+  if (*e && !strchr(tail, *e))
+    return -1;
+  if (end)
+    *end = e;
+  return 0;
+}
+
+/* "32768K", "1M", "512" -> bytes; 0 when unparsable ("32X", "K", "-1", a
+ * size that overflows). */
 static size_t parse_size(const char *s) {
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s)
+  unsigned long long v;
+  const char *e;
+  if (parse_ull(s, "KkMmGg", &v, &e) < 0)
     return 0;
-  if (*end == 'K' || *end == 'k')
-    v <<= 10;
-  else if (*end == 'M' || *end == 'm')
-    v <<= 20;
-  else if (*end == 'G' || *end == 'g')
-    v <<= 30;
-  return (size_t)v;
+  int shift = 0;
+  if (*e == 'K' || *e == 'k')
+    shift = 10;
+  else if (*e == 'M' || *e == 'm')
+    shift = 20;
+  else if (*e == 'G' || *e == 'g')
+    shift = 30;
+  if (*e && e[1]) /* junk after the suffix */
+    return 0;
+  if (v > (SIZE_MAX >> shift))
+    return 0;
+  return (size_t)(v << shift);
 }
 
 /* The total size of the highest cache level: one instance per group of CPUs
  * sharing it (counted at the group's lowest CPU), summed over the groups,
- * since a multi-threaded flush or stream has every instance to get past. */
-static size_t llc_from_sysfs(void) {
-  long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-  if (ncpu <= 0)
+ * since a multi-threaded flush or stream has every instance to get past.
+ * An entry whose level, sharing list or size does not parse is skipped. */
+size_t kv_llc_bytes_from(const char *cpu_root, long ncpu) {
+  if (!cpu_root || ncpu <= 0)
     return 0;
   int top = 0;
   size_t total = 0;
   for (long cpu = 0; cpu < ncpu; cpu++) {
     for (int idx = 0; idx < 16; idx++) {
-      char path[128], buf[256];
-      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/cache/index%d/level", cpu, idx);
+      char path[4200], buf[256];
+      snprintf(path, sizeof path, "%s/cpu%ld/cache/index%d/level", cpu_root, cpu, idx);
       if (read_small(path, buf, sizeof buf) != 0)
         break;
-      int level = atoi(buf);
-      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/cache/index%d/type", cpu, idx);
+      unsigned long long lv;
+      if (parse_ull(buf, "", &lv, NULL) < 0 || lv > 16)
+        continue;
+      int level = (int)lv;
+      snprintf(path, sizeof path, "%s/cpu%ld/cache/index%d/type", cpu_root, cpu, idx);
       if (read_small(path, buf, sizeof buf) == 0 && strcmp(buf, "Instruction") == 0)
         continue;
       if (level < top)
         continue;
-      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/cache/index%d/shared_cpu_list",
-               cpu, idx);
+      /* "0-3,8-11": the group's lowest CPU comes first. */
+      snprintf(path, sizeof path, "%s/cpu%ld/cache/index%d/shared_cpu_list", cpu_root, cpu, idx);
       long first = cpu;
-      if (read_small(path, buf, sizeof buf) == 0 && buf[0] >= '0' && buf[0] <= '9')
-        first = strtol(buf, NULL, 10);
-      snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/cache/index%d/size", cpu, idx);
+      unsigned long long f;
+      if (read_small(path, buf, sizeof buf) == 0) {
+        if (parse_ull(buf, "-,", &f, NULL) < 0 || f > (unsigned long long)LONG_MAX)
+          continue;
+        first = (long)f;
+      }
+      snprintf(path, sizeof path, "%s/cpu%ld/cache/index%d/size", cpu_root, cpu, idx);
       if (read_small(path, buf, sizeof buf) != 0)
         continue;
       size_t sz = parse_size(buf);
+      if (sz == 0)
+        continue;
       if (level > top) {
         top = level;
         total = 0;
@@ -148,7 +183,7 @@ static size_t llc_from_sysfs(void) {
 }
 
 size_t kv_llc_bytes(void) {
-  size_t llc = llc_from_sysfs();
+  size_t llc = kv_llc_bytes_from("/sys/devices/system/cpu", sysconf(_SC_NPROCESSORS_CONF));
   if (llc > 0)
     return llc;
 #ifdef _SC_LEVEL3_CACHE_SIZE

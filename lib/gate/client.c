@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,7 +150,7 @@ static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t 
 /* The worker's whole environment: nothing of kevo's own (no API keys). */
 struct worker_env {
   char home[4200], tmp[4200], omp[64], ldpath[4200], visible[256], inductor[4300], triton[4300];
-  char *env[20];
+  char *env[28];
 };
 
 static void worker_env(struct worker_env *we, const char *scratch, int cuda, int torch,
@@ -227,6 +228,13 @@ static void start_cleanup(struct kv_worker *w, int pipes[4][2]) {
 
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
                     size_t errlen) {
+  if (kv_worker_spawn(w, spec, err, errlen) < 0)
+    return -1;
+  return kv_worker_hello(w, err, errlen);
+}
+
+int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
+                    size_t errlen) {
   memset(w, 0, sizeof(*w));
   w->pid = -1;
   w->req_fd = w->resp_fd = w->out_fd = w->err_fd = w->shm_fd = -1;
@@ -256,8 +264,10 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
       start_cleanup(w, pipes);
       return kv_error(err, errlen, "pipe: %s", strerror(e));
     }
-  char *argv[16 + 2 * 8];
+  char *argv[16 + 2 * 8 + 48];
   int a = 0;
+  for (int i = 0; spec->wrap && spec->wrap[i] && i < 32; i++)
+    argv[a++] = (char *)spec->wrap[i];
   argv[a++] = (char *)exe;
   if (spec->python) {
     argv[a++] = "-B";
@@ -278,6 +288,10 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   }
   if (!spec->sandbox)
     argv[a++] = "--no-sandbox";
+  for (int i = 0; spec->without && spec->without[i] && i < 7; i++) {
+    argv[a++] = "--without";
+    argv[a++] = (char *)spec->without[i];
+  }
   argv[a] = NULL;
   struct worker_env *we = malloc(sizeof *we);
   if (!we) {
@@ -286,6 +300,13 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   }
   worker_env(we, w->scratch, cuda, spec->python != NULL, spec->torch_cache);
   char **envp = we->env;
+  for (int n = 0, i = 0; spec->extra_env && spec->extra_env[i] && i < 8; i++) {
+    while (envp[n])
+      n++;
+    if (n + 1 < (int)(sizeof we->env / sizeof we->env[0]))
+      envp[n++] = (char *)spec->extra_env[i], envp[n] = NULL;
+  }
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -294,6 +315,10 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     return kv_error(err, errlen, "fork: %s", strerror(e));
   }
   if (pid == 0) {
+    /* Dies with kevo (with the thread that forked it, in fact: see
+     * internal.h), even stopped; and at once if kevo died already. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+      _exit(126);
     setpgid(0, 0);
     int devnull = open("/dev/null", O_RDONLY);
     /* Move everything above 4 first so the dup2s below cannot clobber. */
@@ -308,7 +333,7 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
     close_range(6, ~0U, 0);
     if (chdir(w->scratch) < 0)
       _exit(126);
-    execve(exe, argv, envp);
+    execve(spec->wrap && spec->wrap[0] ? spec->wrap[0] : exe, argv, envp);
     _exit(127);
   }
   setpgid(pid, pid);
@@ -327,16 +352,21 @@ int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char
   fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
   fcntl(w->err_fd, F_SETFL, O_NONBLOCK);
   w->alive = 1;
+  w->start_deadline = kv_now_s() + (spec->start_deadline_s > 0 ? spec->start_deadline_s : 10);
+  snprintf(w->name, sizeof w->name, "%s", spec->python ? spec->script : spec->worker_path);
+  return 0;
+}
+
+int kv_worker_hello(struct kv_worker *w, char *err, size_t errlen) {
   struct kv_frame_parser fp;
   kv_frame_parser_init(&fp, 0);
-  enum kv_call_status s = pump(
-      w, NULL, 0, kv_now_s() + (spec->start_deadline_s > 0 ? spec->start_deadline_s : 10), &fp);
+  enum kv_call_status s = pump(w, NULL, 0, w->start_deadline, &fp);
   if (s != KV_CALL_OK || fp.h.type != KV_MSG_HELLO) {
     kv_frame_parser_release(&fp);
     reap(w, 1);
-    kv_error(err, errlen, "%s: the worker did not start (%s)%s%s",
-             spec->python ? spec->script : spec->worker_path, w->death[0] ? w->death : "no hello",
-             w->err.len ? ": " : "", w->err.len ? w->err.data : "");
+    kv_error(err, errlen, "%s: the worker did not start (%s)%s%s", w->name,
+             w->death[0] ? w->death : "no hello", w->err.len ? ": " : "",
+             w->err.len ? w->err.data : "");
     kv_worker_stop(w); /* its descriptors, scratch and captured output go too */
     return -1;
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "toolrun.h"
 #include "kevo/runtime.h"
 #include "kevo/wire.h"
 
@@ -40,6 +41,7 @@ void kv_gate_opts_default(struct kv_gate_opts *o) {
   o->time_budget_s = 1.0;
   o->sandbox = 1;
   o->lock_wait_s = KV_DEVLOCK_WAIT_S;
+  o->timing_ci = KV_TIMING_CI_DEFAULT;
 }
 
 static int session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
@@ -112,9 +114,10 @@ int kv_gate_lock_device(const struct kv_surface *sf, const struct kv_gate_opts *
   return kv_devlock_cpus(l, what, wait, err, errlen);
 }
 
-/* Starts a worker of the session's surface and sends it the task. A cuda
- * worker that cannot use the device is an error: kevo cannot judge here. */
-static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
+/* Starts a worker of the session's surface (on this thread: it dies with
+ * it) and, in worker_ready, sends it the task. */
+static int worker_spawn(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                        size_t errlen) {
   struct kv_worker_spec spec = {0};
   spec.worker_path = s->worker_path;
   spec.scratch_base = s->scratch;
@@ -128,9 +131,20 @@ static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *e
     spec.rtlib = s->tp.rtlib;
     spec.torch_cache = s->cache;
   }
-  if (kv_worker_start(w, &spec, err, errlen) < 0)
+  if (kv_worker_spawn(w, &spec, err, errlen) < 0)
     return -1;
   *up = 1;
+  return 0;
+}
+
+/* Its HELLO, then the task. A cuda worker that cannot use the device is an
+ * error: kevo cannot judge here. */
+static int worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                        size_t errlen) {
+  if (kv_worker_hello(w, err, errlen) < 0) {
+    *up = 0; /* stopped by kv_worker_hello */
+    return -1;
+  }
   if (s->sf->device_in_worker) {
     json_t *c = hello_cuda(w);
     if (!json_is_true(json_object_get(c, "ok"))) {
@@ -148,6 +162,12 @@ static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *e
   if (st != KV_CALL_OK)
     return kv_error(err, errlen, "the worker could not take the task: %s", d);
   return 0;
+}
+
+static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
+  if (worker_spawn(s, w, up, err, errlen) < 0)
+    return -1;
+  return worker_ready(s, w, up, err, errlen);
 }
 
 int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,
@@ -214,11 +234,17 @@ struct up_job {
 
 static void *up_main(void *arg) {
   struct up_job *j = arg;
-  j->rc = worker_up(j->s, j->w, j->up, j->err, sizeof j->err);
+  j->rc = worker_ready(j->s, j->w, j->up, j->err, sizeof j->err);
   return NULL;
 }
 
+/* Spawned here (the evaluation's thread, which outlives the worker; the
+ * short-lived thread only waits for it to be ready). */
 static void up_start(struct up_job *j) {
+  j->started = 0;
+  j->rc = worker_spawn(j->s, j->w, j->up, j->err, sizeof j->err);
+  if (j->rc < 0)
+    return;
   j->rc = -1;
   j->started = pthread_create(&j->th, NULL, up_main, j) == 0;
   if (!j->started)
@@ -792,6 +818,10 @@ out:
   free(prev_got);
   free(prev_exp);
   session_release(&s);
+  /* The profiler and the debugger, when asked for: after the verdict, which
+   * they never change (toolrun.h). */
+  if (rc == 0)
+    kv_devtools_after(&s, ref, cand, refsrc, candidate_path, r);
   for (int i = 0; i < 3; i++)
     kv_build_release(&jobs[i].b);
   return rc;
@@ -803,11 +833,18 @@ void kv_gate_result_release(struct kv_gate_result *r) {
   free(r->cand_stderr);
   free(r->sass);
   r->compile_log = r->cand_stdout = r->cand_stderr = r->sass = NULL;
+  kv_ncu_report_free(r->profile);
+  kv_ncu_report_free(r->profile_ref);
+  kv_san_report_free(r->debug);
+  r->profile = r->profile_ref = NULL;
+  r->debug = NULL;
 }
 
 /* A JSON string even for bytes that are not UTF-8 (candidate output). */
 static json_t *safe_string(const char *s) {
-  json_t *j = json_string(s ? s : "");
+  if (!s) /* out of memory for "" too must not reach strlen(NULL) */
+    return json_string("");
+  json_t *j = json_string(s);
   if (j)
     return j;
   size_t n = strlen(s);
@@ -861,6 +898,12 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                         json_pack("{s:b,s:f,s:s,s:o}", "done", r->static_done, "seconds",
                                   r->static_s, "note", r->static_note, "sass",
                                   safe_string(r->sass)));
+  if (r->profile)
+    json_object_set_new(j, "profile", kv_ncu_json(r->profile));
+  if (r->profile_ref)
+    json_object_set_new(j, "profile_ref", kv_ncu_json(r->profile_ref));
+  if (r->debug)
+    json_object_set_new(j, "debug", kv_san_json(r->debug));
   json_t *checks = json_array();
   for (int i = 0; i < r->nchecks; i++) {
     const struct kv_check *c = &r->checks[i];
@@ -888,6 +931,14 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                                   t->validated_calls, "parent_us_per_call", t->parent_us,
                                   "reported_over_parent", t->clock_ratio, "slack_us_per_call",
                                   t->clock_slack_us, "median_raised", t->cand_clamped));
+    json_object_set_new(
+        tj, "ci",
+        json_pack("{s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:i,s:i,s:i}", "level", t->ci_level, "low",
+                  t->speedup_lo, "high", t->speedup_hi, "half_width", t->ci_half_width,
+                  "clock_half_width",
+                  t->ci_clock_half_width >= 0 ? json_real(t->ci_clock_half_width) : json_null(),
+                  "target", t->ci_target, "stop", t->stop, "phases", t->phases, "min_phases",
+                  t->min_phases, "max_phases", t->max_phases));
     if (t->has_baseline) {
       json_object_set_new(tj, "baseline", stats_json(&t->base));
       json_object_set_new(tj, "baseline_kind", json_string(t->baseline_kind));

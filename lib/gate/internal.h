@@ -30,6 +30,8 @@ struct kv_worker {
   int shm_fd;      /* the memfd the worker has as KV_WIRE_SHM_FD */
   uint8_t *shm;    /* the parent's mapping of it (kv_worker_shm) */
   size_t shm_len;
+  double start_deadline; /* kv_worker_spawn -> kv_worker_hello: by when it must say HELLO */
+  char name[256];        /* what was started, for messages */
 };
 
 struct kv_worker_spec {
@@ -46,10 +48,25 @@ struct kv_worker_spec {
   /* The torch worker: kevo's cache directory, where torch.compile keeps what
    * it compiled (TORCHINDUCTOR_CACHE_DIR) from one evaluation to the next. */
   const char *torch_cache;
+  /* A tool that runs the worker (lib/gate/toolrun.h): its argv before the
+   * worker's (NULL-terminated; NULL: none), the sandbox layers the worker
+   * leaves off for it (kevo-worker --without NAME; NULL-terminated), and
+   * variables added to the worker's environment (NULL-terminated). */
+  const char *const *wrap;
+  const char *const *without;
+  const char *const *extra_env;
 };
 
 int kv_worker_start(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
                     size_t errlen);
+/* kv_worker_start in two halves: spawn forks and execs it, hello waits for
+ * its HELLO. A worker dies with the thread that spawned it (SIGKILL on the
+ * parent's death, so a stopped or spinning worker does not outlive a killed
+ * kevo): spawn it on a thread that outlives it, and wait for its hello on
+ * any (gate.c starts workers while the compile pool runs that way). */
+int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char *err,
+                    size_t errlen);
+int kv_worker_hello(struct kv_worker *w, char *err, size_t errlen);
 /* One request/reply. *reply is the reply JSON (caller decrefs) for OK and
  * ERROR; *blob (caller frees) must be exactly want_blob bytes (or any size up to
  * want_blob when want_exact is 0). On DIED/TIMEOUT/PROTOCOL the worker is dead
@@ -98,6 +115,9 @@ struct kv_build {
   double static_s;
   char static_note[512];
   char *sass; /* stripped listing, capped at KV_SASS_RAW_CAP */
+  /* cuda: a kernel-only candidate (nvrtc.h): so_path is its bundle (.kvk),
+   * obj_path its cubin. */
+  int kernel_only;
 };
 /* Compiles source file `src` (a candidate or a reference) for the task with
  * the surface's compiler; the generated prototype is force-included and the

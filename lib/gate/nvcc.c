@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nvrtc.h"
 
 #define KV_SOURCE_MAX (1 << 20)
 
@@ -262,6 +263,10 @@ static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *l
 
 int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
                   double deadline_s, struct kv_build *b, char *err, size_t errlen) {
+  /* A kernel-only candidate (launch lines, no entry) goes to NVRTC. */
+  int ko = kv_build_cuda_kernels(t, src, cache_dir, deadline_s, b, err, errlen);
+  if (ko <= 0)
+    return ko;
   memset(b, 0, sizeof(*b));
   double t0 = kv_now_s(), t_end = t0 + deadline_s;
   const char *ver = kv_nvcc_version();

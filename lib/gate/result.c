@@ -87,6 +87,10 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     str_into(sa, "note", r->static_note, sizeof r->static_note);
     r->sass = str_dup_capped(sa, "sass", KV_SASS_RAW_CAP);
   }
+  /* The profiler's and the debugger's (kevo/ncu.h, kevo/sanitize.h). */
+  r->profile = kv_ncu_from_json(json_object_get(j, "profile"));
+  r->profile_ref = kv_ncu_from_json(json_object_get(j, "profile_ref"));
+  r->debug = kv_san_from_json(json_object_get(j, "debug"));
   json_array_foreach(json_object_get(j, "checks"), i, k) {
     if (r->nchecks >= KV_GATE_MAX_CHECKS)
       break;
@@ -137,6 +141,17 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     tm->clock_ratio = num(cl, "reported_over_parent");
     tm->clock_slack_us = num(cl, "slack_us_per_call");
     tm->cand_clamped = json_is_true(json_object_get(cl, "median_raised"));
+    json_t *ci = json_object_get(t, "ci"); /* the speedup's interval (kevo/timeci.h) */
+    tm->ci_level = num(ci, "level");
+    tm->speedup_lo = num(ci, "low");
+    tm->speedup_hi = num(ci, "high");
+    tm->ci_half_width = num(ci, "half_width");
+    tm->ci_clock_half_width =
+        json_is_number(json_object_get(ci, "clock_half_width")) ? num(ci, "clock_half_width") : -1;
+    tm->ci_target = num(ci, "target");
+    str_into(ci, "stop", tm->stop, sizeof tm->stop);
+    tm->min_phases = (int)json_integer_value(json_object_get(ci, "min_phases"));
+    tm->max_phases = (int)json_integer_value(json_object_get(ci, "max_phases"));
   }
   json_t *ce = json_object_get(j, "ceilings");
   if (json_is_object(ce)) {

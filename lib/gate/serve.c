@@ -182,6 +182,15 @@ int kv_job_parse(const char *json, const uint8_t *blob, uint64_t blob_len, struc
   json_t *timing = json_object_get(o, "timing");
   if (timing)
     job->timing = json_is_true(timing);
+  json_t *ci = json_object_get(o, "timing_ci");
+  if (ci) {
+    if (!json_is_number(ci) || json_number_value(ci) < 0 || json_number_value(ci) > 0.5) {
+      kv_error(err, errlen, "job %s: options.timing_ci must be a number in [0, 0.5]", job->id);
+      goto out;
+    }
+    job->has_timing_ci = 1;
+    job->timing_ci = json_number_value(ci);
+  }
   job->budget_s = json_number_value(json_object_get(o, "budget_s"));
   job->deadline_s = json_number_value(json_object_get(o, "deadline_s"));
   if (job->budget_s < 0 || job->budget_s > 600 || job->deadline_s < 0 || job->deadline_s > 3600) {
@@ -330,6 +339,8 @@ static json_t *judge(const struct kv_serve_opts *so, const char *root, const str
     o.timing = job->timing;
     if (job->budget_s > 0)
       o.time_budget_s = job->budget_s;
+    if (job->has_timing_ci)
+      o.timing_ci = job->timing_ci;
     if (job->deadline_s > 0)
       o.job_deadline_s = job->deadline_s;
     o.calib = so->calib;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "nvrtc.h"
 
 static int cpu_prepare(char *desc, size_t cap, char *err, size_t errlen) {
   const char *v = kv_cc_version();
@@ -35,6 +36,8 @@ static int cuda_prepare(char *desc, size_t cap, char *err, size_t errlen) {
 
 static int cuda_policy(const struct kv_build *b, const struct kv_task *t, char *out, size_t cap,
                        char *err, size_t errlen) {
+  if (b->kernel_only)
+    return kv_policy_check_nvrtc(b->obj_path, out, cap, err, errlen);
   return kv_policy_check_cuda(b->obj_path, t, out, cap, err, errlen);
 }
 

@@ -24,6 +24,18 @@ static void finding(struct kv_task_report *r, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* A remark that does not reject the task ("warning: ..."). */
+static void note(struct kv_task_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note(struct kv_task_report *r, const char *fmt, ...) {
+  if (r->nfindings >= KV_TASK_MAX_FINDINGS)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->findings[r->nfindings++], sizeof r->findings[0], fmt, ap);
+  va_end(ap);
+}
+
 /* Reference outputs and inputs of one (check set, seed). */
 struct sample {
   int set;
@@ -338,16 +350,37 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
                 "its input more than the tolerance allows",
                 t->params[p].name);
     }
-    /* Outputs must depend on the inputs: some seed pair must differ. */
-    int differs = 0;
-    for (int k = 0; k + 1 < have && !differs; k += NSEEDS) {
-      for (int p = 0; p < t->nparams; p++)
-        if (kv_is_output(t->params[p].role) &&
+    /* Outputs must depend on the inputs, size by size: a size whose two
+     * seeds give the same outputs (softmax of one element is always 1) checks
+     * only that a candidate handles it, not what it computes there. No size
+     * that does: ill-posed; some that do not: named in a warning. */
+    int live = 0, dead = 0;
+    char dead_sizes[400] = "";
+    for (int k = 0; k + 1 < have; k += NSEEDS) {
+      int differs = 0;
+      for (int p = 0; p < t->nparams && !differs; p++)
+        if (kv_is_output(t->params[p].role) && sm[k].out[p] && sm[k + 1].out[p] &&
             memcmp(sm[k].out[p], sm[k + 1].out[p], kv_param_bytes(t, p, sm[k].nelem)) != 0)
           differs = 1;
+      if (differs) {
+        live++;
+        continue;
+      }
+      char sizes[256];
+      size_t at = strlen(dead_sizes);
+      kv_sizeset_format(t, &t->check[sm[k].set], sizes, sizeof sizes);
+      snprintf(dead_sizes + at, sizeof dead_sizes - at, "%s%s (check size %d)", dead++ ? ", " : "",
+               sizes, sm[k].set + 1);
     }
-    if (!differs)
+    if (!live)
       finding(r, "ill-posed: the reference output does not change when the inputs change");
+    else if (dead)
+      note(r,
+           "warning: degenerate check size%s: %s: the reference output does not change when "
+           "the inputs change there, so %s only that a candidate handles %s; the other sizes "
+           "judge what it computes",
+           dead > 1 ? "s" : "", dead_sizes, dead > 1 ? "they check" : "it checks",
+           dead > 1 ? "them" : "it");
     /* The same inputs twice must give the same outputs (within tolerance):
      * a reference with randomness inside (training-mode Dropout, an unseeded
      * RNG) cannot judge anything. */

@@ -148,10 +148,65 @@ static void test_cache_absent_and_corrupt(void **state) {
   assert_true(strlen(err) > 0);
 }
 
+/* A sysfs-like tree under `dir`: one cache entry per call. */
+static void cache_entry(const char *root, int cpu, int idx, const char *level, const char *type,
+                        const char *shared, const char *size) {
+  char path[512];
+  snprintf(path, sizeof path, "mkdir -p %s/cpu%d/cache/index%d", root, cpu, idx);
+  assert_int_equal(system(path), 0);
+  const char *names[] = {"level", "type", "shared_cpu_list", "size"};
+  const char *vals[] = {level, type, shared, size};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/cpu%d/cache/index%d/%s", root, cpu, idx, names[i]);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", vals[i]);
+    fclose(f);
+  }
+}
+
+/* Two CPUs sharing one 8 MiB L3, each with its own L1 and L2; then one field
+ * at a time made malformed: the entry is skipped, never read as a prefix
+ * (issue 17: atoi("4x") was level 4 and "16MB" was 16 MiB). */
+static void test_llc_from_sysfs_fields(void **state) {
+  (void)state;
+  char root[64], cmd[128];
+  snprintf(root, sizeof root, "/tmp/kevo-sysfs-XXXXXX");
+  assert_non_null(mkdtemp(root));
+  for (int cpu = 0; cpu < 2; cpu++) {
+    char own[8];
+    snprintf(own, sizeof own, "%d", cpu);
+    cache_entry(root, cpu, 0, "1", "Data", own, "32K");
+    cache_entry(root, cpu, 1, "1", "Instruction", own, "32K");
+    cache_entry(root, cpu, 2, "2", "Unified", own, "1024K");
+    cache_entry(root, cpu, 3, "3", "Unified", "0-1", "8M");
+  }
+  assert_int_equal(kv_llc_bytes_from(root, 2), (size_t)8 << 20);
+  /* A level that is not a number: "4x" is no level 4 of 64 MiB. */
+  cache_entry(root, 0, 4, "4x", "Unified", "0", "64M");
+  assert_int_equal(kv_llc_bytes_from(root, 2), (size_t)8 << 20);
+  /* A size with junk after its suffix: the L3 is unknown, the L2s count. */
+  cache_entry(root, 0, 3, "3", "Unified", "0-1", "16MB");
+  cache_entry(root, 1, 3, "3", "Unified", "0-1", "16MB");
+  assert_int_equal(kv_llc_bytes_from(root, 2), (size_t)2 << 20);
+  /* A sharing list that is not one: that entry is skipped too. */
+  cache_entry(root, 0, 3, "3", "Unified", "x", "8M");
+  cache_entry(root, 1, 3, "3", "Unified", "x", "8M");
+  assert_int_equal(kv_llc_bytes_from(root, 2), (size_t)2 << 20);
+  /* A size that overflows, a negative one. */
+  cache_entry(root, 0, 2, "2", "Unified", "0", "99999999999999999999K");
+  cache_entry(root, 1, 2, "2", "Unified", "1", "-1K");
+  assert_int_equal(kv_llc_bytes_from(root, 2), (size_t)64 << 10); /* the L1s */
+  assert_int_equal(kv_llc_bytes_from("/nonexistent", 2), (size_t)0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_device_string),
       cmocka_unit_test(test_llc),
+      cmocka_unit_test(test_llc_from_sysfs_fields),
       cmocka_unit_test(test_measure),
       cmocka_unit_test_setup_teardown(test_cache_roundtrip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cache_absent_and_corrupt, setup, teardown),

@@ -155,6 +155,37 @@ static void test_result_json_survives_binary_output(void **state) {
   kv_gate_result_release(&r);
 }
 
+/* jansson's allocations fail from the n-th on: every out-of-memory path of
+ * kv_gate_result_json is taken in turn. */
+static long oom_left;
+static void *failing_malloc(size_t n) {
+  if (oom_left-- <= 0)
+    return NULL;
+  return malloc(n);
+}
+
+/* A result with no compiler log and no output (NULL strings) turns into JSON,
+ * or into NULL, under every allocation failure: never strlen(NULL) (issue
+ * 17: safe_string fell back to strlen on the NULL it was given when
+ * json_string("") failed). */
+static void test_result_json_out_of_memory(void **state) {
+  (void)state;
+  struct kv_gate_result r;
+  memset(&r, 0, sizeof r);
+  r.verdict = KV_V_COMPILE_ERROR;
+  snprintf(r.detail, sizeof r.detail, "%s", "does not compile");
+  int produced = 0;
+  for (long n = 0; n < 400; n++) {
+    oom_left = n;
+    json_set_alloc_funcs(failing_malloc, free);
+    char *js = kv_gate_result_json(&r);
+    json_set_alloc_funcs(malloc, free);
+    produced += js != NULL;
+    free(js);
+  }
+  assert_true(produced > 0); /* enough allocations succeeded at last */
+}
+
 /* Faster than physics: the same good candidate is `implausible` against
  * ceilings it beats by far, and `ok` against real ones. */
 static void test_implausible_against_ceilings(void **state) {
@@ -311,6 +342,7 @@ int main(void) {
       cmocka_unit_test(test_perturb_roundtrip),
       cmocka_unit_test(test_verdict_names),
       cmocka_unit_test(test_result_json_survives_binary_output),
+      cmocka_unit_test(test_result_json_out_of_memory),
       cmocka_unit_test(test_implausible_against_ceilings),
       cmocka_unit_test(test_prebuild_fills_the_cache),
   };

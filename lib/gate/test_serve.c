@@ -58,9 +58,10 @@ static char *job_json(const struct bundle *b, int with_files, const char *id, co
     json_object_set_new(task, "files", files);
   else
     json_decref(files);
-  json_t *j = json_pack("{s:i,s:s,s:o,s:{s:s,s:I},s:{s:s,s:b,s:I}}", "protocol", protocol, "id", id,
-                        "task", task, "candidate", "name", cname, "bytes", (json_int_t)clen,
-                        "options", "surface", "cpu", "timing", 0, "seed", (json_int_t)7);
+  json_t *j = json_pack("{s:i,s:s,s:o,s:{s:s,s:I},s:{s:s,s:b,s:I,s:f}}", "protocol", protocol,
+                        "id", id, "task", task, "candidate", "name", cname, "bytes",
+                        (json_int_t)clen, "options", "surface", "cpu", "timing", 0, "seed",
+                        (json_int_t)7, "timing_ci", 0.02);
   char *s = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   return s;
@@ -102,6 +103,15 @@ static void test_parse(void **state) {
   assert_string_equal(job.candidate.name, "good.c");
   assert_int_equal(job.candidate.len, 6);
   assert_true(job.has_seed && job.seed == 7 && job.timing == 0);
+  assert_true(job.has_timing_ci && job.timing_ci == 0.02);
+  /* adaptive timing's target out of range */
+  char *bad = strdup(j);
+  char *at = strstr(bad, "0.02");
+  assert_non_null(at);
+  at[0] = '7';
+  assert_int_equal(kv_job_parse(bad, blob, base + 6, &job, err, sizeof err), -1);
+  assert_non_null(strstr(err, "timing_ci"));
+  free(bad);
   /* a byte the files do not claim */
   assert_int_equal(kv_job_parse(j, blob, base + 5, &job, err, sizeof err), -1);
   assert_non_null(strstr(err, "frame holds only"));

@@ -21,7 +21,12 @@
  *   over; their outputs and inputs are fetched and compared with the
  *   reference's on the same fresh inputs, computed in the clean worker.
  * - The number of calls comes from the parent's own clock (overheads
- *   included), never fewer than KV_MIN_TIMED_CALLS. */
+ *   included), never fewer than KV_TIMING_MIN_CALLS.
+ * - Adaptive timing (kv_gate_opts.timing_ci, kevo/timeci.h) only decides
+ *   when to stop taking rounds, between a minimum and the budget's count:
+ *   when the 95% interval of the speedup (over rounds, as reported) and that
+ *   of the candidate's time by kevo's own clock are both within the target.
+ *   Every check above runs as it does on a fixed budget. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +35,10 @@
 
 #include "internal.h"
 #include "kevo/runtime.h"
+#include "kevo/timeci.h"
 #include "kevo/wire.h"
 
 #define IMPLAUSIBLE_FACTOR 2.0
-#define MIN_CALLS 10
-#define MAX_CALLS 1000
 #define MAX_PER_PHASE 64
 /* Reported candidate time may not fall below this share of what the
  * parent's clock leaves for it (a 1.25x forgery reports 0.8). */
@@ -172,7 +176,9 @@ struct timing {
   struct side sd[NSIDES];
   char d[1024];
   int validated;
-  uint64_t last_seed; /* of the last phase */
+  uint64_t last_seed;      /* of the last phase */
+  uint64_t cand_seed;      /* of the candidate's last phase (its buffers hold it) */
+  double *rratio, *rclock; /* per round: the stopping rule's figures */
   /* cpu: every call's buffers in memory shared with each worker, the
    * candidate's inputs as written, the parent's flush buffer */
   size_t off[KV_MAX_PARAMS], per_call, shm_len;
@@ -318,6 +324,8 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   }
   json_decref(rep);
   tm->last_seed = seed;
+  if (side == SIDE_CAND)
+    tm->cand_seed = seed;
   /* cpu: the candidate stops before anyone reads what it wrote. */
   if (!tm->cuda && side == SIDE_CAND && st == KV_CALL_OK && kv_worker_pause(&tm->s->cw) < 0) {
     snprintf(tm->d, sizeof tm->d, "the worker could not be stopped after a phase: %s",
@@ -372,7 +380,7 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
 static int validate(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
-  uint64_t seed = tm->last_seed + (uint64_t)c;
+  uint64_t seed = tm->cand_seed + (uint64_t)c;
   int poison = c & 1;
   /* cpu: every call's inputs are compared in shared memory (check_inputs);
    * cuda: the first validated call's inputs come back too (more would cost a
@@ -470,6 +478,34 @@ static enum kv_verdict phase_failed(struct timing *tm, int side, enum kv_call_st
   return KV_V_CRASH;
 }
 
+/* The 95% interval of the speedup, from the final times (cuda: after the
+ * choice of clock): the order-statistic interval of the rounds' ratios,
+ * relative to their median, applied to the speedup as reported (pooled
+ * medians, raised to kevo's floor where it was); and the interval of the
+ * candidate's time per call by kevo's clock, less the clean overhead. */
+static void speedup_ci(struct timing *tm, int m, int P, double overhead) {
+  struct kv_timing *T = &tm->r->timing;
+  struct side *C = &tm->sd[SIDE_CAND], *R = &tm->sd[SIDE_REF];
+  if (!tm->rratio || !tm->rclock || P < 1 || C->n < P * m || R->n < P * m || C->nph < P)
+    return;
+  for (int j = 0; j < P; j++) {
+    double cm = median_ns(C->ev + j * m, m);
+    tm->rratio[j] = cm > 0 ? median_ns(R->ev + j * m, m) / cm : 0;
+    tm->rclock[j] = (C->wall[j] - overhead) / m;
+  }
+  struct kv_median_ci ci, cc;
+  if (kv_median_ci(tm->rratio, P, 0.95, &ci) < 0 || !(ci.median > 0))
+    return;
+  T->speedup_lo = T->speedup * ci.lo / ci.median;
+  T->speedup_hi = T->speedup * ci.hi / ci.median;
+  T->ci_level = ci.level;
+  T->ci_half_width = kv_median_ci_rel(&ci);
+  /* -1: kevo's clock cannot resolve the candidate's calls (the overhead
+   * is most of a phase) */
+  double hc = kv_median_ci(tm->rclock, P, 0.95, &cc) == 0 ? kv_median_ci_rel(&cc) : -1;
+  T->ci_clock_half_width = hc >= 0 && hc < 1e6 ? hc : -1;
+}
+
 static double rand01(void) {
   return (double)(kv_random_u64() >> 11) * 0x1p-53;
 }
@@ -560,17 +596,17 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
       fmax(tm.sd[SIDE_CAND].per_call + tm.sd[SIDE_CAND].fill_per_call, tm.sd[SIDE_REF].per_call);
   if (base_so)
     per = fmax(per, tm.sd[SIDE_BASE].per_call);
-  int n = per > 0 ? (int)fmin(MAX_CALLS, budget * 1e9 / per) : MAX_CALLS;
-  if (n < MIN_CALLS)
-    n = MIN_CALLS;
-  int m = (n + 3) / 4;
-  m = m > m_mem ? m_mem : m < 1 ? 1 : m;
-  int P = (n + m - 1) / m;
-  if (P < 2)
-    P = 2;
-  n = P * m;
+  /* The count comes from kevo's clock (kevo/timeci.h): on a fixed budget P
+   * rounds of m calls; adaptive, at most P and at least pl.min_rounds. */
+  double target = s->o->timing_ci > 0 ? fmin(s->o->timing_ci, 1.0) : 0;
+  struct kv_timing_plan pl;
+  kv_timing_plan(per, budget, m_mem, target, &pl);
+  int m = pl.m, P = pl.rounds;
   r->timing.phases = P;
   r->timing.calls_per_phase = m;
+  r->timing.ci_target = target;
+  r->timing.min_phases = pl.min_rounds;
+  r->timing.max_phases = P;
   /* Buffers for m calls on every side before anything is timed. */
   for (int i = 0; i < nsides; i++) {
     st = phase(&tm, sides[i], m, 0, 1, job * 6);
@@ -583,8 +619,28 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
    * bytes: each one's outputs travel and are compared). */
   double out_bytes = (double)kv_call_bytes(t, tm.nelem, 0);
   double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(256u << 20) / (out_bytes + 1)));
-  double q = fmin(1.0, want / n);
-  for (int j = 0; j < P && r->verdict == KV_V_OK; j++) {
+  /* Adaptive: the rate gives about `want` by the fewest rounds (more when
+   * the loop runs on); the calls are drawn after each phase either way. */
+  double q = fmin(1.0, want / pl.valid_calls);
+  /* Per round: the speedup as reported and the candidate's time per call by
+   * kevo's clock (the stopping rule's figures). */
+  double *rratio = tm.rratio = calloc((size_t)P, sizeof(double)),
+         *rclock = tm.rclock = calloc((size_t)P, sizeof(double));
+  if (!rratio || !rclock) {
+    kevo_failed = kv_error(err, errlen, "out of memory") < 0;
+    goto done;
+  }
+  /* The loop's deadline (adaptive): three times what the warm-up's prices
+   * say the most rounds take; past it, the loop stops once it has the
+   * fewest rounds (each phase has its own deadline too). */
+  double round_ns = 0;
+  for (int k = 0; k < nsides; k++)
+    round_ns += m * (tm.sd[sides[k]].per_call + tm.sd[sides[k]].fill_per_call);
+  double loop_dl = 3.0 * P * round_ns * 1e-9 + job;
+  uint64_t loop_t0 = kv_now_ns();
+  enum kv_timing_stop stop = KV_TSTOP_GO;
+  int rounds = 0;
+  for (int j = 0; j < P && r->verdict == KV_V_OK && stop == KV_TSTOP_GO; j++) {
     for (int k = 0; k < nsides && r->verdict == KV_V_OK; k++) {
       int side = sides[j % 2 ? nsides - 1 - k : k]; /* ABBA */
       double dl = job + 4.0 * m * tm.sd[side].per_call * 1e-9;
@@ -599,7 +655,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
         check_inputs(&tm, m);
       /* Drawn now that the phase is over: which of its calls to check. */
       for (int c = 0; c < m && r->verdict == KV_V_OK; c++) {
-        int last = j == P - 1 && c == m - 1 && tm.validated == 0;
+        int last = !target && j == P - 1 && c == m - 1 && tm.validated == 0;
         if (last || rand01() < q) {
           if (validate(&tm, c, job * 6, err, errlen) < 0) {
             kevo_failed = 1;
@@ -608,9 +664,33 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
         }
       }
     }
+    if (r->verdict != KV_V_OK)
+      break;
+    rounds = j + 1;
+    struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *EI = &tm.sd[SIDE_EMPTY];
+    double cm = median_ns(C->ev + j * m, m);
+    rratio[j] = cm > 0 ? median_ns(R->ev + j * m, m) / cm : 0;
+    rclock[j] = (C->wall[j] - median_ns(EI->wall, EI->nph)) / m;
+    stop =
+        kv_timing_decide(&pl, target, rratio, rclock, rounds,
+                         (double)(kv_now_ns() - loop_t0) * 1e-9, target ? loop_dl : 0, NULL, NULL);
+  }
+  /* Adaptive: at least one validated call, drawn from the candidate's last
+   * phase now that the loop is over (its buffers still hold it). */
+  if (r->verdict == KV_V_OK && target && tm.validated == 0) {
+    if (tm.cuda)
+      only(&tm, SIDE_CAND); /* the fetch goes through its worker */
+    int c = (int)(rand01() * m);
+    if (validate(&tm, c < m ? c : m - 1, job * 6, err, errlen) < 0) {
+      kevo_failed = 1;
+      goto done;
+    }
   }
   if (r->verdict != KV_V_OK)
     goto done;
+  P = rounds;
+  r->timing.phases = P;
+  snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(stop));
   r->timing.validated_calls = tm.validated;
 
   /* The candidate's process goes (and with it any GPU work it left
@@ -744,6 +824,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
     if (r->timing.has_baseline)
       r->timing.speedup_vs_baseline = r->timing.base.median_us / floor_us;
   }
+  speedup_ci(&tm, m, P, overhead);
 
   /* The reference beside the candidate against the reference alone. */
   double ra = r->timing.ref_alone.median_us, ri = r->timing.ref.median_us;
@@ -805,6 +886,8 @@ done:
   kv_worker_resume(&s->cw);
   free(tm.flush);
   free(tm.pristine);
+  free(tm.rratio);
+  free(tm.rclock);
   for (int i = 0; i < NSIDES; i++)
     side_free(&tm.sd[i]);
   return rc;

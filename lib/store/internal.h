@@ -10,9 +10,18 @@
 
 enum { STORE_PATH_CAP = 4096 };
 
+/* A run this handle is running: its lock file, held with flock(2). */
+struct store_claim {
+  int64_t run_id;
+  int fd;
+};
+
 struct kv_store {
   sqlite3 *db;
   char path[STORE_PATH_CAP];
+  int readonly; /* kv_store_open_readonly */
+  struct store_claim *claims;
+  int nclaims, claims_cap;
 };
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)

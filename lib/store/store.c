@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -747,14 +749,103 @@ fail:
   return -1;
 }
 
+static void unclaim_run(struct kv_store *s, int64_t run_id);
+
 void kv_store_close(struct kv_store *s) {
   if (!s)
     return;
+  /* Runs still claimed did not end: shown as "killed" from now on. */
+  while (s->nclaims > 0)
+    unclaim_run(s, s->claims[0].run_id);
+  free(s->claims);
   if (s->db) {
-    sqlite3_exec(s->db, "PRAGMA optimize", NULL, NULL, NULL);
+    if (!s->readonly)
+      sqlite3_exec(s->db, "PRAGMA optimize", NULL, NULL, NULL);
     sqlite3_close_v2(s->db);
   }
   free(s);
+}
+
+int kv_store_open_readonly(const char *path, struct kv_store **out, char *err, size_t errlen) {
+  if (out)
+    *out = NULL;
+  if (!path || !*path || !out) {
+    store_seterr(err, errlen, "store: no database path given; pass --db or set KEVO_DB");
+    return -1;
+  }
+  size_t n = strnlen(path, STORE_PATH_CAP);
+  if (n >= STORE_PATH_CAP) {
+    store_seterr(err, errlen, "store: database path is longer than %d bytes; use a shorter --db",
+                 STORE_PATH_CAP - 1);
+    return -1;
+  }
+  struct stat sb;
+  if (strcmp(path, ":memory:") == 0 || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    int e = errno;
+    if (strcmp(path, ":memory:") == 0)
+      store_seterr(err, errlen, "store: :memory: holds nothing to read; give a database file");
+    else if (stat(path, &sb) == 0)
+      store_seterr(err, errlen, "store: %s: not a database file; check --db or KEVO_DB", path);
+    else
+      store_seterr(err, errlen,
+                   "store: %s: %s; check --db or KEVO_DB (kevo run creates the store; this "
+                   "command only reads one)",
+                   path, e == ENOENT ? "no such database" : strerror(e));
+    return -1;
+  }
+  struct kv_store *s = calloc(1, sizeof *s);
+  if (!s) {
+    store_seterr(err, errlen, "store: %s: out of memory", path);
+    return -1;
+  }
+  memcpy(s->path, path, n + 1);
+  s->readonly = 1;
+  int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL);
+  if (rc != SQLITE_OK) {
+    if (!s->db) {
+      store_seterr(err, errlen, "store: %s: cannot open: %s", path, sqlite3_errstr(rc));
+      free(s);
+      return -1;
+    }
+    store_db_fail(s, "cannot open", err, errlen);
+    goto fail;
+  }
+  sqlite3_extended_result_codes(s->db, 1);
+  if (sqlite3_busy_timeout(s->db, STORE_BUSY_MS) != SQLITE_OK) {
+    store_db_fail(s, "cannot open", err, errlen);
+    goto fail;
+  }
+  /* The header first: a file that is not a database (or a damaged one)
+   * fails here, not as an empty listing. */
+  int v = 0;
+  if (read_user_version(s, &v, err, errlen) != 0)
+    goto fail;
+  if (v == 0) {
+    store_seterr(err, errlen,
+                 "store: %s: not a kevo store (no schema); check --db or KEVO_DB (kevo run "
+                 "creates the store)",
+                 path);
+    goto fail;
+  }
+  if (v > KV_STORE_SCHEMA_VERSION) {
+    store_seterr(err, errlen,
+                 "store: %s: schema version %d is newer than this kevo's (%d); use a newer kevo",
+                 path, v, KV_STORE_SCHEMA_VERSION);
+    goto fail;
+  }
+  if (v < KV_STORE_SCHEMA_VERSION) {
+    /* An older store is upgraded by any command that writes (its reader
+     * here would query tables it lacks). */
+    sqlite3_close_v2(s->db);
+    free(s);
+    return kv_store_open(path, out, err, errlen);
+  }
+  *out = s;
+  return 0;
+fail:
+  sqlite3_close_v2(s->db);
+  free(s);
+  return -1;
 }
 
 int kv_store_schema_version(struct kv_store *s) {
@@ -1301,6 +1392,138 @@ int64_t kv_store_count_llm_calls(struct kv_store *s) {
 
 /* ---- runs and nodes ------------------------------------------------------ */
 
+/* Who is running a run. A process that runs one (kevo run, kevo resume)
+ * holds an exclusive flock(2) on "DB-run<ID>.lock" beside the database, with
+ * its pid inside, until the run ends or the store is closed; the kernel drops
+ * the lock when that process dies, even by SIGKILL. So a second `kevo resume`
+ * of a live run is refused before it writes anything, and a run whose status
+ * says "running" but whose lock nobody holds is shown as "killed" and may be
+ * resumed. flock's locks belong to the open file, so another handle of the
+ * same process sees them too (a bench's threads). */
+
+static int memory_store(const struct kv_store *s) {
+  return strcmp(s->path, ":memory:") == 0;
+}
+
+static void claim_path(const struct kv_store *s, int64_t run_id, char *out, size_t cap) {
+  snprintf(out, cap, "%s-run%lld.lock", s->path, (long long)run_id);
+}
+
+static int claim_index(const struct kv_store *s, int64_t run_id) {
+  for (int i = 0; i < s->nclaims; i++)
+    if (s->claims[i].run_id == run_id)
+      return i;
+  return -1;
+}
+
+static int claim_run(struct kv_store *s, int64_t run_id, char *err, size_t errlen) {
+  if (memory_store(s) || claim_index(s, run_id) >= 0)
+    return 0;
+  if (s->nclaims == s->claims_cap) {
+    int cap = s->claims_cap ? s->claims_cap * 2 : 4;
+    struct store_claim *g = realloc(s->claims, (size_t)cap * sizeof *g);
+    if (!g) {
+      store_seterr(err, errlen, "store: out of memory");
+      return -1;
+    }
+    s->claims = g;
+    s->claims_cap = cap;
+  }
+  char path[STORE_PATH_CAP + 64];
+  claim_path(s, run_id, path, sizeof path);
+  /* A reader's probe holds a shared lock for a moment: wait that out (at
+   * most ~0.2 s); a live owner holds it for as long as it runs. A file that
+   * its owner removed between our open and our lock is opened again. */
+  for (int tries = 0; tries < 20; tries++) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+      store_seterr(err, errlen,
+                   "store: %s: cannot create the lock file of run %lld: %s; kevo needs to write "
+                   "beside the database (use another --db)",
+                   path, (long long)run_id, strerror(errno));
+      return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int e = errno;
+      char pid[32] = "";
+      ssize_t n = e == EWOULDBLOCK ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+      close(fd);
+      if (e != EWOULDBLOCK) {
+        store_seterr(err, errlen, "store: %s: cannot lock: %s", path, strerror(e));
+        return -1;
+      }
+      if (tries < 19) {
+        usleep(10000);
+        continue;
+      }
+      pid[n > 0 ? n : 0] = 0;
+      pid[strcspn(pid, "\n")] = 0;
+      store_seterr(err, errlen,
+                   "run %lld is still running in another kevo process%s%s%s; wait for it to end, "
+                   "or stop it (Ctrl-C, or kill -INT PID) and resume it then",
+                   (long long)run_id, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+      return -1;
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) != 0 || stat(path, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+      close(fd);
+      continue;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+      /* The lock is what counts; the pid only names the owner. */
+    }
+    s->claims[s->nclaims].run_id = run_id;
+    s->claims[s->nclaims++].fd = fd;
+    return 0;
+  }
+  store_seterr(err, errlen, "store: %s: the lock file keeps being replaced; try again", path);
+  return -1;
+}
+
+/* Removes the file while holding its lock, then lets go. */
+static void unclaim_run(struct kv_store *s, int64_t run_id) {
+  int i = claim_index(s, run_id);
+  if (i < 0)
+    return;
+  char path[STORE_PATH_CAP + 64];
+  claim_path(s, run_id, path, sizeof path);
+  unlink(path);
+  close(s->claims[i].fd);
+  s->claims[i] = s->claims[--s->nclaims];
+}
+
+/* Does a live process (this handle included) run it? Unknown counts as yes. */
+static int run_is_live(struct kv_store *s, int64_t run_id) {
+  if (memory_store(s) || claim_index(s, run_id) >= 0)
+    return 1;
+  char path[STORE_PATH_CAP + 64];
+  claim_path(s, run_id, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return errno != ENOENT;
+  int live = 1;
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    live = 0;
+    flock(fd, LOCK_UN);
+  }
+  close(fd);
+  return live;
+}
+
+/* "running" with nobody running it: its process died. */
+static int run_liveness(struct kv_store *s, struct kv_run_row *r) {
+  if (!r->status || strcmp(r->status, "running") != 0 || run_is_live(s, r->id))
+    return 0;
+  char *k = strdup("killed");
+  if (!k)
+    return -1;
+  free(r->status);
+  r->status = k;
+  return 0;
+}
+
 int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strategy,
                         const char *config_json, int64_t *run_id, char *err, size_t errlen) {
   sqlite3_stmt *ins = NULL;
@@ -1321,7 +1544,9 @@ int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strateg
   }
   *run_id = sqlite3_last_insert_rowid(s->db);
   sqlite3_finalize(ins);
-  return store_commit(s, err, errlen);
+  if (store_commit(s, err, errlen) != 0)
+    return -1;
+  return claim_run(s, *run_id, err, errlen);
 fail:
   sqlite3_finalize(ins);
   store_rollback(s);
@@ -1363,7 +1588,40 @@ fail:
 
 int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
                             size_t errlen) {
-  return store_set_status(s, "runs", run_id, status, err, errlen);
+  /* Running it takes it (or is refused while another process runs it);
+   * ending it lets go. */
+  int running = status && !strcmp(status, "running");
+  if (running && claim_run(s, run_id, err, errlen) != 0)
+    return -1;
+  int rc = store_set_status(s, "runs", run_id, status, err, errlen);
+  if (!running && rc == 0)
+    unclaim_run(s, run_id);
+  return rc;
+}
+
+int kv_store_run_set_config(struct kv_store *s, int64_t run_id, const char *config_json, char *err,
+                            size_t errlen) {
+  sqlite3_stmt *up = NULL;
+  if (store_begin(s, err, errlen) != 0)
+    return -1;
+  if (store_prepare(s, "UPDATE runs SET config_json = ?1 WHERE id = ?2", &up, err, errlen) != 0)
+    goto fail;
+  store_bind_str(up, 1, config_json);
+  sqlite3_bind_int64(up, 2, run_id);
+  if (sqlite3_step(up) != SQLITE_DONE) {
+    store_db_fail(s, "cannot update the run's configuration", err, errlen);
+    goto fail;
+  }
+  if (sqlite3_changes(s->db) != 1) {
+    store_seterr(err, errlen, "run %lld is not in %s; see 'kevo runs'", (long long)run_id, s->path);
+    goto fail;
+  }
+  sqlite3_finalize(up);
+  return store_commit(s, err, errlen);
+fail:
+  sqlite3_finalize(up);
+  store_rollback(s);
+  return -1;
 }
 
 int kv_store_node_add(struct kv_store *s, const struct kv_node_record *n, int64_t *id, char *err,
@@ -1463,7 +1721,9 @@ int kv_store_run_get(struct kv_store *s, int64_t run_id, struct kv_run_row *out,
     store_seterr(err, errlen, "store: out of memory");
     ret = -1;
   } else if (rc == SQLITE_ROW) {
-    ret = 0;
+    ret = run_liveness(s, out);
+    if (ret != 0)
+      store_seterr(err, errlen, "store: out of memory");
   } else if (rc == SQLITE_DONE) {
     if (run_id > 0)
       store_seterr(err, errlen, "run %lld is not in %s; see 'kevo runs'", (long long)run_id,
@@ -1504,6 +1764,14 @@ int kv_store_runs(struct kv_store *s, struct kv_run_row **rows, int *n, int limi
     free(out);
     return store_db_fail(s, "cannot read the runs", err, errlen);
   }
+  for (int i = 0; i < k; i++)
+    if (run_liveness(s, &out[i]) != 0) {
+      for (int j = 0; j < k; j++)
+        kv_run_row_release(&out[j]);
+      free(out);
+      store_seterr(err, errlen, "store: out of memory");
+      return -1;
+    }
   *rows = out;
   *n = k;
   return 0;

@@ -1150,6 +1150,107 @@ static void test_runs_read_error(void **state) {
   kv_store_close(s);
 }
 
+static const char *run_status(struct kv_store *s, int64_t id, char *buf, size_t cap) {
+  struct kv_run_row r;
+  char err[1024];
+  assert_int_equal(kv_store_run_get(s, id, &r, err, sizeof err), 0);
+  snprintf(buf, cap, "%s", r.status);
+  kv_run_row_release(&r);
+  return buf;
+}
+
+/* Who runs a run (issue 17): while one handle runs it, another cannot take
+ * it (a second `kevo resume` is refused before it writes anything); once
+ * its owner is gone without ending it, it reads back as "killed" and can be
+ * taken again; ending it removes its lock file. flock's locks belong to the
+ * open file, so two handles of one process stand for two processes here
+ * (the e2e test kills a real one). */
+static void test_run_claims(void **state) {
+  (void)state;
+  char path[1024], lock[1100], err[1024] = "", st[32];
+  path_in(path, sizeof path, "claims.db");
+  struct kv_store *a = open_ok(path), *b = open_ok(path);
+  int64_t task = 0, rid = 0;
+  assert_int_equal(kv_store_put_task(a, "rowsum", "/t", "h1", "{}", &task, err, sizeof err), 0);
+  assert_int_equal(kv_store_run_create(a, task, "tune", "{\"steps\":3}", &rid, err, sizeof err), 0);
+  snprintf(lock, sizeof lock, "%s-run%lld.lock", path, (long long)rid);
+  assert_int_equal(access(lock, F_OK), 0);
+  assert_string_equal(run_status(a, rid, st, sizeof st), "running");
+  assert_string_equal(run_status(b, rid, st, sizeof st), "running");
+  /* b cannot run it while a does, and leaves its status alone. */
+  assert_int_equal(kv_store_run_set_status(b, rid, "running", err, sizeof err), -1);
+  assert_non_null(strstr(err, "still running in another kevo process"));
+  char pid[32];
+  snprintf(pid, sizeof pid, "(pid %ld)", (long)getpid());
+  assert_non_null(strstr(err, pid));
+  /* a is gone without ending it: killed, for a reader and in the listing. */
+  kv_store_close(a);
+  assert_string_equal(run_status(b, rid, st, sizeof st), "killed");
+  struct kv_store *r = NULL;
+  assert_int_equal(kv_store_open_readonly(path, &r, err, sizeof err), 0);
+  struct kv_run_row *list = NULL;
+  int nl = 0;
+  assert_int_equal(kv_store_runs(r, &list, &nl, 10, err, sizeof err), 0);
+  assert_int_equal(nl, 1);
+  assert_string_equal(list[0].status, "killed");
+  kv_run_row_release(&list[0]);
+  free(list);
+  /* b takes it (kevo resume), then r sees it live; ending it lets go. */
+  assert_int_equal(kv_store_run_set_status(b, rid, "running", err, sizeof err), 0);
+  assert_string_equal(run_status(r, rid, st, sizeof st), "running");
+  assert_int_equal(kv_store_run_set_status(b, rid, "done", err, sizeof err), 0);
+  assert_int_equal(access(lock, F_OK), -1);
+  assert_string_equal(run_status(r, rid, st, sizeof st), "done");
+  kv_store_close(r);
+  kv_store_close(b);
+}
+
+/* Reading commands open the store read-only: a missing path is an error
+ * and creates nothing, an empty file is no store, a store this user cannot
+ * write to is still read (issue 17). */
+static void test_open_readonly(void **state) {
+  (void)state;
+  char path[1024], dir[1024], err[1024] = "";
+  struct kv_store *s = NULL;
+  path_in(dir, sizeof dir, "typo");
+  snprintf(path, sizeof path, "%s/sub/kevo.db", dir);
+  assert_int_equal(kv_store_open_readonly(path, &s, err, sizeof err), -1);
+  assert_null(s);
+  assert_non_null(strstr(err, "no such database"));
+  assert_int_equal(access(dir, F_OK), -1); /* no directory made */
+  path_in(path, sizeof path, "empty.db");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(kv_store_open_readonly(path, &s, err, sizeof err), -1);
+  assert_non_null(strstr(err, "not a kevo store"));
+  path_in(path, sizeof path, "junk.db");
+  f = fopen(path, "w");
+  assert_non_null(f);
+  for (int i = 0; i < 4096; i++)
+    fputc(i * 7 & 0xff, f);
+  fclose(f);
+  assert_int_equal(kv_store_open_readonly(path, &s, err, sizeof err), -1);
+  assert_non_null(strstr(err, path));
+  path_in(path, sizeof path, "ro.db");
+  struct kv_store *w = open_ok(path);
+  int64_t task = 0, rid = 0;
+  assert_int_equal(kv_store_put_task(w, "rowsum", "/t", "h1", "{}", &task, err, sizeof err), 0);
+  assert_int_equal(kv_store_run_create(w, task, "tune", "{}", &rid, err, sizeof err), 0);
+  assert_int_equal(kv_store_run_set_status(w, rid, "done", err, sizeof err), 0);
+  kv_store_close(w);
+  assert_int_equal(chmod(path, 0444), 0);
+  assert_int_equal(kv_store_open_readonly(path, &s, err, sizeof err), 0);
+  struct kv_run_row r;
+  assert_int_equal(kv_store_run_get(s, rid, &r, err, sizeof err), 0);
+  assert_string_equal(r.status, "done");
+  kv_run_row_release(&r);
+  /* Writing through it fails; nothing is written. */
+  assert_int_equal(kv_store_run_set_status(s, rid, "stopped", err, sizeof err), -1);
+  kv_store_close(s);
+  assert_int_equal(chmod(path, 0644), 0);
+}
+
 /* A bench keeps its tasks in order and each task's state; an unfinished one
  * is found again by its suite and configuration, a finished one is not. */
 static void test_bench_state(void **state) {
@@ -1210,6 +1311,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bench_state),
       cmocka_unit_test(test_runs_read_error),
+      cmocka_unit_test(test_run_claims),
+      cmocka_unit_test(test_open_readonly),
       cmocka_unit_test(test_open_migrate_reopen),
       cmocka_unit_test(test_put_task_idempotent),
       cmocka_unit_test(test_put_source_idempotent),

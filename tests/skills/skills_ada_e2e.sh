@@ -70,6 +70,17 @@ check "kevo skills show: the use in the log" grep -q '"what":"search"' "$T/show"
 "$K" skills list >"$T/list" 2>&1
 check "kevo skills list: uses" grep -q "ada/OMP_ROWS .* $nskill (0 failed)" "$T/list"
 
+# kevo resume keeps --skills on: more steps of the same run take skill steps
+check "the run's settings keep --skills on" \
+  [ "$(q "SELECT COUNT(*) FROM runs WHERE id = $run AND config_json LIKE '%\"skills\":true%'")" = 1 ]
+"$K" resume "$run" --steps 4 $LLM "" >"$T/resume.out" 2>&1
+check "resume --steps 4 exits 0" [ $? = 0 ]
+nskill2=$(q "SELECT COUNT(*) FROM nodes WHERE run_id = $run AND action = 'skill'")
+check "resumed: skill steps again ($nskill -> $nskill2)" [ "$nskill2" -gt "$nskill" ]
+check "resumed: the log grew by them" \
+  [ "$(q "SELECT COUNT(*) FROM skill_log WHERE skill_uid = 'ada/OMP_ROWS' AND verdict IS NOT NULL")" = "$nskill2" ]
+nskill=$nskill2
+
 "$K" run --strategy ada --skills off --p-large 0.0001 --concurrency 1 --steps 3 --budget 0.1 --seed 1 \
   $LLM "" -o "$T/best-off.c" --starter "$SRC/examples/tasks/rowsum/starter.c" "$T/rowsum" >"$T/off.out" 2>&1
 check "ada --skills off exits 0" [ $? = 0 ]

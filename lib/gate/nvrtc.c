@@ -1,0 +1,442 @@
+/* The kernel-only contract's compiler (nvrtc.h): the launch lines are parsed
+ * and checked against the task here (a bad line is a compile error naming
+ * the line and the field), the kernels compiled by NVRTC in kevo-nvrtc (a
+ * child that sandboxes itself: reads only system directories and the
+ * toolkit's, writes only its build directory, no exec, no network) under the
+ * compile deadline with a capped log, and the result stored as a bundle the
+ * worker loads: "KEVOKRN1\n", one line of JSON (each launch with its kernel's
+ * lowered name) and the cubin. */
+#include "nvrtc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kevo/launch.h"
+
+#define KV_SOURCE_MAX (1 << 20)
+#define KV_CUBIN_MAX ((size_t)64 << 20)
+
+static int find_in(const char *dir, char *out, size_t cap) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/libnvrtc.so", dir);
+  if (access(p, R_OK) == 0 && realpath(p, out))
+    return 0;
+  /* A versioned name only (libnvrtc.so.13), not the builtins. */
+  DIR *d = opendir(dir);
+  if (!d)
+    return -1;
+  struct dirent *e;
+  int found = -1;
+  while ((e = readdir(d)) != NULL && found < 0)
+    if (!strncmp(e->d_name, "libnvrtc.so.", 12)) {
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      if (realpath(p, out))
+        found = 0;
+    }
+  closedir(d);
+  (void)cap;
+  return found;
+}
+
+const char *kv_nvrtc_lib(void) {
+  static char path[PATH_MAX];
+  static int done;
+  if (done)
+    return path;
+  done = 1;
+  const char *e = getenv("KEVO_NVRTC");
+  if (e && *e) {
+    if (access(e, R_OK) != 0 || !realpath(e, path))
+      path[0] = 0;
+    return path;
+  }
+  char dir[PATH_MAX];
+  const char *nv = kv_nvcc_path();
+  if (nv[0]) {
+    snprintf(dir, sizeof dir, "%s", nv);
+    char *sl = strrchr(dir, '/');
+    if (sl) {
+      *sl = 0;
+      char d2[PATH_MAX + 16];
+      snprintf(d2, sizeof d2, "%s/../lib64", dir);
+      if (find_in(d2, path, sizeof path) == 0)
+        return path;
+      snprintf(d2, sizeof d2, "%s/../lib", dir);
+      if (find_in(d2, path, sizeof path) == 0)
+        return path;
+    }
+  }
+  if (find_in("/usr/local/cuda/lib64", path, sizeof path) == 0)
+    return path;
+  path[0] = 0;
+  return path;
+}
+
+int kv_nvrtc_helper(char *out, size_t cap) {
+  const char *e = getenv("KEVO_NVRTC_HELPER");
+  if (e && *e) {
+    snprintf(out, cap, "%s", e);
+    return access(out, X_OK);
+  }
+  const char *w = getenv("KEVO_WORKER");
+  if (w && *w && strrchr(w, '/')) {
+    snprintf(out, cap, "%.*s/kevo-nvrtc", (int)(strrchr(w, '/') - w), w);
+    if (access(out, X_OK) == 0)
+      return 0;
+  }
+  char dir[PATH_MAX - 16];
+  if (kv_exe_dir(dir, sizeof dir) < 0)
+    return -1;
+  snprintf(out, cap, "%s/kevo-nvrtc", dir);
+  return access(out, X_OK);
+}
+
+int kv_cuda_is_kernel_only(const struct kv_task *t, const char *text, size_t len) {
+  if (!memmem(text, len, "kevo:launch", 11))
+    return 0;
+  return !kv_launch_has_entry(t, text, len);
+}
+
+/* The bundle's JSON line: each launch with its lowered name. */
+static char *plan_json(const struct kv_task *t, const struct kv_launch_plan *p, char **lowered,
+                       size_t cubin_len) {
+  json_t *ls = json_array();
+  for (int i = 0; i < p->n; i++) {
+    const struct kv_launch *l = &p->l[i];
+    json_t *g = json_array(), *b = json_array(), *a = json_array();
+    for (int k = 0; k < l->ngrid; k++)
+      json_array_append_new(g, json_string(l->grid[k]));
+    for (int k = 0; k < l->nblock; k++)
+      json_array_append_new(b, json_string(l->block[k]));
+    for (int k = 0; k < l->nargs; k++)
+      json_array_append_new(a, json_integer(l->args[k]));
+    json_array_append_new(ls, json_pack("{s:i,s:s,s:s,s:o,s:o,s:s,s:o}", "line", l->line, "kernel",
+                                        l->kernel, "name", lowered[i], "grid", g, "block", b,
+                                        "smem", l->smem, "args", a));
+  }
+  json_t *j = json_pack("{s:i,s:s,s:I,s:o}", "v", 1, "task", t->name ? t->name : "", "cubin_bytes",
+                        (json_int_t)cubin_len, "launch", ls);
+  char *s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  return s;
+}
+
+static void lib_identity(const char *lib, char *out, size_t cap) {
+  struct stat st;
+  if (stat(lib, &st) == 0)
+    snprintf(out, cap, "%s %lld %lld", lib, (long long)st.st_size, (long long)st.st_mtime);
+  else
+    snprintf(out, cap, "%s", lib);
+}
+
+int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *cache_dir,
+                          double deadline_s, struct kv_build *b, char *err, size_t errlen) {
+  char *text = NULL;
+  size_t len = 0;
+  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
+    return -1;
+  if (!kv_cuda_is_kernel_only(t, text, len)) {
+    free(text);
+    return 1;
+  }
+  memset(b, 0, sizeof(*b));
+  b->kernel_only = 1;
+  double t0 = kv_now_s();
+  int rc = 0;
+  char *json = NULL, *names = NULL, *lowered_txt = NULL, *cubin = NULL;
+  char *lowered[KV_LAUNCH_MAX] = {0};
+  struct kv_launch_plan *plan = calloc(1, sizeof *plan);
+  if (!plan) {
+    free(text);
+    return kv_error(err, errlen, "out of memory");
+  }
+  /* The launch lines: a bad one is the candidate's compile error. */
+  char perr[1024];
+  int n = kv_launch_parse(t, text, len, "candidate.cu", plan, perr, sizeof perr);
+  if (n <= 0) {
+    b->ok = 0;
+    if (asprintf(&b->log,
+                 "%s\nkevo: a kernel-only candidate (launch lines, no %s entry) is compiled by "
+                 "NVRTC; see `// kevo:launch KERNEL grid=(...) block=(...) smem=EXPR args=(...)` "
+                 "in the README\n",
+                 n < 0 ? perr : "candidate.cu: no launch line", t->entry) < 0)
+      b->log = NULL;
+    goto done;
+  }
+  const char *lib = kv_nvrtc_lib();
+  if (!lib[0]) {
+    rc = kv_error(err, errlen,
+                  "%s: a kernel-only candidate needs NVRTC (libnvrtc.so from the CUDA toolkit); "
+                  "install the toolkit or set KEVO_NVRTC to libnvrtc.so's path",
+                  src);
+    goto done;
+  }
+  char helper[PATH_MAX];
+  if (kv_nvrtc_helper(helper, sizeof helper) != 0) {
+    rc = kv_error(err, errlen,
+                  "%s: kevo-nvrtc not found; build it beside kevo-worker or set "
+                  "KEVO_NVRTC_HELPER",
+                  helper);
+    goto done;
+  }
+  char arch[32], aopt[64], inc[PATH_MAX + 8], libid[PATH_MAX + 64];
+  if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  snprintf(aopt, sizeof aopt, "--gpu-architecture=%s", arch);
+  {
+    char d[PATH_MAX];
+    snprintf(d, sizeof d, "%s", lib);
+    char *sl = strrchr(d, '/');
+    if (sl)
+      *sl = 0;
+    snprintf(inc, sizeof inc, "-I%s/../include", d);
+  }
+  lib_identity(lib, libid, sizeof libid);
+  const char *opts[] = {aopt, "-std=c++17", "--ptxas-options=-v", "-DKEVO_KERNEL_ONLY=1", inc};
+  struct kv_sha256 *h = kv_sha256_new();
+  kv_sha256_update(h, "kevo-nvrtc-v1", 14);
+  kv_sha256_update(h, libid, strlen(libid) + 1);
+  for (size_t i = 0; i < KV_ARRAY_LEN(opts); i++)
+    kv_sha256_update(h, opts[i], strlen(opts[i]) + 1);
+  kv_sha256_update(h, t->json ? t->json : "", t->json ? strlen(t->json) + 1 : 1);
+  kv_sha256_update(h, text, len);
+  kv_sha256_final(h, b->key);
+
+  char objdir[3100], logp[PATH_MAX], failp[PATH_MAX];
+  if (strlen(cache_dir) > 3000) {
+    rc = kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR", cache_dir);
+    goto done;
+  }
+  snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
+  if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  snprintf(b->so_path, sizeof b->so_path, "%s/%s.kvk", objdir, b->key);
+  snprintf(b->obj_path, sizeof b->obj_path, "%s/%s.cubin", objdir, b->key);
+  snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
+  snprintf(failp, sizeof failp, "%s/%s.fail", objdir, b->key);
+  if ((kv_path_exists(b->so_path) && kv_path_exists(b->obj_path)) || kv_path_exists(failp)) {
+    b->ok = !kv_path_exists(failp);
+    b->cached = 1;
+    size_t ll;
+    if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
+      b->log = strdup("");
+    goto done;
+  }
+  char dir[PATH_MAX];
+  if (kv_mkdtemp(cache_dir, "nvrtc", dir, sizeof dir, err, errlen) < 0) {
+    rc = -1;
+    goto done;
+  }
+  /* The name expressions, one a line (each distinct once). */
+  {
+    struct kv_buf nb;
+    kv_buf_init(&nb, 64 * 1024);
+    for (int i = 0; i < n; i++) {
+      int dup = 0;
+      for (int k = 0; k < i; k++)
+        dup |= !strcmp(plan->l[k].kernel, plan->l[i].kernel);
+      if (!dup)
+        kv_buf_appendf(&nb, "%s\n", plan->l[i].kernel);
+    }
+    names = kv_buf_detach(&nb);
+  }
+  char f_src[PATH_MAX + 32], f_names[PATH_MAX + 32], f_cubin[PATH_MAX + 32], f_low[PATH_MAX + 32];
+  snprintf(f_src, sizeof f_src, "%s/candidate.cu", dir);
+  snprintf(f_names, sizeof f_names, "%s/names.txt", dir);
+  snprintf(f_cubin, sizeof f_cubin, "%s/out.cubin", dir);
+  snprintf(f_low, sizeof f_low, "%s/lowered.txt", dir);
+  if (kv_write_file(f_src, text, len, err, errlen) < 0 ||
+      kv_write_file(f_names, names ? names : "", names ? strlen(names) : 0, err, errlen) < 0) {
+    rc = -1;
+    goto cleanup;
+  }
+  {
+    char *argv[16];
+    int a = 0;
+    argv[a++] = helper;
+    argv[a++] = (char *)lib;
+    argv[a++] = dir;
+    argv[a++] = f_names;
+    for (size_t i = 0; i < KV_ARRAY_LEN(opts); i++)
+      argv[a++] = (char *)opts[i];
+    argv[a] = NULL;
+    char env_tmp[PATH_MAX + 16], env_home[PATH_MAX + 16];
+    snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", dir);
+    snprintf(env_home, sizeof env_home, "HOME=%s", dir);
+    char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", env_tmp, env_home,
+#ifdef KEVO_SANITIZED
+                    /* LeakSanitizer cannot stop the world under seccomp */
+                    "ASAN_OPTIONS=detect_leaks=0",
+#endif
+                    NULL};
+    struct kv_buf log;
+    kv_buf_init(&log, KV_LOG_CAP);
+    kv_buf_appendf(&log,
+                   "kevo: kernel-only candidate (%d launch line%s, no %s entry): NVRTC for %s\n", n,
+                   n == 1 ? "" : "s", t->entry, arch);
+    struct kv_proc_result pr;
+    /* kevo-nvrtc sandboxes itself first thing (seccomp included, which a
+     * setup here could not apply before its exec). */
+    if (kv_run(argv, envp, dir, deadline_s, NULL, NULL, &log, &pr, err, errlen) < 0) {
+      kv_buf_release(&log);
+      rc = -1;
+      goto cleanup;
+    }
+    if (pr.exited && pr.status != 0 && pr.status != 1) {
+      rc = kv_error(err, errlen, "%s could not run NVRTC (exit status %d): %.1500s", helper,
+                    pr.status, log.data ? log.data : "");
+      kv_buf_release(&log);
+      goto cleanup;
+    }
+    int killed = pr.timed_out || pr.signaled;
+    if (pr.timed_out)
+      kv_buf_appendf(&log, "\nkevo: NVRTC did not finish within %.0f s and was killed\n",
+                     deadline_s);
+    else if (pr.signaled)
+      kv_buf_appendf(&log, "\nkevo: NVRTC was killed by signal %d\n", pr.sig);
+    int ok = pr.exited && pr.status == 0;
+    size_t clen = 0, llen = 0;
+    if (ok && (kv_read_file(f_cubin, KV_CUBIN_MAX, &cubin, &clen, err, errlen) < 0 ||
+               kv_read_file(f_low, 1 << 20, &lowered_txt, &llen, err, errlen) < 0)) {
+      kv_buf_release(&log);
+      rc = -1;
+      goto cleanup;
+    }
+    /* Each launch's lowered name, by its name expression's position. */
+    if (ok) {
+      char *lines[KV_LAUNCH_MAX];
+      int nl = 0;
+      for (char *p = lowered_txt, *e; p && *p && nl < KV_LAUNCH_MAX; p = e) {
+        e = strchr(p, '\n');
+        if (e)
+          *e++ = 0;
+        lines[nl++] = p;
+      }
+      int u = 0;
+      for (int i = 0; i < n && ok; i++) {
+        int first = i;
+        for (int k = 0; k < i; k++)
+          if (!strcmp(plan->l[k].kernel, plan->l[i].kernel)) {
+            first = k;
+            break;
+          }
+        if (first == i) {
+          if (u >= nl) {
+            ok = 0;
+            break;
+          }
+          lowered[i] = lines[u++];
+        } else {
+          lowered[i] = lowered[first];
+        }
+      }
+      if (!ok) {
+        rc = kv_error(err, errlen, "kevo-nvrtc gave fewer lowered names than kernels");
+        kv_buf_release(&log);
+        goto cleanup;
+      }
+      json = plan_json(t, plan, lowered, clen);
+    }
+    if (log.truncated)
+      kv_buf_appendf(&log, "\n[log truncated]\n");
+    b->log = kv_buf_detach(&log);
+    kv_write_file(logp, b->log, strlen(b->log), NULL, 0);
+    if (ok && json) {
+      struct kv_buf bundle;
+      size_t jl = strlen(json);
+      kv_buf_init(&bundle, clen + jl + 64);
+      kv_buf_appendf(&bundle, "KEVOKRN1\n%s\n", json);
+      kv_buf_append(&bundle, cubin, clen);
+      char tmpb[PATH_MAX + 16];
+      snprintf(tmpb, sizeof tmpb, "%s/out.kvk", dir);
+      if (bundle.truncated || kv_write_file(tmpb, bundle.data, bundle.len, err, errlen) < 0 ||
+          rename(f_cubin, b->obj_path) < 0 || rename(tmpb, b->so_path) < 0) {
+        if (!err[0] || bundle.truncated)
+          kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
+        rc = -1;
+      } else {
+        b->ok = 1;
+      }
+      kv_buf_release(&bundle);
+    } else if (!killed) {
+      kv_write_file(failp, "", 0, NULL, 0); /* a compile error is a property of the source */
+    }
+  }
+cleanup:
+  kv_rmtree(dir);
+done:
+  if (b->log)
+    b->nkernels = kv_parse_ptxas(b->log, b->kernels, KV_MAX_KERNELS);
+  free(text);
+  free(plan);
+  free(json);
+  free(names);
+  free(lowered_txt);
+  free(cubin);
+  b->seconds = kv_now_s() - t0;
+  if (rc == 0 && b->ok)
+    kv_sass_analyze_build(b, cache_dir, 30);
+  return rc;
+}
+
+/* What device code of a kernel-only candidate may call: the device
+ * runtime's printf, heap and assert (as a host-entry candidate's kernels
+ * may; their output is captured and capped the same way). */
+static const char *const device_ok[] = {"vprintf", "malloc", "free", "__assertfail"};
+
+int kv_policy_check_nvrtc(const char *cubin_path, char *out, size_t cap, char *err, size_t errlen) {
+  out[0] = 0;
+  struct kv_buf o;
+  kv_buf_init(&o, 1 << 20);
+  struct kv_proc_result pr;
+  char *argv[] = {"nm", "--undefined-only", (char *)cubin_path, NULL};
+  if (kv_run(argv, NULL, NULL, 20, NULL, NULL, &o, &pr, err, errlen) < 0) {
+    kv_buf_release(&o);
+    return -1;
+  }
+  if (!pr.exited || pr.status != 0) {
+    kv_error(err, errlen, "nm %s failed: %.500s", cubin_path, o.data ? o.data : "");
+    kv_buf_release(&o);
+    return -1;
+  }
+  int n = 0;
+  size_t used = 0;
+  for (char *line = o.data, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next)
+      *next++ = 0;
+    char *u = strstr(line, " U ");
+    if (!u)
+      continue;
+    char *name = u + 3;
+    name[strcspn(name, "@ \t\r")] = 0;
+    if (!*name) /* unnamed: extern __shared__ arrays and section symbols */
+      continue;
+    int fine = 0;
+    for (size_t i = 0; i < KV_ARRAY_LEN(device_ok); i++)
+      fine |= !strcmp(name, device_ok[i]);
+    if (fine)
+      continue;
+    const char *why = !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6)
+                          ? "the device runtime (dynamic parallelism): a kernel-only candidate "
+                            "launches nothing itself; add a launch line"
+                          : "not defined in the candidate: kernel-only candidates are linked with "
+                            "nothing (device code may call printf, malloc, free and assert)";
+    int w = snprintf(out + used, cap - used, "%s%.120s (%s)", n ? ", " : "", name, why);
+    if (w > 0 && (size_t)w < cap - used)
+      used += (size_t)w;
+    n++;
+  }
+  kv_buf_release(&o);
+  return n;
+}

@@ -1,0 +1,290 @@
+/* One call of a compiled object in a kevo-worker started by a developer tool
+ * (see toolrun.h), and the gate's use of the profiler and the debugger after
+ * a verdict. */
+#include "toolrun.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kevo/ncu.h"
+#include "kevo/runtime.h"
+#include "kevo/sanitize.h"
+#include "kevo/wire.h"
+
+/* The layers the worker leaves off under each tool, found on an H100 (driver
+ * 580) by starting it under the tool with each layer on in turn (README, "The
+ * cuda surface"); $KEVO_NCU_WITHOUT and $KEVO_SANITIZER_WITHOUT
+ * ("netns,seccomp"; "none": every layer on) override them. */
+static const char *const ncu_off[] = {NULL};
+static const char *const san_off[] = {NULL};
+/* The cpu surface's AddressSanitizer run: RLIMIT_AS only (its shadow). */
+static const char *const asan_off[] = {"as", NULL};
+
+int kv_tool_layers_off(const char *tool, const char **out, int max, char *store, size_t cap) {
+  int ncu = !strcmp(tool, "ncu"), asan = !strcmp(tool, "asan");
+  const char *e = asan ? NULL : getenv(ncu ? "KEVO_NCU_WITHOUT" : "KEVO_SANITIZER_WITHOUT");
+  const char *const *def = asan ? asan_off : ncu ? ncu_off : san_off;
+  int n = 0;
+  if (!e) {
+    while (def[n] && n < max - 1)
+      out[n] = def[n], n++;
+  } else {
+    snprintf(store, cap, "%s", e);
+    for (char *sv = NULL, *tok = strtok_r(store, ",", &sv); tok && n < max - 1;
+         tok = strtok_r(NULL, ",", &sv))
+      if (strcmp(tok, "none") != 0)
+        out[n++] = tok;
+  }
+  out[n] = NULL;
+  return n;
+}
+
+void kv_tool_dir(const char *tool, char *out, size_t cap) {
+  char real[PATH_MAX];
+  out[0] = 0;
+  if (!tool || !*tool || !realpath(tool, real))
+    return;
+  char *sl = strrchr(real, '/');
+  if (sl && sl != real)
+    *sl = 0;
+  snprintf(out, cap, "%s", real);
+}
+
+/* Asks the worker to quit and waits for the tool (the process group's
+ * leader) to exit by itself, so that it writes its report; then kills what
+ * is left of the group and releases the worker. */
+static void stop_under_tool(struct kv_worker *w, double exit_s, int *exited) {
+  *exited = 0;
+  if (w->pid > 0) {
+    if (w->req_fd >= 0) {
+      struct kv_frame_header h = {KV_WIRE_MAGIC, KV_MSG_QUIT, 0, 0, 0};
+      uint8_t hdr[KV_WIRE_HEADER];
+      kv_wire_pack_header(&h, hdr);
+      ssize_t n = write(w->req_fd, hdr, sizeof hdr);
+      (void)n;
+      close(w->req_fd);
+      w->req_fd = -1;
+    }
+    pid_t pid = w->pid;
+    double end = kv_now_s() + exit_s;
+    char chunk[4096];
+    for (;;) {
+      int st;
+      pid_t r = waitpid(pid, &st, WNOHANG);
+      if (r == pid || (r < 0 && errno == ECHILD)) {
+        *exited = 1;
+        break;
+      }
+      if (kv_now_s() > end)
+        break;
+      /* Keep the pipes drained: a tool blocked on a full pipe never exits. */
+      for (int i = 0; i < 4; i++) {
+        if (w->out_fd >= 0 && read(w->out_fd, chunk, sizeof chunk) > 0)
+          continue;
+        if (w->err_fd >= 0 && read(w->err_fd, chunk, sizeof chunk) > 0)
+          continue;
+        break;
+      }
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    if (*exited) {
+      w->pid = -1;
+      w->alive = 0;
+    }
+  }
+  kv_worker_stop(w);
+}
+
+int kv_tool_call(const struct kv_session *s, const char *so, int candidate, const char *set,
+                 int index, uint64_t seed, const struct kv_tool_run *tr,
+                 struct kv_tool_outcome *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  double t0 = kv_now_s();
+  int bench = !strcmp(set, "bench");
+  if (index < 0 || index >= (bench ? s->t->nbench : s->t->ncheck))
+    return kv_error(err, errlen, "%s[%d]: the task has no such size", set, index);
+  int64_t nelem[KV_MAX_PARAMS];
+  if (kv_layout(s->t, bench ? &s->t->bench[index] : &s->t->check[index], nelem, err, errlen) < 0)
+    return -1;
+  size_t ob = kv_call_bytes(s->t, nelem, 0);
+  if (tr->wrap && (!tr->wrap[0] || access(tr->wrap[0], X_OK) != 0))
+    return kv_error(err, errlen, "%s: the tool cannot be run",
+                    tr->wrap[0] ? tr->wrap[0] : "(none)");
+  struct kv_worker_spec spec = {0};
+  spec.worker_path = s->worker_path;
+  spec.scratch_base = s->scratch;
+  spec.read_paths[spec.nread++] = s->objdir;
+  for (int i = 0; i < tr->nreads && spec.nread < 8; i++)
+    spec.read_paths[spec.nread++] = tr->reads[i];
+  spec.sandbox = s->o->sandbox;
+  spec.start_deadline_s = tr->start_s > 0 ? tr->start_s : 60;
+  spec.surface = s->sf->worker_runtime;
+  spec.wrap = tr->wrap;
+  spec.without = tr->without;
+  spec.extra_env = tr->extra_env;
+  struct kv_worker w;
+  if (kv_worker_start(&w, &spec, err, errlen) < 0)
+    return -1;
+  kv_sandbox_status_from_hello(w.hello, &out->layers);
+  json_t *c = json_object_get(w.hello, "cuda");
+  if (s->sf->device_in_worker && !json_is_true(json_object_get(c, "ok"))) {
+    const char *e = json_string_value(json_object_get(c, "error"));
+    kv_error(err, errlen, "under the tool the worker cannot use the device: %s",
+             e ? e : "no reason given");
+    kv_worker_stop(&w);
+    return -1;
+  }
+  /* The tool's run holds the device like a timing loop: its kernels would
+   * disturb another evaluation's timing on the same GPU (and replayed
+   * kernels be disturbed by it). */
+  struct kv_devlock lock;
+  if (kv_gate_lock_device(s->sf, s->o, w.hello, "profiling or sanitizing a candidate", &lock, err,
+                          errlen) < 0) {
+    kv_worker_stop(&w);
+    return -1;
+  }
+  json_t *rep = NULL;
+  char d[1024];
+  json_t *req = json_pack("{s:s}", "task", s->t->json);
+  enum kv_call_status st = kv_worker_call(&w, KV_MSG_INIT, req, 30, &rep, NULL, 0, d, sizeof d);
+  json_decref(req);
+  json_decref(rep);
+  if (st == KV_CALL_OK) {
+    req = json_pack("{s:i,s:s,s:b}", "slot", 0, "path", so, "candidate", candidate);
+    st = kv_worker_call(&w, KV_MSG_LOAD, req, tr->deadline_s, &rep, NULL, 0, d, sizeof d);
+    json_decref(req);
+    json_decref(rep);
+  }
+  if (st == KV_CALL_OK) {
+    uint8_t *blob = NULL;
+    int poison = 0;
+    st = kv_run_check(&w, 0, set, index, &seed, &poison, 1, 0, ob, tr->deadline_s, &blob, NULL, d,
+                      sizeof d);
+    free(blob);
+  }
+  if (tr->keep_stderr)
+    out->err_text = strdup(w.err.data ? w.err.data : "");
+  out->call = st;
+  snprintf(out->detail, sizeof out->detail, "%s", st == KV_CALL_OK ? "the call returned" : d);
+  stop_under_tool(&w, tr->exit_s > 0 ? tr->exit_s : 30, &out->tool_exited);
+  kv_devlock_release(&lock);
+  out->seconds = kv_now_s() - t0;
+  return 0;
+}
+
+void kv_devtools_after(const struct kv_session *s, const struct kv_build *ref,
+                       const struct kv_build *cand, const char *ref_src, const char *cand_src,
+                       struct kv_gate_result *r) {
+  const struct kv_gate_opts *o = s->o;
+  if (!cand->ok)
+    return;
+  enum kv_verdict v = r->verdict;
+  int rejected = v == KV_V_CRASH || v == KV_V_WRONG_OUTPUT || v == KV_V_UNWRITTEN_OUTPUT ||
+                 v == KV_V_STALE_OUTPUT;
+  if (!s->sf->device_in_worker) {
+    /* cpu: AddressSanitizer and UndefinedBehaviorSanitizer instead */
+    if (!s->torch && (o->debug == 2 || (o->debug == 1 && rejected)) && v != KV_V_POLICY_VIOLATION &&
+        v != KV_V_COMPILE_ERROR && v != KV_V_LOAD_ERROR)
+      kv_san_debug_cpu(s, cand, cand_src, r);
+    return;
+  }
+  if (o->debug == 2 || (o->debug == 1 && rejected))
+    kv_san_debug(s, cand, cand_src, r);
+  if (o->profile == 2
+          ? v != KV_V_POLICY_VIOLATION && v != KV_V_COMPILE_ERROR && v != KV_V_LOAD_ERROR
+          : o->profile == 1 && v == KV_V_OK)
+    kv_ncu_profile(s, ref, cand, ref_src, r);
+}
+
+int kv_devtool_probe(const struct kv_gate_opts *o, const char *which, const char *const *off,
+                     struct kv_sandbox_status *st, char *without_list, size_t cap, double *seconds,
+                     char *err, size_t errlen) {
+  memset(st, 0, sizeof *st);
+  if (without_list && cap)
+    without_list[0] = 0;
+  int ncu = !strcmp(which, "ncu");
+  const char *tool = ncu ? kv_ncu_path() : kv_san_path();
+  if (!tool[0])
+    return kv_error(err, errlen, "%s not found", which);
+  struct kv_gate_opts defaults;
+  if (!o) {
+    kv_gate_opts_default(&defaults);
+    o = &defaults;
+  }
+  struct kv_session s;
+  memset(&s, 0, sizeof s);
+  s.o = o;
+  s.sf = kv_surface_find("cuda");
+  if (!s.sf)
+    return kv_error(err, errlen, "no cuda surface in this build");
+  if (o->cache_dir)
+    snprintf(s.cache, sizeof s.cache, "%s", o->cache_dir);
+  else if (kv_cache_dir(s.cache, sizeof s.cache) < 0)
+    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
+  snprintf(s.objdir, sizeof s.objdir, "%s/obj", s.cache);
+  snprintf(s.scratch, sizeof s.scratch, "%s/scratch", s.cache);
+  if (kv_mkdirs(s.objdir, 0700, err, errlen) < 0 || kv_mkdirs(s.scratch, 0700, err, errlen) < 0)
+    return -1;
+  const char *wp = o->worker_path ? o->worker_path : getenv("KEVO_WORKER");
+  if (wp && *wp) {
+    snprintf(s.worker_path, sizeof s.worker_path, "%s", wp);
+  } else {
+    char dir[PATH_MAX - 16];
+    if (kv_exe_dir(dir, sizeof dir) < 0)
+      return kv_error(err, errlen, "cannot locate kevo-worker; set KEVO_WORKER");
+    snprintf(s.worker_path, sizeof s.worker_path, "%s/kevo-worker", dir);
+  }
+  const char *without[8];
+  char store[256];
+  if (off) {
+    int n = 0;
+    while (off[n] && n < 7)
+      without[n] = off[n], n++;
+    without[n] = NULL;
+  } else {
+    kv_tool_layers_off(ncu ? "ncu" : "compute-sanitizer", without, 8, store, sizeof store);
+  }
+  for (int i = 0; without[i] && without_list; i++) {
+    size_t u = strlen(without_list);
+    snprintf(without_list + u, cap - u, "%s%s", u ? "," : "", without[i]);
+  }
+  char tooldir[PATH_MAX];
+  kv_tool_dir(tool, tooldir, sizeof tooldir);
+  const char *wrap_ncu[] = {tool, "--clock-control", "none", NULL};
+  const char *wrap_san[] = {tool, "--tool", "memcheck", NULL};
+  struct kv_worker_spec spec = {0};
+  spec.worker_path = s.worker_path;
+  spec.scratch_base = s.scratch;
+  spec.read_paths[spec.nread++] = tooldir;
+  spec.sandbox = o->sandbox;
+  spec.start_deadline_s = 60;
+  spec.surface = s.sf->worker_runtime;
+  spec.wrap = ncu ? wrap_ncu : wrap_san;
+  spec.without = without;
+  double t0 = kv_now_s();
+  struct kv_worker w;
+  if (kv_worker_start(&w, &spec, err, errlen) < 0)
+    return -1;
+  kv_sandbox_status_from_hello(w.hello, st);
+  json_t *c = json_object_get(w.hello, "cuda");
+  int ok = json_is_true(json_object_get(c, "ok"));
+  if (!ok) {
+    const char *e = json_string_value(json_object_get(c, "error"));
+    kv_error(err, errlen, "under %s the worker cannot use the device: %s", which,
+             e ? e : "no reason given");
+  }
+  int exited;
+  stop_under_tool(&w, 30, &exited);
+  if (seconds)
+    *seconds = kv_now_s() - t0;
+  return ok ? 0 : -1;
+}

@@ -1,0 +1,126 @@
+/* The kernel-only path end to end without a GPU: the gate builds each
+ * candidate of tests/gpu/fakedrv/cands/ (and the task's kernel-only
+ * reference) with NVRTC for sm_90, kevo-worker loads the bundle through a
+ * stand-in libcuda.so.1 (tests/gpu/fakecuda.c: host memory, kernels run as
+ * host functions chosen by name), evaluates the launch lines per call,
+ * marshals the arguments, and the verdicts come out as on a GPU: ok for two
+ * launches in order, unwritten_output, load_error for a kernel whose
+ * parameters differ from its launch line, crash for a refused launch, ok when
+ * kevo opts a kernel in to 100 KiB of shared memory, input_mutated.
+ * The worker runs unsandboxed here (the stand-in driver lives in the build
+ * tree); the sandbox is tested on its own. Needs NVRTC (skips without). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/gate/internal.h"
+#include "../../lib/gate/nvrtc.h"
+
+static char src[PATH_MAX], cache[PATH_MAX];
+
+static const struct {
+  const char *name;
+  enum kv_verdict want;
+  const char *detail_has;
+} cases[] = {
+    {"good", KV_V_OK, NULL},
+    {"nothing", KV_V_UNWRITTEN_OUTPUT, NULL},
+    {"three", KV_V_LOAD_ERROR, "the kernel takes 3 parameters but args names 4"},
+    {"smem", KV_V_CRASH, "line 2"},
+    {"smem_optin", KV_V_OK, NULL},
+    {"scribble", KV_V_INPUT_MUTATED, NULL},
+};
+
+static void test_fakedrv(void **state) {
+  (void)state;
+  if (!kv_nvrtc_lib()[0])
+    skip();
+  char dir[PATH_MAX * 2], err[2048];
+  snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[PATH_MAX * 3];
+    snprintf(path, sizeof path, "%s/cands/%s.cu", dir, cases[i].name);
+    struct kv_gate_opts o;
+    kv_gate_opts_default(&o);
+    o.surface = "cuda";
+    o.cache_dir = cache;
+    o.timing = 0;
+    o.sandbox = 0;
+    o.job_deadline_s = 60;
+    struct kv_gate_result *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    if (kv_gate_eval(t, path, &o, r, err, sizeof err) != 0)
+      fail_msg("%s: kv_gate_eval: %s", cases[i].name, err);
+    int ok = r->verdict == cases[i].want &&
+             (!cases[i].detail_has || strstr(r->detail, cases[i].detail_has));
+    printf("%s %-11s %-18s %.200s\n", ok ? "ok  " : "FAIL", cases[i].name,
+           kv_verdict_name(r->verdict), r->detail);
+    if (!ok)
+      printf("  expected %s%s%s\n%s\n", kv_verdict_name(cases[i].want),
+             cases[i].detail_has ? " with " : "", cases[i].detail_has ? cases[i].detail_has : "",
+             r->compile_log ? r->compile_log : "");
+    bad += !ok;
+    kv_gate_result_release(r);
+    free(r);
+  }
+  kv_task_free(t);
+  assert_int_equal(bad, 0);
+}
+
+/* The timed path too: phases of launches on fresh buffers, the events and
+ * the host clock, on the stand-in's given ceilings (its PTX calibration
+ * kernel cannot run). The kernel-only candidate and the kernel-only
+ * reference do the same work. */
+static void test_fakedrv_timed(void **state) {
+  (void)state;
+  if (!kv_nvrtc_lib()[0])
+    skip();
+  char dir[PATH_MAX * 2], path[PATH_MAX * 3], err[2048];
+  snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
+  snprintf(path, sizeof path, "%s/cands/good.cu", dir);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  struct kv_calib cal = {"cuda:kevo fake GPU sm_90 x4", 1e6, 1e9, 1 << 20, 4, 0};
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.surface = "cuda";
+  o.cache_dir = cache;
+  o.sandbox = 0;
+  o.calib = &cal;
+  o.time_budget_s = 0.2;
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  if (kv_gate_eval(t, path, &o, r, err, sizeof err) != 0)
+    fail_msg("kv_gate_eval: %s", err);
+  printf("timed good: %s: %s; %.1f us vs %.1f us\n", kv_verdict_name(r->verdict), r->detail,
+         r->timing.cand.median_us, r->timing.ref.median_us);
+  assert_true(r->timed);
+  assert_true(r->timing.cand.median_us > 0 && r->timing.ref.median_us > 0);
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
+}
+
+int main(void) {
+  const char *s = getenv("KEVO_SOURCE_DIR");
+  snprintf(src, sizeof src, "%s", s && *s ? s : KEVO_SOURCE_DIR);
+  const char *c = getenv("KEVO_CACHE_DIR");
+  snprintf(cache, sizeof cache, "%s/fakedrv", c && *c ? c : "/tmp/kevo-fakedrv");
+  setenv("KEVO_CUDA_ARCH", "sm_90", 1);
+  kv_rmtree(cache); /* built afresh: what is judged is this build's */
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_fakedrv),
+                                     cmocka_unit_test(test_fakedrv_timed)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
