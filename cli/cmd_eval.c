@@ -1,13 +1,65 @@
 /* kevo eval: judge one candidate and record the verdict in the store. */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
+
+/* kevo could not judge: the message on stderr, and with --json an object
+ * on stdout too ({"verdict": null, "error": ...}), so that a script reading
+ * stdout learns why. Exit 2. */
+static int eval_fail(int json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int eval_fail(int json, const char *fmt, ...) {
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (json) {
+    json_t *o = json_pack("{s:n,s:b,s:s?}", "verdict", "accepted", 0, "error", msg);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    printf("%s\n", s ? s : "{\"verdict\": null}");
+    free(s);
+    json_decref(o);
+  }
+  return cli_fail("%s", msg);
+}
+
+/* "-": the candidate from stdin (at most 1 MiB), into DIR/stdin.c or .cu
+ * under a fresh directory of the cache. 0, or -1 with err. */
+static int stdin_candidate(int cuda, char *path, size_t cap, char *dir, size_t dircap, char *err,
+                           size_t errlen) {
+  char base[PATH_MAX];
+  if (kv_cache_dir(base, sizeof base) < 0)
+    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
+  if (kv_mkdtemp(base, "stdin", dir, dircap, err, errlen) < 0)
+    return -1;
+  struct kv_buf b;
+  kv_buf_init(&b, 1 << 20);
+  char chunk[65536];
+  size_t n;
+  int over = 0;
+  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
+    if (kv_buf_append(&b, chunk, n) < 0) {
+      over = 1;
+      break;
+    }
+  snprintf(path, cap, "%s/stdin.%s", dir, cuda ? "cu" : "c");
+  int rc = over ? kv_error(err, errlen, "-: the candidate on stdin is over 1 MiB")
+           : !b.len ? kv_error(err, errlen, "-: nothing on stdin; pipe the candidate's source in")
+                    : kv_write_file(path, b.data ? b.data : "", b.len, err, errlen);
+  kv_buf_release(&b);
+  if (rc < 0)
+    kv_rmtree(dir);
+  return rc;
+}
 
 static void record(const struct kv_task *t, const char *cand, const char *db,
                    const struct kv_gate_result *r, const char *json) {
@@ -178,7 +230,7 @@ int cmd_eval(int argc, char **argv) {
         return 2;
       o.job_deadline_s = v;
     } else if (a[0] == '-' && a[1]) {
-      cli_fail("eval: unknown or incomplete option '%s'", a);
+      eval_fail(json, "eval: unknown or incomplete option '%s'", a);
       return cli_usage("eval");
     } else if (npos < 2)
       pos[npos++] = a;
@@ -188,20 +240,29 @@ int cmd_eval(int argc, char **argv) {
     }
   }
   if (npos != 2) {
-    cli_fail("eval: needs a task directory and a candidate file");
+    eval_fail(json, "eval: needs a task directory and a candidate file (- reads it from stdin)");
     return cli_usage("eval");
   }
   int cuda = !strcmp(o.surface, "cuda");
   if (strcmp(o.surface, "cpu") != 0 && !cuda)
-    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda", o.surface);
+    return eval_fail(json, "--surface %s: not a surface; use --surface cpu or --surface cuda",
+                     o.surface);
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
-    return cli_fail("%s", err);
+    return eval_fail(json, "%s", err);
+  char spath[PATH_MAX], sdir[PATH_MAX] = "";
+  if (!strcmp(pos[1], "-")) {
+    if (stdin_candidate(cuda, spath, sizeof spath, sdir, sizeof sdir, err, sizeof err) < 0) {
+      kv_task_free(t);
+      return eval_fail(json, "%s", err);
+    }
+    pos[1] = spath;
+  }
   if (access(pos[1], R_OK) != 0) {
     kv_task_free(t);
-    return cli_fail("%s: cannot read the candidate; give the path of a %s file", pos[1],
-                    cuda ? "CUDA (.cu)" : "C");
+    return eval_fail(json, "%s: cannot read the candidate; give the path of a %s file", pos[1],
+                     cuda ? "CUDA (.cu)" : "C");
   }
   struct kv_calib cal;
   /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
@@ -221,7 +282,9 @@ int cmd_eval(int argc, char **argv) {
     kv_gate_result_release(r);
     free(r);
     kv_task_free(t);
-    return cli_fail("%s", err);
+    if (sdir[0])
+      kv_rmtree(sdir);
+    return eval_fail(json, "%s", err);
   }
   char *js = kv_gate_result_json(r);
   record(t, pos[1], db, r, js ? js : "{}");
@@ -234,5 +297,7 @@ int cmd_eval(int argc, char **argv) {
   kv_gate_result_release(r);
   free(r);
   kv_task_free(t);
+  if (sdir[0])
+    kv_rmtree(sdir);
   return code;
 }

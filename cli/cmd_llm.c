@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "kevo/llm.h"
 #include "kevo/store.h"
@@ -193,10 +195,49 @@ static int ask(int argc, char **argv) {
 
 struct list_state {
   int n;
+  int64_t run;   /* --run: only this run's calls (0: all) */
+  int64_t skip;  /* --limit with --run: the run's first calls not shown */
+  int64_t seen;  /* the run's calls met so far */
+  json_t *json;  /* --json: the rows, as an array */
 };
+
+static int count_call(void *arg, const struct kv_llm_call_row *r) {
+  struct list_state *st = arg;
+  if (!st->run || r->run_id == st->run)
+    st->seen++;
+  return 0;
+}
+
+static json_t *call_json(const struct kv_llm_call_row *r) {
+  json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:s?,s:i,s:i,s:f,s:s?}", "id",
+                        (json_int_t)r->id, "created_unix", (json_int_t)r->created_unix, "run_id",
+                        (json_int_t)r->run_id, "node_id", (json_int_t)r->node_id, "role", r->role,
+                        "provider", r->provider, "model", r->model, "status", r->status,
+                        "cache_key", r->cache_key, "http_status", r->http_status, "attempts",
+                        r->attempts, "latency_s", r->latency_s, "error", r->error);
+  if (o) {
+    json_object_set_new(o, "input_tokens",
+                        r->input_tokens >= 0 ? json_integer(r->input_tokens) : json_null());
+    json_object_set_new(o, "output_tokens",
+                        r->output_tokens >= 0 ? json_integer(r->output_tokens) : json_null());
+    json_object_set_new(o, "cost_usd", r->cost_usd >= 0 ? json_real(r->cost_usd) : json_null());
+  }
+  return o;
+}
 
 static int print_call(void *arg, const struct kv_llm_call_row *r) {
   struct list_state *st = arg;
+  if (st->run && r->run_id != st->run)
+    return 0;
+  if (st->skip > 0) {
+    st->skip--;
+    return 0;
+  }
+  if (st->json) {
+    json_array_append_new(st->json, call_json(r));
+    st->n++;
+    return 0;
+  }
   char when[32] = "?", in[24] = "-", out[24] = "-", cost[24] = "-", http[8] = "-", where[64] = "";
   time_t t = (time_t)r->created_unix;
   struct tm tm;
@@ -237,14 +278,20 @@ static int remember_id(void *arg, const struct kv_llm_call_row *r) {
 
 static int calls(int argc, char **argv) {
   const char *db = NULL;
-  long limit = 0;
+  long limit = 0, run = 0;
+  int as_json = 0;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--db") && i + 1 < argc)
       db = argv[++i];
     else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
       if (parse_int("--limit", argv[++i], 1, INT_MAX, &limit) != 0)
         return 2;
-    } else {
+    } else if (!strcmp(argv[i], "--run") && i + 1 < argc) {
+      if (parse_int("--run", argv[++i], 1, INT_MAX, &run) != 0)
+        return 2;
+    } else if (!strcmp(argv[i], "--json"))
+      as_json = 1;
+    else {
       cli_fail("llm calls: unknown or incomplete option '%s'", argv[i]);
       return cli_usage("llm");
     }
@@ -252,21 +299,37 @@ static int calls(int argc, char **argv) {
   struct kv_store *store = NULL;
   if (cli_open_store_readonly(db, &store) != 0)
     return 2;
-  /* --limit N: the last N calls. */
+  /* --limit N: the last N calls (of the run, with --run). */
   char err[2048];
   int64_t after = 0, total = kv_store_count_llm_calls(store);
   int rc = 0;
-  if (limit > 0 && total > limit)
+  struct list_state st = {0};
+  st.run = run;
+  if (limit > 0 && run) { /* the run's calls are counted first */
+    rc = kv_store_list_llm_calls(store, 0, 0, count_call, &st, err, sizeof err);
+    st.skip = st.seen > limit ? st.seen - limit : 0;
+  } else if (limit > 0 && total > limit)
     rc = kv_store_list_llm_calls(store, 0, (int)(total - limit), remember_id, &after, err,
                                  sizeof err);
-  struct list_state st = {0};
+  if (as_json && !(st.json = json_array()))
+    rc = kv_error(err, sizeof err, "out of memory");
   if (rc >= 0)
-    rc = kv_store_list_llm_calls(store, after, (int)limit, print_call, &st, err, sizeof err);
+    rc = kv_store_list_llm_calls(store, after, run ? 0 : (int)limit, print_call, &st, err,
+                                 sizeof err);
   kv_store_close(store);
-  if (rc < 0)
+  if (rc < 0) {
+    json_decref(st.json);
     return cli_fail("%s", err);
-  if (st.n == 0)
-    fprintf(stderr, "kevo: no LLM calls recorded in this store yet\n");
+  }
+  if (st.json) {
+    char *s = json_dumps(st.json, JSON_INDENT(1));
+    printf("%s\n", s ? s : "[]");
+    free(s);
+    json_decref(st.json);
+  } else if (st.n == 0)
+    fprintf(stderr, run ? "kevo: no LLM calls recorded for run %ld\n"
+                        : "kevo: no LLM calls recorded in this store yet\n",
+            run);
   return 0;
 }
 

@@ -395,6 +395,15 @@ int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json
                     "--base-url) or use --strategy tune",
                     r->c.strategy);
   r->c.llm_json = model_json[0] ? model_json : NULL;
+  /* The key is read when a request is sent; a missing one is found here,
+   * before a run exists. */
+  const struct kv_llm_model *m = r->llm ? kv_llm_model_of(r->llm) : NULL;
+  const char *key = m && m->api_key_env[0] ? getenv(m->api_key_env) : NULL;
+  if (m && strcmp(m->provider, "replay") && m->api_key_env[0] && (!key || !*key))
+    return cli_fail("the environment variable %s is not set; export %s=<your key> (model '%s' "
+                    "names it with api_key_env; for a server that needs no key, pass "
+                    "--api-key-env \"\")",
+                    m->api_key_env, m->api_key_env, m->name[0] ? m->name : m->model);
   /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
   if (strcmp(r->g.surface, "cuda") != 0) {
     if (cli_calib(&r->cal, 0, 0) != 0)
@@ -451,6 +460,7 @@ int cmd_run(int argc, char **argv) {
     return 2;
   }
   char model_json[1024];
+  int chose = ra.c.strategy != NULL; /* --strategy given, else the default */
   int code = cli_run_prepare(&ra, s, model_json, sizeof model_json);
   char spath[PATH_MAX];
   if (!code && !starter && kv_run_strategy_needs_llm(ra.c.strategy) != 1) {
@@ -462,11 +472,22 @@ int cmd_run(int argc, char **argv) {
   if (!code && out && !cli_writable(out))
     code = cli_fail("-o %s: cannot write there; give a path in a writable directory", out);
   if (!code && !strcmp(ra.c.strategy, "tune"))
-    fprintf(stderr,
-            "kevo: no LLM configured for this run: tuning the `// kevo:tune` parameters of %s\n",
-            starter);
-  else if (!code)
-    fprintf(stderr, "kevo: strategy %s with %s\n", ra.c.strategy, model_json);
+    fprintf(stderr, "kevo: %s: tuning the `// kevo:tune` parameters of %s\n",
+            chose ? "--strategy tune (no LLM)" : "no LLM configured for this run", starter);
+  else if (!code) {
+    json_t *m = json_loads(model_json, 0, NULL);
+    const char *name = json_string_value(json_object_get(m, "name"));
+    const char *id = json_string_value(json_object_get(m, "model"));
+    const char *prov = json_string_value(json_object_get(m, "provider"));
+    const char *url = json_string_value(json_object_get(m, "base_url"));
+    const char *key = json_string_value(json_object_get(m, "api_key_env"));
+    fprintf(stderr, "kevo: strategy %s with model %s%s%s%s (%s%s%s%s%s)\n", ra.c.strategy,
+            name && *name ? name : id ? id : "?", name && *name && id ? " [" : "",
+            name && *name && id ? id : "", name && *name && id ? "]" : "", prov ? prov : "?",
+            url && *url ? " at " : "", url && *url ? url : "", key && *key ? ", key from $" : "",
+            key && *key ? key : "");
+    json_decref(m);
+  }
   if (code) {
     kv_llm_free(ra.llm);
     kv_store_close(s);
@@ -697,11 +718,14 @@ int cmd_resume(int argc, char **argv) {
 
 int cmd_runs(int argc, char **argv) {
   const char *db = NULL;
+  int as_json = 0;
   if (argc > 1 && !strcmp(argv[1], "show"))
     return cmd_runs_show(argc - 1, argv + 1);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--db") && i + 1 < argc)
       db = argv[++i];
+    else if (!strcmp(argv[i], "--json"))
+      as_json = 1;
     else {
       cli_fail("runs: unexpected argument '%s'", argv[i]);
       return cli_usage("runs");
@@ -716,16 +740,38 @@ int cmd_runs(int argc, char **argv) {
   int code = 0;
   if (kv_store_runs(s, &rows, &n, 100, err, sizeof err) < 0) {
     code = cli_fail("%s", err);
+  } else if (as_json) {
+    json_t *a = json_array();
+    for (int i = 0; i < n && a; i++) {
+      const struct kv_run_row *r = &rows[i];
+      json_t *o = json_pack("{s:I,s:s?,s:s?,s:s?,s:i,s:I,s:b}", "id", (json_int_t)r->id, "task",
+                            r->task_name, "strategy", r->strategy, "status", r->status, "steps",
+                            r->nnodes, "created_unix", (json_int_t)r->created_unix, "accepted",
+                            r->best_hash != NULL);
+      if (o) /* null: nothing accepted, or accepted untimed */
+        json_object_set_new(o, "best_speedup",
+                            r->best_hash && r->best_speedup > 0 ? json_real(r->best_speedup)
+                                                                : json_null());
+      json_array_append_new(a, o);
+    }
+    char *txt = a ? json_dumps(a, JSON_INDENT(1)) : NULL;
+    printf("%s\n", txt ? txt : "[]");
+    free(txt);
+    json_decref(a);
   } else {
     printf("%-5s %-12s %-8s %-8s %5s %8s  %s\n", "run", "task", "strategy", "status", "steps",
            "best", "started");
     for (int i = 0; i < n; i++) {
-      char date[32];
+      char date[32], best[32] = "-";
       time_t tt = (time_t)rows[i].created_unix;
       strftime(date, sizeof date, "%Y-%m-%d %H:%M", gmtime(&tt));
-      printf("%-5lld %-12s %-8s %-8s %5d %7.2fx  %s\n", (long long)rows[i].id,
+      if (rows[i].best_hash && rows[i].best_speedup > 0)
+        snprintf(best, sizeof best, "%.2fx", rows[i].best_speedup);
+      else if (rows[i].best_hash)
+        snprintf(best, sizeof best, "untimed");
+      printf("%-5lld %-12s %-8s %-8s %5d %8s  %s\n", (long long)rows[i].id,
              rows[i].task_name ? rows[i].task_name : "?", rows[i].strategy, rows[i].status,
-             rows[i].nnodes, rows[i].best_speedup, date);
+             rows[i].nnodes, best, date);
     }
   }
   for (int i = 0; i < n; i++)

@@ -32,7 +32,7 @@ static const struct kv_command commands[] = {
     {"llm", cmd_llm,
      "kevo llm ask [--provider openai|anthropic|replay] [--base-url URL] [--model ID] "
      "[--timeout S] [--db PATH] [--config FILE] [--max-tokens N] PROMPT | kevo llm calls "
-     "[--db PATH]",
+     "[--run RUN] [--limit N] [--json] [--db PATH]",
      "talk to a model (reply on stdout, usage and cost on stderr); list the recorded calls"},
     {"run", cmd_run,
      "kevo run [--strategy ada|greedy|best-of-n|tune] [--provider P] [--base-url URL] "
@@ -45,7 +45,7 @@ static const struct kv_command commands[] = {
      "[--db PATH] "
      "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
-    {"runs", cmd_runs, "kevo runs [--db PATH] | kevo runs show [RUN] [--db PATH]",
+    {"runs", cmd_runs, "kevo runs [--json] [--db PATH] | kevo runs show [RUN] [--db PATH]",
      "list runs, newest first; show one as an indented tree of its candidates"},
     {"resume", cmd_resume,
      "kevo resume [--db PATH] [--provider P] [--base-url URL] [--model ID] [--budget-usd X] "

@@ -194,6 +194,10 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
  * timed: median_us, reference_median_us, speedup and the statistics), checks,
  * compile log, captured output, sandbox layers. */
 char *kv_gate_result_json(const struct kv_gate_result *r);
+/* A compiler log with kevo's copy of the candidate (candidate.c, .cu) named
+ * as the user's file (user_path's last component) where a diagnostic names
+ * it; malloc'd, NULL when there is nothing to do or no memory. */
+char *kv_gate_log_own_names(const char *log, const char *user_path);
 /* That JSON back into a result (a gate server's verdict; a recorded one, for
  * kevo resume and kevo analyze): verdict, detail, hashes, device, compile log
  * and kernels (with their instruction mixes), static analysis, checks,

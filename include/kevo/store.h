@@ -117,6 +117,10 @@ int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
                             int (*cb)(void *arg, const struct kv_llm_call_row *row), void *arg,
                             char *err, size_t errlen);
 int64_t kv_store_count_llm_calls(struct kv_store *s);
+/* The node a call wrote (known only once the node exists): set where the
+ * call has none yet. */
+int kv_store_llm_call_set_node(struct kv_store *s, int64_t call_id, int64_t node_id, char *err,
+                               size_t errlen);
 
 /* ---- runs (kevo run) and their nodes: one evaluated candidate each ---- */
 int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strategy,

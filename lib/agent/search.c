@@ -186,6 +186,7 @@ struct pending {
   int randomised;   /* online attribution: a randomised step */
   char skill[256];  /* a skill step: the card's id */
   char *skill_card; /* its card (Markdown) for the prompt */
+  int64_t plan_call; /* the planner's call in the store (its node set once it exists) */
 };
 
 struct search {
@@ -654,6 +655,13 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
     feedback_free(fb);
     return -1;
   }
+  /* the calls that wrote the node name it (llm calls, the report) */
+  if (kv_store_llm_call_set_node(s->st, res->call_id, node_id, err, errlen) < 0 ||
+      kv_store_llm_call_set_node(s->st, pd->plan_call, node_id, err, errlen) < 0) {
+    free(code);
+    feedback_free(fb);
+    return -1;
+  }
   int parent = pd->parent;
   if (add_node(s, node_id, nr.step, parent, pd->action, code, verdict,
                verdict == KV_V_OK ? (speedup > 0 ? speedup : 0) : -1, fb, err, errlen) < 0)
@@ -702,6 +710,7 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
       return 0;
     }
     pd->plan = plan;
+    pd->plan_call = res->call_id;
     pd->phase = 1;
     int rc = submit(s, pd, pd->kind, "coder", err, errlen);
     if (rc == KV_LLM_EBUDGET) {

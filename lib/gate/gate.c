@@ -114,6 +114,42 @@ int kv_gate_lock_device(const struct kv_surface *sf, const struct kv_gate_opts *
   return kv_devlock_cpus(l, what, wait, err, errlen);
 }
 
+/* The compiler's log names the copy kevo built (candidate.c, candidate.cu:
+ * the build and its log are cached by content, whatever the file was
+ * called): name the user's file instead, where a diagnostic names it
+ * ("candidate.c:21:10:", "candidate.cu(21):"). malloc'd; NULL when out of
+ * memory (the log is then kept as it was). */
+char *kv_gate_log_own_names(const char *log, const char *user_path) {
+  const char *slash = user_path ? strrchr(user_path, '/') : NULL;
+  const char *base = slash ? slash + 1 : user_path;
+  if (!log || !base || !*base)
+    return NULL;
+  struct kv_buf b;
+  kv_buf_init(&b, KV_LOG_CAP + 4096);
+  const char *p = log;
+  while (*p) {
+    const char *hit = NULL;
+    size_t n = 0;
+    for (const char *q = strstr(p, "candidate.c"); q; q = strstr(q + 1, "candidate.c")) {
+      size_t m = q[11] == 'u' ? 12 : 11;
+      if ((q == log || q[-1] == '\n' || q[-1] == ' ' || q[-1] == '"' || q[-1] == '\'') &&
+          (q[m] == ':' || q[m] == '(')) {
+        hit = q;
+        n = m;
+        break;
+      }
+    }
+    if (!hit) {
+      kv_buf_append(&b, p, strlen(p));
+      break;
+    }
+    kv_buf_append(&b, p, (size_t)(hit - p));
+    kv_buf_append(&b, base, strlen(base));
+    p = hit + n;
+  }
+  return kv_buf_detach(&b);
+}
+
 /* Starts a worker of the session's surface (on this thread: it dies with
  * it) and, in worker_ready, sends it the task. */
 static int worker_spawn(struct kv_session *s, struct kv_worker *w, int *up, char *err,
@@ -581,7 +617,12 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     goto out;
   }
   r->compile_cached = cand->cached;
-  r->compile_log = cand->log;
+  r->compile_log = kv_gate_log_own_names(cand->log, candidate_path);
+  if (r->compile_log) {
+    free(cand->log);
+  } else {
+    r->compile_log = cand->log;
+  }
   cand->log = NULL;
   r->nkernels = cand->nkernels;
   memcpy(r->kernels, cand->kernels, sizeof r->kernels);
@@ -598,6 +639,12 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     while (ls && ls > log && ls[-1] != '\n')
       ls--;
     kv_set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200, ls ? ls : log);
+    size_t pl = strlen(candidate_path);
+    if (!sf->device_in_worker && pl > 3 && !strcmp(candidate_path + pl - 3, ".cu")) {
+      size_t dl = strlen(r->detail);
+      snprintf(r->detail + dl, sizeof r->detail - dl,
+               " (a .cu file judged on the %s surface, as C: pass --surface cuda)", sf->name);
+    }
     rc = 0;
     goto out;
   }

@@ -333,8 +333,31 @@ static void test_worker_start_failure_leaks_nothing(void **state) {
   kv_rmtree(base);
 }
 
+/* Compiler diagnostics name the user's file, not kevo's copy of it. */
+static void test_log_own_names(void **state) {
+  (void)state;
+  const char *log = "candidate.c: In function 'rowsum':\n"
+                    "candidate.c:21:10: error: expected ';'\n"
+                    "In file included from x/candidate.c:3:\n"
+                    "/tmp/b/candidate.cu(7): error: identifier \"x\" is undefined\n"
+                    "not_candidate.c:1: other\n";
+  char *o = kv_gate_log_own_names(log, "/home/me/kernels/good.c");
+  assert_non_null(o);
+  assert_string_equal(o, "good.c: In function 'rowsum':\n"
+                         "good.c:21:10: error: expected ';'\n"
+                         "In file included from x/candidate.c:3:\n"
+                         "/tmp/b/candidate.cu(7): error: identifier \"x\" is undefined\n"
+                         "not_candidate.c:1: other\n");
+  free(o);
+  o = kv_gate_log_own_names("candidate.cu(7): error\n", "k.cu");
+  assert_string_equal(o, "k.cu(7): error\n");
+  free(o);
+  assert_null(kv_gate_log_own_names(NULL, "k.cu"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_log_own_names),
       cmocka_unit_test(test_worker_start_failure_leaks_nothing),
       cmocka_unit_test(test_close_rule),
       cmocka_unit_test(test_compare_names_first_failure),

@@ -1379,6 +1379,23 @@ int kv_store_list_llm_calls(struct kv_store *s, int64_t after_id, int limit,
   return n;
 }
 
+int kv_store_llm_call_set_node(struct kv_store *s, int64_t call_id, int64_t node_id, char *err,
+                               size_t errlen) {
+  if (call_id <= 0 || node_id <= 0)
+    return 0;
+  sqlite3_stmt *st;
+  if (store_prepare(s,
+                    "UPDATE llm_calls SET node_id = ?2 WHERE id = ?1 AND (node_id IS NULL OR "
+                    "node_id = 0)",
+                    &st, err, errlen) != 0)
+    return -1;
+  sqlite3_bind_int64(st, 1, call_id);
+  sqlite3_bind_int64(st, 2, node_id);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : store_db_fail(s, "cannot record an LLM call's node", err, errlen);
+}
+
 int64_t kv_store_count_llm_calls(struct kv_store *s) {
   sqlite3_stmt *st;
   if (!s || store_prepare(s, "SELECT count(*) FROM llm_calls", &st, NULL, 0) != 0)

@@ -99,6 +99,14 @@ EOF
 grep -q "kevo: run 1: online attribution: rules off from step" "$T/r1.err" &&
   ok "the decision is printed" || bad "not printed: $(grep -m1 attribution "$T/r1.err")"
 obeyed 1
+check "every call names the node it wrote" \
+  "$(qn "select count(*) from llm_calls c left join nodes n on n.id = c.node_id where c.run_id = 1 and (n.id is null or n.run_id != 1)")" 0
+"$K" llm calls --run 1 --json >"$T/calls.json" 2>"$T/calls.err"
+check "llm calls --run 1 --json: the run's calls, with their nodes" \
+  "$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(len(a), all(c["run_id"] == 1 and c["node_id"] > 0 for c in a))' "$T/calls.json")" \
+  "$(qn "select count(*) from llm_calls where run_id = 1") True"
+"$K" llm calls --run 1 --limit 2 >"$T/calls2.txt" 2>&1
+check "llm calls --run 1 --limit 2: the last two" "$(grep -c "run=1 node=" "$T/calls2.txt")" 2
 "$K" runs show 1 >"$T/show.txt" 2>&1
 grep -q "online attribution: rules off" "$T/show.txt" && ok "kevo runs show shows the decision" ||
   bad "runs show: no decision"

@@ -131,5 +131,37 @@ if [ "$(id -u)" != 0 ]; then
   expect "runs on a read-only store" 0 "^1 +rowsum +tune +done" -- "$K" runs --db "$T/ro.db"
 fi
 
+# ---- messages: the user's file, not kevo's copy; a .cu on the cpu surface ----
+cp "$RS/good.cu" "$T/mine.cu"
+expect "a .cu on the cpu surface: its name and the hint" 1 \
+  "verdict: compile_error: mine.cu:[0-9]+:[0-9]+: error: .*pass --surface cuda" -- \
+  "$K" eval --no-timing "$RS" "$T/mine.cu"
+grep -q "candidate\.c" "$T/out" && bad "the log still names candidate.c" ||
+  ok "no candidate.c in what the user reads"
+
+# ---- a key variable that is not set: refused before a run exists ------------
+before=$(q "select count(*) from runs")
+unset KEVO_EDGES_NO_SUCH_KEY
+expect "an unset key variable: exit 2, named" 2 "KEVO_EDGES_NO_SUCH_KEY is not set" -- \
+  "$K" run --base-url http://127.0.0.1:9/v1 --model m --api-key-env KEVO_EDGES_NO_SUCH_KEY "$RS"
+check "no run created for it" "$(q "select count(*) from runs")" "$before"
+expect "--strategy tune with a model: no LLM is used, and it says so" 0 "--strategy tune \(no LLM\)" -- \
+  "$K" run --strategy tune --model m --steps 1 --no-timing "$RS"
+
+# ---- eval: a candidate on stdin; --json says why it could not judge ----------
+expect "eval - reads the candidate from stdin" 0 "^verdict: ok" -- \
+  sh -c "\"$K\" eval --no-timing \"$RS\" - <\"$RS/good.c\""
+"$K" eval --json "$T/no-such-task" "$RS/good.c" >"$T/j.out" 2>/dev/null
+check "eval --json when kevo cannot judge: exit 2, an error object on stdout" \
+  "$? $(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["verdict"] is None and "no-such-task" in o["error"])' "$T/j.out")" \
+  "2 True"
+
+# ---- runs: untimed runs say so; --json ----------------------------------------
+expect "runs: an untimed best says untimed, not 0.00x" 0 "^1 +rowsum +tune +[a-z]+ +[0-9]+ +untimed" -- "$K" runs
+"$K" runs --json >"$T/runs.json" 2>&1
+check "runs --json: every run, the untimed one with no speedup" \
+  "$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); r=[x for x in a if x["id"] == 1][0]; print(len(a), r["accepted"], r["best_speedup"])' "$T/runs.json")" \
+  "$(q "select count(*) from runs") True None"
+
 echo "edges e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
