@@ -52,7 +52,7 @@ static int stdin_candidate(int cuda, char *path, size_t cap, char *dir, size_t d
       break;
     }
   snprintf(path, cap, "%s/stdin.%s", dir, cuda ? "cu" : "c");
-  int rc = over ? kv_error(err, errlen, "-: the candidate on stdin is over 1 MiB")
+  int rc = over     ? kv_error(err, errlen, "-: the candidate on stdin is over 1 MiB")
            : !b.len ? kv_error(err, errlen, "-: nothing on stdin; pipe the candidate's source in")
                     : kv_write_file(path, b.data ? b.data : "", b.len, err, errlen);
   kv_buf_release(&b);

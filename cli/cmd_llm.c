@@ -195,10 +195,10 @@ static int ask(int argc, char **argv) {
 
 struct list_state {
   int n;
-  int64_t run;   /* --run: only this run's calls (0: all) */
-  int64_t skip;  /* --limit with --run: the run's first calls not shown */
-  int64_t seen;  /* the run's calls met so far */
-  json_t *json;  /* --json: the rows, as an array */
+  int64_t run;  /* --run: only this run's calls (0: all) */
+  int64_t skip; /* --limit with --run: the run's first calls not shown */
+  int64_t seen; /* the run's calls met so far */
+  json_t *json; /* --json: the rows, as an array */
 };
 
 static int count_call(void *arg, const struct kv_llm_call_row *r) {
@@ -327,8 +327,9 @@ static int calls(int argc, char **argv) {
     free(s);
     json_decref(st.json);
   } else if (st.n == 0)
-    fprintf(stderr, run ? "kevo: no LLM calls recorded for run %ld\n"
-                        : "kevo: no LLM calls recorded in this store yet\n",
+    fprintf(stderr,
+            run ? "kevo: no LLM calls recorded for run %ld\n"
+                : "kevo: no LLM calls recorded in this store yet\n",
             run);
   return 0;
 }

@@ -482,10 +482,12 @@ int cmd_run(int argc, char **argv) {
     const char *url = json_string_value(json_object_get(m, "base_url"));
     const char *key = json_string_value(json_object_get(m, "api_key_env"));
     fprintf(stderr, "kevo: strategy %s with model %s%s%s%s (%s%s%s%s%s)\n", ra.c.strategy,
-            name && *name ? name : id ? id : "?", name && *name && id ? " [" : "",
-            name && *name && id ? id : "", name && *name && id ? "]" : "", prov ? prov : "?",
-            url && *url ? " at " : "", url && *url ? url : "", key && *key ? ", key from $" : "",
-            key && *key ? key : "");
+            name && *name ? name
+            : id          ? id
+                          : "?",
+            name && *name && id ? " [" : "", name && *name && id ? id : "",
+            name && *name && id ? "]" : "", prov ? prov : "?", url && *url ? " at " : "",
+            url && *url ? url : "", key && *key ? ", key from $" : "", key && *key ? key : "");
     json_decref(m);
   }
   if (code) {
@@ -744,10 +746,10 @@ int cmd_runs(int argc, char **argv) {
     json_t *a = json_array();
     for (int i = 0; i < n && a; i++) {
       const struct kv_run_row *r = &rows[i];
-      json_t *o = json_pack("{s:I,s:s?,s:s?,s:s?,s:i,s:I,s:b}", "id", (json_int_t)r->id, "task",
-                            r->task_name, "strategy", r->strategy, "status", r->status, "steps",
-                            r->nnodes, "created_unix", (json_int_t)r->created_unix, "accepted",
-                            r->best_hash != NULL);
+      json_t *o =
+          json_pack("{s:I,s:s?,s:s?,s:s?,s:i,s:I,s:b}", "id", (json_int_t)r->id, "task",
+                    r->task_name, "strategy", r->strategy, "status", r->status, "steps", r->nnodes,
+                    "created_unix", (json_int_t)r->created_unix, "accepted", r->best_hash != NULL);
       if (o) /* null: nothing accepted, or accepted untimed */
         json_object_set_new(o, "best_speedup",
                             r->best_hash && r->best_speedup > 0 ? json_real(r->best_speedup)

@@ -7,11 +7,11 @@
 #include <stddef.h>
 
 struct kv_calib {
-  char device[256];      /* "cpu:<model name> x<threads>", "cuda:<name> sm_90 x<SMs>" */
-  double bandwidth_gbs;  /* sustained memory bandwidth, GB/s (1e9 bytes), all threads */
-  double fma_gflops;     /* FP32 FMA peak, GFLOP/s (an FMA counts 2 flops), all threads */
-  double llc_bytes;      /* last-level cache size used for flushing (cuda: the L2) */
-  int threads;           /* cpu: threads; cuda: multiprocessors */
+  char device[256];     /* "cpu:<model name> x<threads>", "cuda:<name> sm_90 x<SMs>" */
+  double bandwidth_gbs; /* sustained memory bandwidth, GB/s (1e9 bytes), all threads */
+  double fma_gflops;    /* FP32 FMA peak, GFLOP/s (an FMA counts 2 flops), all threads */
+  double llc_bytes;     /* last-level cache size used for flushing (cuda: the L2) */
+  int threads;          /* cpu: threads; cuda: multiprocessors */
   long long measured_unix;
 };
 

@@ -66,9 +66,9 @@ struct kv_kernel_res {
 struct kv_timing {
   char sizes[256];
   struct kv_stats cand, ref;
-  int has_baseline; /* the task's baseline (baseline.cu, or torch.compile) was timed too */
-  char baseline_kind[64];     /* "baseline.cu", "torch.compile(mode=default)" */
-  double baseline_compile_s;  /* torch.compile: its compile time (not in any timed call) */
+  int has_baseline;          /* the task's baseline (baseline.cu, or torch.compile) was timed too */
+  char baseline_kind[64];    /* "baseline.cu", "torch.compile(mode=default)" */
+  double baseline_compile_s; /* torch.compile: its compile time (not in any timed call) */
   struct kv_stats base;
   double speedup;             /* ref median / cand median */
   double speedup_vs_baseline; /* base median / cand median, when has_baseline */
@@ -80,11 +80,11 @@ struct kv_timing {
   /* cuda: kevo's empty phases (parent's clock, median per phase) while the
    * candidate's process existed and once it was gone (interference check). */
   double empty_beside_us, empty_alone_us;
-  double bytes, flops;     /* from the task's cost expressions (0 when absent) */
-  double gbs, gflops;      /* achieved by the candidate */
-  double roofline;         /* max(bytes/bw, flops/peak) / median; 0 when unknown */
-  double wall_s;           /* the parent's clock around the candidate's timing phases */
-  double covered_s;        /* the part of wall_s the candidate's reported calls cover */
+  double bytes, flops; /* from the task's cost expressions (0 when absent) */
+  double gbs, gflops;  /* achieved by the candidate */
+  double roofline;     /* max(bytes/bw, flops/peak) / median; 0 when unknown */
+  double wall_s;       /* the parent's clock around the candidate's timing phases */
+  double covered_s;    /* the part of wall_s the candidate's reported calls cover */
   /* The reference timed alone, once the candidate's process was gone: its
    * interleaved times must agree (else the verdict is interference). */
   struct kv_stats ref_alone;
@@ -171,7 +171,7 @@ struct kv_gate_result {
   int static_done;       /* it ran and was parsed */
   double static_s;       /* what it cost: cuobjdump and the parse */
   char static_note[512]; /* "" or "not available: why" */
-  char *sass;            /* the listing less its encodings, capped at KV_SASS_RAW_CAP; may be NULL */
+  char *sass; /* the listing less its encodings, capped at KV_SASS_RAW_CAP; may be NULL */
   /* cuda, when asked for (kv_gate_opts.profile, .debug); NULL when not run. */
   struct kv_ncu_report *profile;     /* the candidate under Nsight Compute (kevo/ncu.h) */
   struct kv_ncu_report *profile_ref; /* the reference, likewise (cached) */
@@ -204,8 +204,7 @@ char *kv_gate_log_own_names(const char *log, const char *user_path);
  * timing, ceilings, captured output. Outside input: strings are capped,
  * counts bounded, an unknown verdict refused. 0, or -1 with err (r is then
  * empty). Release with kv_gate_result_release. */
-int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err,
-                             size_t errlen);
+int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err, size_t errlen);
 
 #define KV_TASK_MAX_FINDINGS 32
 struct kv_task_report {

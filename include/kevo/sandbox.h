@@ -18,27 +18,28 @@ enum kv_layer_state {
 #define KV_SANDBOX_MAX_PATHS 32
 
 struct kv_sandbox_opts {
-  const char *scratch_dir;                       /* the one writable directory */
-  const char *read_paths[KV_SANDBOX_MAX_PATHS];  /* extra readable (files or dirs) */
+  const char *scratch_dir;                      /* the one writable directory */
+  const char *read_paths[KV_SANDBOX_MAX_PATHS]; /* extra readable (files or dirs) */
   int nread_paths;
-  const char *dev_paths[KV_SANDBOX_MAX_PATHS];   /* device nodes readable+writable (e.g. /dev/nvidia*) */
+  const char
+      *dev_paths[KV_SANDBOX_MAX_PATHS]; /* device nodes readable+writable (e.g. /dev/nvidia*) */
   int ndev_paths;
-  int netns;      /* unshare a new, empty network namespace */
-  int landlock;   /* filesystem: write only under scratch_dir, read only the system
-                     library directories, /etc/ld.so.*, /proc/self (write: its task/, for
-                     thread names), /sys/devices/system/cpu, /sys/fs/cgroup,
-                     /dev/null|zero|urandom and read_paths; no TCP bind/connect (ABI >= 4);
-                     no signals or abstract sockets outside the sandbox (ABI >= 6) */
-  int seccomp;    /* deny: execve, execveat, fork, vfork, clone without CLONE_THREAD,
-                     clone3 (ENOSYS so libc falls back to clone), ptrace,
-                     process_vm_readv/writev, socket (but AF_UNIX stream/seqpacket,
-                     which cuInit needs), socketpair, connect, bind/listen/accept
-                     (allowed in a private netns: cuInit serves an abstract socket),
-                     kill/tgkill of other processes, pidfd_*, setsid/setpgid, mount,
-                     chroot, bpf, perf_event_open, keyctl, chmod/chown/xattr, setuid...,
-                     setrlimit, real-time scheduling; unknown newer syscalls: ENOSYS */
-  int rlimits;    /* RLIMIT_CORE 0, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU,
-                     RLIMIT_AS (skipped in sanitizer builds) */
+  int netns;    /* unshare a new, empty network namespace */
+  int landlock; /* filesystem: write only under scratch_dir, read only the system
+                   library directories, /etc/ld.so.*, /proc/self (write: its task/, for
+                   thread names), /sys/devices/system/cpu, /sys/fs/cgroup,
+                   /dev/null|zero|urandom and read_paths; no TCP bind/connect (ABI >= 4);
+                   no signals or abstract sockets outside the sandbox (ABI >= 6) */
+  int seccomp;  /* deny: execve, execveat, fork, vfork, clone without CLONE_THREAD,
+                   clone3 (ENOSYS so libc falls back to clone), ptrace,
+                   process_vm_readv/writev, socket (but AF_UNIX stream/seqpacket,
+                   which cuInit needs), socketpair, connect, bind/listen/accept
+                   (allowed in a private netns: cuInit serves an abstract socket),
+                   kill/tgkill of other processes, pidfd_*, setsid/setpgid, mount,
+                   chroot, bpf, perf_event_open, keyctl, chmod/chown/xattr, setuid...,
+                   setrlimit, real-time scheduling; unknown newer syscalls: ENOSYS */
+  int rlimits;  /* RLIMIT_CORE 0, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU,
+                   RLIMIT_AS (skipped in sanitizer builds) */
   /* landlock: writable /proc/self/task (naming another thread writes its comm there;
    * libcuda's cuInit does). That also opens the threads' mem files, whose writes go
    * through any page protection: granted only when asked for or when dev_paths are

@@ -527,8 +527,7 @@ static int render_summary(int b, const struct kv_prompt_ctx *c, struct kv_buf *o
   const struct kv_gate_result *r = c->parent;
   switch (b) {
   case KV_PB_PERFORMANCE:
-    kv_buf_appendf(out, "## Performance (summary)\n%.2fx the reference.\n\n",
-                   r->timing.speedup);
+    kv_buf_appendf(out, "## Performance (summary)\n%.2fx the reference.\n\n", r->timing.speedup);
     return 1;
   case KV_PB_PROFILE: {
     int regs = 0;

@@ -181,11 +181,11 @@ struct pending {
   int npool;
   char *plan;
   int sample;
-  unsigned mask;    /* the prompt's blocks */
-  unsigned players; /* online attribution: the players on */
-  int randomised;   /* online attribution: a randomised step */
-  char skill[256];  /* a skill step: the card's id */
-  char *skill_card; /* its card (Markdown) for the prompt */
+  unsigned mask;     /* the prompt's blocks */
+  unsigned players;  /* online attribution: the players on */
+  int randomised;    /* online attribution: a randomised step */
+  char skill[256];   /* a skill step: the card's id */
+  char *skill_card;  /* its card (Markdown) for the prompt */
   int64_t plan_call; /* the planner's call in the store (its node set once it exists) */
 };
 

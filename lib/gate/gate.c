@@ -235,8 +235,8 @@ int kv_session_load_compiled(struct kv_worker *w, int slot, const char *path, co
                              double deadline_s, double *compile_s, char *detail, size_t detlen) {
   json_t *rep = NULL;
   char d[1024];
-  json_t *req = json_pack("{s:i,s:s,s:b,s:s}", "slot", slot, "path", path, "candidate", 0,
-                          "compile", mode);
+  json_t *req =
+      json_pack("{s:i,s:s,s:b,s:s}", "slot", slot, "path", path, "candidate", 0, "compile", mode);
   enum kv_call_status st =
       kv_worker_call(w, KV_MSG_LOAD, req, deadline_s, &rep, NULL, 0, d, sizeof d);
   json_decref(req);
@@ -1000,9 +1000,9 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                                     t->cand_host_timer ? "host" : "events", "reference",
                                     t->ref_host_timer ? "host" : "events"));
       json_object_set_new(tj, "sync_overhead_us", json_real(t->sync_overhead_us));
-      json_object_set_new(tj, "empty_phase_us",
-                          json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone",
-                                    t->empty_alone_us));
+      json_object_set_new(
+          tj, "empty_phase_us",
+          json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone", t->empty_alone_us));
     }
     json_object_set_new(j, "timing", tj);
   }

@@ -58,10 +58,10 @@ static char *job_json(const struct bundle *b, int with_files, const char *id, co
     json_object_set_new(task, "files", files);
   else
     json_decref(files);
-  json_t *j = json_pack("{s:i,s:s,s:o,s:{s:s,s:I},s:{s:s,s:b,s:I,s:f}}", "protocol", protocol,
-                        "id", id, "task", task, "candidate", "name", cname, "bytes",
-                        (json_int_t)clen, "options", "surface", "cpu", "timing", 0, "seed",
-                        (json_int_t)7, "timing_ci", 0.02);
+  json_t *j =
+      json_pack("{s:i,s:s,s:o,s:{s:s,s:I},s:{s:s,s:b,s:I,s:f}}", "protocol", protocol, "id", id,
+                "task", task, "candidate", "name", cname, "bytes", (json_int_t)clen, "options",
+                "surface", "cpu", "timing", 0, "seed", (json_int_t)7, "timing_ci", 0.02);
   char *s = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   return s;

@@ -122,8 +122,8 @@ static void header(struct rep_out *o, struct kv_store *s, const struct rep_run *
                bn->step, (long long)bn->id, bn->speedup > 0 ? "" : ", not timed", (long long)r->id,
                (long long)r->id);
   } else {
-    rep_card(o, "best", "best kernel", "none accepted", run->n ? "no candidate passed the gate" : "",
-         "");
+    rep_card(o, "best", "best kernel", "none accepted",
+             run->n ? "no candidate passed the gate" : "", "");
   }
   const char *strategy = r->strategy;
   const char *pm =

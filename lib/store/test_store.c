@@ -126,7 +126,8 @@ static void test_open_migrate_reopen(void **state) {
             "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type IN "
             "('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name)",
             v, sizeof v);
-  assert_string_equal(v, "adaptations,analyses,analysis_gate,analysis_samples,bench_tasks,benches,evaluations,evaluations_task_id,"
+  assert_string_equal(v, "adaptations,analyses,analysis_gate,analysis_samples,bench_tasks,benches,"
+                         "evaluations,evaluations_task_id,"
                          "evaluations_verdict,lineage_steps,lineages,llm_calls,"
                          "llm_calls_cache_key,llm_calls_run_id,meta,nodes,nodes_run_id,rule_evals,"
                          "rule_evidence,rule_evidence_eval_id,rule_evidence_key,rule_judgements,"

@@ -135,9 +135,9 @@ static int when_matches(const char *content, const char *when) {
 /* The scripted text for a request whose last message is `content`, or NULL. */
 static const char *pick_reply(struct standin *s, const char *content) {
   for (int i = 0; i < s->nwhen; i++)
-    if (content && (strstr(s->when[i], " &&& ") || s->when[i][0] == '!'
-                        ? when_matches(content, s->when[i])
-                        : strstr(content, s->when[i]) != NULL))
+    if (content &&
+        (strstr(s->when[i], " &&& ") || s->when[i][0] == '!' ? when_matches(content, s->when[i])
+                                                             : strstr(content, s->when[i]) != NULL))
       return s->when_reply[i];
   if (!s->nreply)
     return NULL;
