@@ -146,6 +146,14 @@ int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_di
 /* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run; and its path. */
 const char *kv_nvcc_version(void);
 const char *kv_nvcc_path(void);
+/* A CUDA tool (cuobjdump, ncu, compute-sanitizer): $ENV when it names an
+ * executable, else NAME beside nvcc, else ALT (a path relative to nvcc's
+ * directory, or NULL), else NAME on PATH; into out ("" when none). */
+void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char *out, size_t cap);
+/* Linked into every cuda object (kevo_cuda_last_error), and nvcc's flag for
+ * an architecture ("-arch=sm_90"; "-gencode=..." for sm_90a, sm_100f). */
+extern const char kv_cuda_guard_cu[];
+void kv_cuda_arch_flag(const char *arch, char *out, size_t cap);
 /* The architecture to build for: $KEVO_CUDA_ARCH (sm_90, 90 or 9.0), else
  * the GPU's compute capability from nvidia-smi ("sm_90"). Cached. */
 int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen);

@@ -22,7 +22,7 @@
 /* Linked into every cuda object: the worker calls it after each call, so a
  * launch the runtime refused (too much shared memory, no kernel image for
  * this device, a bad configuration) is reported instead of guessed. */
-static const char guard_cu[] =
+const char kv_cuda_guard_cu[] =
     "\n/* kevo: the CUDA runtime's last error, read by kevo-worker after each call */\n"
     "#include <stdio.h>\n"
     "extern \"C\" __attribute__((visibility(\"default\"))) int kevo_cuda_last_error(char *buf,\n"
@@ -49,6 +49,26 @@ const char *kv_nvcc_path(void) {
       path[0] = 0;
   }
   return path;
+}
+
+void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char *out, size_t cap) {
+  const char *e = getenv(env);
+  if (e && *e && access(e, X_OK) == 0) {
+    snprintf(out, cap, "%s", e);
+    return;
+  }
+  const char *nv = kv_nvcc_path();
+  const char *sl = nv ? strrchr(nv, '/') : NULL;
+  for (int i = 0; sl && i < 2; i++) {
+    const char *rel = i == 0 ? name : alt;
+    if (!rel)
+      continue;
+    snprintf(out, cap, "%.*s/%s", (int)(sl - nv), nv, rel);
+    if (access(out, X_OK) == 0)
+      return;
+  }
+  if (kv_which(name, out, cap) != 0 && cap)
+    out[0] = 0;
 }
 
 static char nvcc_full[1024]; /* the whole --version output: part of the cache key */
@@ -168,7 +188,7 @@ int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen) {
 }
 
 /* "-arch=sm_90"; architecture-specific targets (sm_90a) need the -gencode form. */
-static void arch_flag(const char *arch, char *out, size_t cap) {
+void kv_cuda_arch_flag(const char *arch, char *out, size_t cap) {
   size_t n = strlen(arch);
   if (n && (arch[n - 1] == 'a' || arch[n - 1] == 'f'))
     snprintf(out, cap, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
@@ -277,12 +297,12 @@ int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_di
   char arch[32], aflag[96];
   if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0)
     return -1;
-  arch_flag(arch, aflag, sizeof aflag);
+  kv_cuda_arch_flag(arch, aflag, sizeof aflag);
   char *text = NULL;
   size_t len = 0;
   if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
     return -1;
-  char *p_proto = malloc(65536), *p_shim = malloc(65536 + sizeof guard_cu);
+  char *p_proto = malloc(65536), *p_shim = malloc(65536 + sizeof kv_cuda_guard_cu);
   if (!p_proto || !p_shim || kv_task_prototype(t, KV_LANG_CUDA, p_proto, 65536) < 0 ||
       kv_task_shim(t, KV_LANG_CUDA, p_shim, 65536) < 0) {
     free(text);
@@ -290,7 +310,7 @@ int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_di
     free(p_shim);
     return kv_error(err, errlen, "%s: the task's prototype is too large", t->name);
   }
-  strcat(p_shim, guard_cu);
+  strcat(p_shim, kv_cuda_guard_cu);
   const char *flags[] = {"-O3", aflag, "-Xcompiler", "-fPIC"};
   /* The shim object: per task, toolkit and architecture. */
   char shim_key[65], libs[512] = "";

@@ -537,23 +537,8 @@ const char *kv_san_path(void) {
   if (done)
     return path;
   done = 1;
-  const char *e = getenv("KEVO_COMPUTE_SANITIZER");
-  if (e && *e && access(e, X_OK) == 0) {
-    snprintf(path, sizeof path, "%s", e);
-    return path;
-  }
-  const char *nv = kv_nvcc_path();
-  const char *sl = nv ? strrchr(nv, '/') : NULL;
-  if (sl) {
-    snprintf(path, sizeof path, "%.*s/compute-sanitizer", (int)(sl - nv), nv);
-    if (access(path, X_OK) == 0)
-      return path;
-    snprintf(path, sizeof path, "%.*s/../compute-sanitizer/compute-sanitizer", (int)(sl - nv), nv);
-    if (access(path, X_OK) == 0)
-      return path;
-  }
-  if (kv_which("compute-sanitizer", path, sizeof path) != 0)
-    path[0] = 0;
+  kv_cuda_tool_find("KEVO_COMPUTE_SANITIZER", "compute-sanitizer",
+                    "../compute-sanitizer/compute-sanitizer", path, sizeof path);
   return path;
 }
 
@@ -589,17 +574,6 @@ const char *kv_san_version(void) {
   return v;
 }
 
-static const char guard_cu[] =
-    "\n/* kevo: the CUDA runtime's last error, read by kevo-worker after each call */\n"
-    "#include <stdio.h>\n"
-    "extern \"C\" __attribute__((visibility(\"default\"))) int kevo_cuda_last_error(char *buf,\n"
-    "                                                                         int cap) {\n"
-    "  cudaError_t e = cudaGetLastError();\n"
-    "  if (e != cudaSuccess && buf && cap > 0)\n"
-    "    snprintf(buf, (size_t)cap, \"%s: %s\", cudaGetErrorName(e), cudaGetErrorString(e));\n"
-    "  return (int)e;\n"
-    "}\n";
-
 /* The candidate again, with -lineinfo (source lines in the tools' reports;
  * the code is the same), as <objdir>/<key>-lineinfo.so; cached. */
 int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *cand, const char *src,
@@ -610,16 +584,12 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   char arch[32], aflag[96];
   if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0)
     return -1;
-  size_t an = strlen(arch);
-  if (an && (arch[an - 1] == 'a' || arch[an - 1] == 'f'))
-    snprintf(aflag, sizeof aflag, "-gencode=arch=compute_%s,code=%s", arch + 3, arch);
-  else
-    snprintf(aflag, sizeof aflag, "-arch=%s", arch);
+  kv_cuda_arch_flag(arch, aflag, sizeof aflag);
   char *text = NULL;
   size_t len = 0;
   if (kv_read_file(src, 1 << 20, &text, &len, err, errlen) < 0)
     return -1;
-  char *proto = malloc(65536), *shim = malloc(65536 + sizeof guard_cu);
+  char *proto = malloc(65536), *shim = malloc(65536 + strlen(kv_cuda_guard_cu) + 1);
   char dir[PATH_MAX];
   int rc = -1;
   if (!proto || !shim || kv_task_prototype(s->t, KV_LANG_CUDA, proto, 65536) < 0 ||
@@ -627,7 +597,7 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
     kv_error(err, errlen, "%s: the task's prototype is too large", s->t->name);
     goto done;
   }
-  strcat(shim, guard_cu);
+  strcat(shim, kv_cuda_guard_cu);
   if (kv_mkdtemp(s->cache, "dbg", dir, sizeof dir, err, errlen) < 0)
     goto done;
   char f[PATH_MAX + 32];

@@ -315,20 +315,7 @@ const char *kv_cuobjdump_path(void) {
   if (done)
     return path;
   done = 1;
-  const char *e = getenv("KEVO_CUOBJDUMP");
-  if (e && *e && access(e, X_OK) == 0) {
-    snprintf(path, sizeof path, "%s", e);
-    return path;
-  }
-  const char *nv = kv_nvcc_path();
-  const char *sl = nv ? strrchr(nv, '/') : NULL;
-  if (sl) {
-    snprintf(path, sizeof path, "%.*s/cuobjdump", (int)(sl - nv), nv);
-    if (access(path, X_OK) == 0)
-      return path;
-  }
-  if (kv_which("cuobjdump", path, sizeof path) != 0)
-    path[0] = 0;
+  kv_cuda_tool_find("KEVO_CUOBJDUMP", "cuobjdump", NULL, path, sizeof path);
   return path;
 }
 
