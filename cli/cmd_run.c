@@ -384,6 +384,16 @@ int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json
                     r->c.strategy);
   if (r->c.llm.prompt_dir && access(r->c.llm.prompt_dir, R_OK | X_OK) != 0)
     return cli_fail("--prompts %s: not a readable directory", r->c.llm.prompt_dir);
+  /* Everything that can be checked is, before a run exists or a call is
+   * made: the surface and the prompt templates (each {{variable}}). */
+  if (strcmp(r->g.surface, "cpu") && strcmp(r->g.surface, "cuda"))
+    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda",
+                    r->g.surface);
+  struct kv_prompts *pp = NULL;
+  char perr[1024];
+  if (kv_prompts_load(r->c.llm.prompt_dir, &pp, perr, sizeof perr) < 0)
+    return cli_fail("%s", perr);
+  kv_prompts_free(pp);
   model_json[0] = 0;
   int needs = r->c.strategy ? kv_run_strategy_needs_llm(r->c.strategy) : -1;
   if (needs != 0 && cli_make_llm(&r->f, r->config, r->llm_flags, s, &r->llm, model_json, mj_cap))

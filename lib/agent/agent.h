@@ -3,6 +3,11 @@
 #ifndef KEVO_AGENT_INTERNAL_H
 #define KEVO_AGENT_INTERNAL_H
 
+/* Why a run or a synthesis stops when the LLM client refuses a call for the
+ * budget (calls, tokens or dollars: it refuses before spending, so "spent"
+ * would be wrong when the cap is on calls or nothing was priced). */
+#define KV_BUDGET_STOP "the LLM budget is reached (the next call could go over it)"
+
 #include <stddef.h>
 #include <stdint.h>
 

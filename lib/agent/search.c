@@ -573,7 +573,7 @@ static int propose(struct search *s, void (*pick)(struct search *, struct pick *
   int rc = pd->phase == 0 ? submit(s, pd, KV_PK_PLAN, "planner", err, errlen)
                           : submit(s, pd, p.kind, "coder", err, errlen);
   if (rc == KV_LLM_EBUDGET) {
-    s->stop_reason = "the LLM budget is spent";
+    s->stop_reason = KV_BUDGET_STOP;
     return 1;
   }
   if (rc < 0)
@@ -694,7 +694,7 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
   if (res->code != KV_LLM_OK) {
     pending_drop(s, k);
     if (res->code == KV_LLM_EBUDGET) {
-      s->stop_reason = "the LLM budget is spent";
+      s->stop_reason = KV_BUDGET_STOP;
       return 0;
     }
     if (++s->llm_failures >= MAX_LLM_FAILURES)
@@ -714,7 +714,7 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
     pd->phase = 1;
     int rc = submit(s, pd, pd->kind, "coder", err, errlen);
     if (rc == KV_LLM_EBUDGET) {
-      s->stop_reason = "the LLM budget is spent";
+      s->stop_reason = KV_BUDGET_STOP;
       pending_drop(s, k);
       return 0;
     }

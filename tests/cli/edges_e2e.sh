@@ -156,6 +156,15 @@ check "eval --json when kevo cannot judge: exit 2, an error object on stdout" \
   "$? $(python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); print(o["verdict"] is None and "no-such-task" in o["error"])' "$T/j.out")" \
   "2 True"
 
+# ---- bad options are found before a run exists or a call is made -------------
+before=$(q "select count(*) from runs")
+expect "run --surface foo: refused first" 2 "--surface foo: not a surface" -- \
+  "$K" run --surface foo --base-url http://127.0.0.1:9/v1 --model m --api-key-env "" "$RS"
+mkdir -p "$T/badprompts" && echo "{{nope}}" >"$T/badprompts/task.md"
+expect "run --prompts with a bad template: refused first" 2 "task.md: unknown variable \{\{nope\}\}" -- \
+  "$K" run --prompts "$T/badprompts" --base-url http://127.0.0.1:9/v1 --model m --api-key-env "" "$RS"
+check "no run created for them" "$(q "select count(*) from runs")" "$before"
+
 # ---- runs: untimed runs say so; --json ----------------------------------------
 expect "runs: an untimed best says untimed, not 0.00x" 0 "^1 +rowsum +tune +[a-z]+ +[0-9]+ +untimed" -- "$K" runs
 "$K" runs --json >"$T/runs.json" 2>&1
