@@ -69,6 +69,10 @@ static int lineage_extract(int argc, char **argv) {
       if (cli_number("--budget", argv[++i], &v))
         return 2;
       g.time_budget_s = v;
+    } else if (!strcmp(a, "--prompts") && i + 1 < argc) {
+      o.prompt_dir = argv[++i];
+      if (access(o.prompt_dir, R_OK | X_OK) != 0)
+        return cli_fail("--prompts %s: not a readable directory", o.prompt_dir);
     } else if (a[0] == '-' && a[1]) {
       cli_fail("lineage: unknown or incomplete option '%s'", a);
       return cli_usage("lineage");

@@ -94,7 +94,7 @@ static const struct kv_command commands[] = {
     {"lineage", cmd_lineage,
      "kevo lineage extract [--surface cpu|cuda] [--pairs N] [--budget SECONDS] [--seed N] "
      "[--no-timing] [--json] [-o SKILLS.json] [--db PATH] [--provider P --model M ... "
-     "--budget-usd X --retries N --max-steps N] TASK_DIR EXPERT | kevo lineage show "
+     "--budget-usd X --retries N --max-steps N --prompts DIR] TASK_DIR EXPERT | kevo lineage show "
      "[ID] [--markdown] [--db PATH] | kevo lineage resolve [--order] [--off A,B] EXPERT",
      "walk an annotated expert kernel backward through the gate into skills (paired test per "
      "step)"},

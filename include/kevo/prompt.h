@@ -103,6 +103,16 @@ void kv_prompts_free(struct kv_prompts *p);
 /* The system prompt. */
 const char *kv_prompts_system(const struct kv_prompts *p);
 
+/* A template of kevo's own outside the search's prompts (the lineage walk's:
+ * lib/skills/llmwalk.c), overridden like them by DIR/NAME.md when dir is
+ * non-NULL and the file exists: its text (malloc'd), or NULL with err naming
+ * the file and the variables (space-separated in vars) it may use. */
+char *kv_prompt_template(const char *dir, const char *name, const char *vars, const char *deflt,
+                         char *err, size_t errlen);
+/* tmpl with each {{key}} replaced by its value (pairs: key, value, ...,
+ * NULL; at most 12), malloc'd; values are not scanned again. */
+char *kv_prompt_fill(const char *tmpl, const char *const *pairs);
+
 /* Assembles a prompt of `kind` from the blocks in `mask` that have data.
  * Returns the malloc'd text (NUL-terminated) or NULL with a message. */
 char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsigned mask,

@@ -149,6 +149,10 @@ struct kv_lineage_opts {
   const char *scratch; /* directory for the resolved kernels (must exist) */
   kv_lineage_progress_fn progress;
   void *ud;
+  /* LLM mode: DIR/lineage_system.md, lineage_deopt.md and lineage_rederive.md
+   * override the walk's prompts (kevo lineage extract --prompts DIR; each may
+   * use only its own {{variables}}: kevo says which); NULL: the defaults. */
+  const char *prompt_dir;
 };
 
 /* Annotated mode: the expert (all mechanisms on) must be accepted by the

@@ -247,6 +247,39 @@ static void render(const char *t, const struct vars *v, struct kv_buf *b) {
   }
 }
 
+char *kv_prompt_template(const char *dir, const char *name, const char *vars, const char *deflt,
+                         char *err, size_t errlen) {
+  char path[PATH_MAX];
+  char *text = NULL;
+  size_t len;
+  if (dir && snprintf(path, sizeof path, "%s/%s.md", dir, name) < (int)sizeof path &&
+      access(path, F_OK) == 0) {
+    if (kv_read_file(path, TMPL_MAX, &text, &len, err, errlen) < 0)
+      return NULL;
+    if (check_vars(path, text, vars, err, errlen) < 0) {
+      free(text);
+      return NULL;
+    }
+    return text;
+  }
+  text = strdup(deflt);
+  if (!text)
+    kv_error(err, errlen, "out of memory");
+  return text;
+}
+
+char *kv_prompt_fill(const char *tmpl, const char *const *pairs) {
+  struct vars v = {0};
+  for (int i = 0; pairs && pairs[i] && pairs[i + 1] && i < 24; i += 2)
+    var(&v, pairs[i], pairs[i + 1]);
+  struct kv_buf b;
+  kv_buf_init(&b, KV_PROMPT_MAX + (4u << 20));
+  render(tmpl, &v, &b);
+  if (!b.data)
+    kv_buf_append(&b, "", 0);
+  return kv_buf_detach(&b);
+}
+
 /* At most cap bytes of s, cut at a line, ending in a newline, with a note of
  * what was cut; malloc'd. */
 static char *capped(const char *s, size_t cap) {

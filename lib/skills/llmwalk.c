@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "kevo/llm.h"
+#include "kevo/prompt.h"
 #include "kevo/reply.h"
 #include "kevo/report.h"
 #include "kevo/rules.h"
@@ -17,9 +18,55 @@
 
 #define REPLY_CODE_MAX (1 << 20)
 
-static const char *const deopt_system =
+/* The walk's prompts: embedded defaults, each overridable by
+ * DIR/<name>.md (kevo/prompt.h's kv_prompt_template), with these variables. */
+static const char deopt_system[] =
     "You take optimized GPU and CPU kernels apart, one mechanism at a time, so that each "
     "optimization can be studied on its own. You answer exactly in the format asked.";
+#define DEOPT_VARS "name surface summary entry lang code removed attempt attempts feedback"
+static const char deopt_default[] =
+    "Task: {{name}} ({{surface}} surface). {{summary}}\nThe entry point, which must not "
+    "change:\n{{entry}}\nThe current kernel (it passes every correctness check):\n```{{lang}}\n"
+    "{{code}}```\n\nMechanisms removed so far: {{removed}}.\nAttempt {{attempt}} of "
+    "{{attempts}}.\n{{feedback}}\nPropose ONE atomic de-optimization: remove exactly one "
+    "optimization mechanism that is actually present in the current kernel, keeping the result "
+    "correct at the same tolerance and sizes (it may be slower). Remove mechanisms that others "
+    "depend on only after their dependents. Tile sizes and vector widths are not separate "
+    "mechanisms. Reply with a line 'Mechanism: NAME' (the mechanism removed, an identifier), a "
+    "line 'Intent: ...' (one line: what the mechanism does), a line 'Anchor: ...' (a line of "
+    "code that shows the mechanism is present), then the complete simpler kernel in one fenced "
+    "code block. If the kernel is already naive (nothing left to remove), reply with the single "
+    "word NAIVE.\n";
+#define REDERIVE_VARS "name surface summary lang code mechanism intent anchor"
+static const char rederive_default[] =
+    "Task: {{name}} ({{surface}} surface). {{summary}}\nA kernel (it passes every correctness "
+    "check):\n```{{lang}}\n{{code}}```\n\nSkill card:\nMechanism: {{mechanism}}\nIntent: "
+    "{{intent}}\nAnchor: {{anchor}}\n\nApply this skill to the kernel: add the mechanism, "
+    "keeping the result correct at the same tolerance and sizes and the entry point unchanged. "
+    "Reply with the complete kernel in one fenced code block.\n";
+
+struct walk_prompts {
+  char *system, *deopt, *rederive;
+};
+
+static void walk_prompts_free(struct walk_prompts *w) {
+  free(w->system);
+  free(w->deopt);
+  free(w->rederive);
+}
+
+static int walk_prompts_load(const char *dir, struct walk_prompts *w, char *err, size_t errlen) {
+  memset(w, 0, sizeof *w);
+  if (!(w->system = kv_prompt_template(dir, "lineage_system", "", deopt_system, err, errlen)) ||
+      !(w->deopt =
+            kv_prompt_template(dir, "lineage_deopt", DEOPT_VARS, deopt_default, err, errlen)) ||
+      !(w->rederive = kv_prompt_template(dir, "lineage_rederive", REDERIVE_VARS, rederive_default,
+                                         err, errlen))) {
+    walk_prompts_free(w);
+    return -1;
+  }
+  return 0;
+}
 
 /* "Key: value" line of a reply into out (trimmed), 1 found. */
 static int field(const char *text, const char *key, char *out, size_t cap) {
@@ -66,64 +113,56 @@ static void clean_name(const char *in, char *out, size_t cap) {
   out[o] = 0;
 }
 
-static char *deopt_prompt(const struct kv_task *t, const char *surface, const char *cur,
-                          const struct kv_lineage *L, int attempt, int attempts,
-                          const char *feedback) {
-  struct kv_buf b;
-  kv_buf_init(&b, 2 * REPLY_CODE_MAX);
-  char proto[8192];
+static char *deopt_prompt(const struct walk_prompts *wp, const struct kv_task *t,
+                          const char *surface, const char *cur, const struct kv_lineage *L,
+                          int attempt, int attempts, const char *feedback) {
+  char proto[8192], removed[2048] = "", na[16], nb[16], fb[1024] = "";
   kv_task_prototype(t, strcmp(surface, "cuda") ? KV_LANG_C : KV_LANG_CUDA, proto, sizeof proto);
-  kv_buf_appendf(&b,
-                 "Task: %s (%s surface). %s\nThe entry point, which must not change:\n%s\n"
-                 "The current kernel (it passes every correctness check):\n```%s\n%s```\n\n",
-                 t->name, surface, t->summary ? t->summary : "", proto,
-                 strcmp(surface, "cuda") ? "c" : "cuda", cur);
-  kv_buf_appendf(&b, "Mechanisms removed so far: ");
-  int any = 0;
   for (int i = 0; i < L->nsteps; i++)
     if (L->steps[i].accepted) {
-      kv_buf_appendf(&b, "%s%s", any ? ", " : "", L->annot.m[L->steps[i].mech].name);
-      any = 1;
+      size_t u = strlen(removed);
+      snprintf(removed + u, sizeof removed - u, "%s%s", u ? ", " : "",
+               L->annot.m[L->steps[i].mech].name);
     }
-  kv_buf_appendf(&b, "%s.\n", any ? "" : "none");
-  kv_buf_appendf(&b, "Attempt %d of %d.\n", attempt, attempts);
+  snprintf(na, sizeof na, "%d", attempt);
+  snprintf(nb, sizeof nb, "%d", attempts);
   if (feedback && *feedback)
-    kv_buf_appendf(&b, "\nYour previous proposal for this step was refused: %s\n", feedback);
-  kv_buf_appendf(
-      &b, "\nPropose ONE atomic de-optimization: remove exactly one optimization mechanism that is "
-          "actually present in the current kernel, keeping the result correct at the same "
-          "tolerance and sizes (it may be slower). Remove mechanisms that others depend on only "
-          "after their dependents. Tile sizes and vector widths are not separate mechanisms. Reply "
-          "with a line 'Mechanism: NAME' (the mechanism removed, an identifier), a line 'Intent: "
-          "...' (one line: what the mechanism does), a line 'Anchor: ...' (a line of code that "
-          "shows the mechanism is present), then the complete simpler kernel in one fenced code "
-          "block. If the kernel is already naive (nothing left to remove), reply with the single "
-          "word NAIVE.\n");
-  return kv_buf_detach(&b);
+    snprintf(fb, sizeof fb, "\nYour previous proposal for this step was refused: %s\n", feedback);
+  const char *vars[] = {"name",     t->name,
+                        "surface",  surface,
+                        "summary",  t->summary ? t->summary : "",
+                        "entry",    proto,
+                        "lang",     strcmp(surface, "cuda") ? "c" : "cuda",
+                        "code",     cur,
+                        "removed",  removed[0] ? removed : "none",
+                        "attempt",  na,
+                        "attempts", nb,
+                        "feedback", fb,
+                        NULL};
+  return kv_prompt_fill(wp->deopt, vars);
 }
 
-static char *rederive_prompt(const struct kv_task *t, const char *surface, const char *simple,
-                             const struct kv_mech *m) {
-  struct kv_buf b;
-  kv_buf_init(&b, 2 * REPLY_CODE_MAX);
-  kv_buf_appendf(&b,
-                 "Task: %s (%s surface). %s\nA kernel (it passes every correctness check):\n"
-                 "```%s\n%s```\n\nSkill card:\nMechanism: %s\nIntent: %s\nAnchor: %s\n\n"
-                 "Apply this skill to the kernel: add the mechanism, keeping the result correct "
-                 "at the same tolerance and sizes and the entry point unchanged. Reply with the "
-                 "complete kernel in one fenced code block.\n",
-                 t->name, surface, t->summary ? t->summary : "",
-                 strcmp(surface, "cuda") ? "c" : "cuda", simple, m->name, m->intent, m->anchor);
-  return kv_buf_detach(&b);
+static char *rederive_prompt(const struct walk_prompts *wp, const struct kv_task *t,
+                             const char *surface, const char *simple, const struct kv_mech *m) {
+  const char *vars[] = {"name",      t->name,
+                        "surface",   surface,
+                        "summary",   t->summary ? t->summary : "",
+                        "lang",      strcmp(surface, "cuda") ? "c" : "cuda",
+                        "code",      simple,
+                        "mechanism", m->name,
+                        "intent",    m->intent,
+                        "anchor",    m->anchor,
+                        NULL};
+  return kv_prompt_fill(wp->rederive, vars);
 }
 
-static int ask(struct kv_llm *llm, const char *role, const char *text, int sample, char **reply,
-               char *err, size_t errlen) {
+static int ask(struct kv_llm *llm, const char *system, const char *role, const char *text,
+               int sample, char **reply, char *err, size_t errlen) {
   struct kv_llm_message msg = {"user", text};
   struct kv_llm_request q;
   kv_llm_request_init(&q);
   q.role = role;
-  q.system = deopt_system;
+  q.system = system;
   q.messages = &msg;
   q.n_messages = 1;
   q.sample = sample;
@@ -161,9 +200,14 @@ int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
     retries = 0;
   if (max_steps <= 0 || max_steps > KV_MECH_MAX)
     max_steps = KV_MECH_MAX;
-  size_t len = 0;
-  if (kv_read_file(expert_path, KV_ANNOT_SRC_MAX, &L->expert_src, &len, err, errlen) != 0)
+  struct walk_prompts wp;
+  if (walk_prompts_load(o->prompt_dir, &wp, err, errlen) < 0)
     return -1;
+  size_t len = 0;
+  if (kv_read_file(expert_path, KV_ANNOT_SRC_MAX, &L->expert_src, &len, err, errlen) != 0) {
+    walk_prompts_free(&wp);
+    return -1;
+  }
   kv_sha256_hex(L->expert_src, len, L->expert_hash);
   L->expert_resolved = strdup(L->expert_src);
   struct kv_gate_result *r = calloc(1, sizeof *r);
@@ -198,10 +242,10 @@ int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
         break;
       }
       free(prompt);
-      prompt = deopt_prompt(t, L->surface, cur, L, attempt, retries + 1, feedback);
+      prompt = deopt_prompt(&wp, t, L->surface, cur, L, attempt, retries + 1, feedback);
       free(reply);
       reply = NULL;
-      if (ask(llm, "lineage:deopt", prompt, attempt - 1, &reply, err, errlen) != 0)
+      if (ask(llm, wp.system, "lineage:deopt", prompt, attempt - 1, &reply, err, errlen) != 0)
         goto out;
       if (says_naive(reply) && !strstr(reply, "```")) {
         snprintf(L->stop, sizeof L->stop, "the model says the kernel is naive");
@@ -270,10 +314,10 @@ int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
       accepted_steps++;
       /* forward: re-derived from the card alone */
       free(prompt);
-      prompt = rederive_prompt(t, L->surface, st->child_src, m);
+      prompt = rederive_prompt(&wp, t, L->surface, st->child_src, m);
       free(reply);
       reply = NULL;
-      if (ask(llm, "lineage:rederive", prompt, 0, &reply, err, errlen) != 0)
+      if (ask(llm, wp.system, "lineage:rederive", prompt, 0, &reply, err, errlen) != 0)
         goto out;
       char *rich = code_of(t, reply);
       if (!rich) {
@@ -333,6 +377,7 @@ int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
   skills_say(o, "end      %s", L->stop);
   rc = 0;
 out:
+  walk_prompts_free(&wp);
   free(cur);
   free(reply);
   free(prompt);

@@ -81,5 +81,21 @@ check "replay with the network off exits 0" [ "$rc" = 0 ]
 q "SELECT ord, mechanism, verdict, accepted FROM lineage_steps WHERE lineage_id = (SELECT MAX(id) FROM lineages) ORDER BY ord" >"$T/steps2"
 check "replay: the same steps and verdicts" cmp -s "$T/steps1" "$T/steps2"
 check "replay: no new calls went out" [ "$(q "SELECT COUNT(*) FROM llm_calls WHERE provider != 'replay'")" = 6 ]
+# prompts overridden from a directory (the stand-in is gone: replay, whose
+# keys the new prompts miss, so the walk stops at its first call), and a
+# template with an unknown variable refused before anything runs
+mkdir -p "$T/prompts" "$T/badprompts"
+printf 'OVERRIDDEN {{name}} attempt {{attempt}}/{{attempts}}\n```{{lang}}\n{{code}}```\n' \
+  >"$T/prompts/lineage_deopt.md"
+"$K" lineage extract --provider replay --model m --budget 0.2 --pairs 4 --prompts "$T/prompts" \
+  "$T/rowsum" "$SRC/examples/tasks/rowsum/good.c" >"$T/out" 2>"$T/err"
+check "an overridden prompt is what is asked (a replay miss names it)" \
+  [ "$(q "SELECT COUNT(*) FROM llm_calls WHERE role = 'lineage:deopt' AND request_json LIKE '%OVERRIDDEN rowsum attempt 1/3%'")" -ge 1 ]
+echo '{{frob}}' >"$T/badprompts/lineage_rederive.md"
+"$K" lineage extract --provider replay --model m --prompts "$T/badprompts" \
+  "$T/rowsum" "$SRC/examples/tasks/rowsum/good.c" >"$T/out" 2>"$T/err"
+rc=$?
+check "a bad template: exit 2, the file and the variables named" \
+  sh -c "[ $rc = 2 ] && grep -q 'lineage_rederive.md: unknown variable {{frob}}; this template may use: name surface' '$T/err'"
 echo "lineage_llm_e2e: $FAILS failed"
 [ "$FAILS" = 0 ]
