@@ -199,8 +199,50 @@ static void help(FILE *f) {
              "architecture, e.g. sm_90, instead of asking nvidia-smi), KEVO_NVCC (nvcc's path)\n");
 }
 
+/* Every command's arguments as its parser expects them: "--name=value" is
+ * "--name" "value"; after "--" nothing is an option, so an argument that
+ * starts with '-' (a file so named; "-" itself still means stdin) becomes
+ * "./-name", and "--" goes. The new vector lives as long as the process. */
+static char **normal_args(int argc, char **argv, int *out_argc) {
+  char **v = calloc((size_t)argc * 2 + 1, sizeof *v);
+  if (!v)
+    return NULL;
+  int n = 0, opts = 1;
+  for (int i = 0; i < argc; i++) {
+    char *a = argv[i];
+    if (i >= 2 && opts && !strcmp(a, "--")) {
+      opts = 0;
+      continue;
+    }
+    char *eq = i >= 2 && opts && !strncmp(a, "--", 2) && a[2] ? strchr(a, '=') : NULL;
+    if (eq) {
+      char *name = strndup(a, (size_t)(eq - a));
+      if (!name)
+        return NULL;
+      v[n++] = name;
+      v[n++] = eq + 1;
+    } else if (!opts && a[0] == '-' && a[1]) {
+      char *p = malloc(strlen(a) + 3);
+      if (!p)
+        return NULL;
+      sprintf(p, "./%s", a);
+      v[n++] = p;
+    } else {
+      v[n++] = a;
+    }
+  }
+  *out_argc = n;
+  return v;
+}
+
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
+  char **nv = normal_args(argc, argv, &argc);
+  if (!nv) {
+    fprintf(stderr, "kevo: out of memory\n");
+    return 2;
+  }
+  argv = nv;
   if (argc < 2) {
     help(stderr);
     return 2;

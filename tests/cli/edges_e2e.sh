@@ -165,6 +165,15 @@ expect "run --prompts with a bad template: refused first" 2 "task.md: unknown va
   "$K" run --prompts "$T/badprompts" --base-url http://127.0.0.1:9/v1 --model m --api-key-env "" "$RS"
 check "no run created for them" "$(q "select count(*) from runs")" "$before"
 
+# ---- --name=value, and -- before a file whose name starts with '-' -------------
+expect "--steps=1 --timing-ci=off: as --steps 1 --timing-ci off" 0 "best kernel of run" -- \
+  "$K" run --steps=1 --timing-ci=off --no-timing "$RS"
+cp "$RS/good.c" "$T/-dash.c"
+expect "eval -- TASK -dash.c: a file, not an option" 0 "^verdict: ok" -- \
+  sh -c "cd \"$T\" && \"$K\" eval --no-timing -- \"$RS\" -dash.c"
+expect "without --, -dash.c is an unknown option" 2 "unknown or incomplete option '-dash.c'" -- \
+  sh -c "cd \"$T\" && \"$K\" eval --no-timing \"$RS\" -dash.c"
+
 # ---- runs: untimed runs say so; --json ----------------------------------------
 expect "runs: an untimed best says untimed, not 0.00x" 0 "^1 +rowsum +tune +[a-z]+ +[0-9]+ +untimed" -- "$K" runs
 "$K" runs --json >"$T/runs.json" 2>&1
