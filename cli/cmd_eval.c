@@ -110,8 +110,13 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
   kv_store_close(s);
 }
 
-static void print_human(const struct kv_gate_result *r, const char *cand) {
-  printf("%s\n", cand);
+/* The phases as they end (kv_gate_opts.on_phase): what kevo eval prints. */
+struct shown {
+  const char *cand;
+  int compile, checks, timing; /* printed already */
+};
+
+static void print_compile(const struct kv_gate_result *r) {
   printf("  compile  %6.2f s%s\n", r->compile_s, r->compile_cached ? " (cached)" : "");
   for (int i = 0; i < r->nkernels && i < 8; i++) {
     const struct kv_kernel_res *k = &r->kernels[i];
@@ -128,12 +133,41 @@ static void print_human(const struct kv_gate_result *r, const char *cand) {
     printf("  static   %6.2f s  cuobjdump -sass: the mix of each kernel, above\n", r->static_s);
   else if (r->static_note[0])
     printf("  static   %s\n", r->static_note);
+}
+
+static void print_checks(const struct kv_gate_result *r) {
   if (r->nchecks) {
     int pass = 0;
     for (int i = 0; i < r->nchecks; i++)
       pass += r->checks[i].verdict == KV_V_OK;
     printf("  checks   %6.2f s  %d/%d passed\n", r->check_s, pass, r->nchecks);
   }
+}
+
+static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r) {
+  struct shown *sh = ud;
+  if (!strcmp(phase, "compile") && !sh->compile) {
+    printf("%s\n", sh->cand);
+    print_compile(r);
+    sh->compile = 1;
+  } else if (!strcmp(phase, "checks") && !sh->checks) {
+    print_checks(r);
+    sh->checks = 1;
+  } else if (!strcmp(phase, "timing") && !sh->timing && isatty(STDOUT_FILENO)) {
+    printf("  timing   ...\r"); /* overwritten by the timing's line */
+    sh->timing = 1;
+  }
+  fflush(stdout);
+}
+
+/* What the phases did not print, and the verdict. */
+static void print_human(const struct kv_gate_result *r, struct shown *sh) {
+  if (!sh->compile) {
+    printf("%s\n", sh->cand);
+    print_compile(r);
+  }
+  if (!sh->checks)
+    print_checks(r);
   if (r->timed) {
     const struct kv_timing *t = &r->timing;
     printf("  timing   %6.2f s  at %s\n", r->time_s, t->sizes);
@@ -278,6 +312,11 @@ int cmd_eval(int argc, char **argv) {
     kv_task_free(t);
     return cli_fail("out of memory");
   }
+  struct shown shown = {pos[1], 0, 0, 0};
+  if (!json) { /* each phase as it ends */
+    o.on_phase = on_phase;
+    o.phase_ud = &shown;
+  }
   if (kv_gate_eval(t, pos[1], &o, r, err, sizeof err) < 0) {
     kv_gate_result_release(r);
     free(r);
@@ -291,7 +330,7 @@ int cmd_eval(int argc, char **argv) {
   if (json)
     printf("%s\n", js ? js : "{}");
   else
-    print_human(r, pos[1]);
+    print_human(r, &shown);
   int code = r->verdict == KV_V_OK ? 0 : 1;
   free(js);
   kv_gate_result_release(r);

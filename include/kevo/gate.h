@@ -106,6 +106,7 @@ struct kv_timing {
   char stop[16];              /* "fixed", "ci", "max" or "deadline" */
 };
 
+struct kv_gate_result;
 struct kv_gate_opts {
   const char *surface;   /* "cpu" (default) or "cuda" */
   uint64_t seed;         /* base seed; fresh per evaluation unless set */
@@ -143,6 +144,13 @@ struct kv_gate_opts {
    * within its deadline (0: 120 s); never changes the verdict. */
   int profile, debug;
   double profile_deadline_s, debug_deadline_s;
+  /* Called as each phase of kv_gate_eval ends, with the result so far:
+   * "compile" (compile and static analysis in), "checks" (the checks in;
+   * not when the candidate did not compile), "timing" (as timing starts;
+   * only when there is timing to do). NULL: none. (kevo eval shows its
+   * phases as they happen with it.) */
+  void (*on_phase)(void *ud, const char *phase, const struct kv_gate_result *r);
+  void *phase_ud;
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 

@@ -631,6 +631,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   snprintf(r->static_note, sizeof r->static_note, "%s", cand->static_note);
   r->sass = cand->sass;
   cand->sass = NULL;
+  if (o->on_phase)
+    o->on_phase(o->phase_ud, "compile", r);
   if (!cand->ok) {
     /* The first error line makes the detail; the whole log is kept. */
     const char *log = r->compile_log ? r->compile_log : "";
@@ -821,6 +823,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     }
   }
   r->check_s = kv_now_s() - t1;
+  if (o->on_phase)
+    o->on_phase(o->phase_ud, "checks", r);
   if (worst != KV_V_OK) {
     rc = 0;
     goto out;
@@ -843,6 +847,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       if (lr < 0)
         goto out;
       kv_worker_resume(&s.cw);
+      if (o->on_phase)
+        o->on_phase(o->phase_ud, "timing", r);
       t2 = kv_now_s();
       /* The baseline: the task's baseline.cu, or its PyTorch module under
        * torch.compile. */

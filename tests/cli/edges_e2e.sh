@@ -174,6 +174,20 @@ expect "eval -- TASK -dash.c: a file, not an option" 0 "^verdict: ok" -- \
 expect "without --, -dash.c is an unknown option" 2 "unknown or incomplete option '-dash.c'" -- \
   sh -c "cd \"$T\" && \"$K\" eval --no-timing \"$RS\" -dash.c"
 
+# ---- eval shows each phase as it ends: the checks before timing is over -------
+"$K" eval --budget 3 "$RS" "$RS/good.c" >"$T/phases.out" 2>&1 &
+EP=$!
+i=0
+while ! grep -q "^  checks .* passed" "$T/phases.out" 2>/dev/null && [ $i -lt 600 ]; do
+  sleep 0.05
+  i=$((i + 1))
+done
+kill -0 "$EP" 2>/dev/null && grep -q "^  checks .* passed" "$T/phases.out" &&
+  ! grep -q "^verdict" "$T/phases.out" && ok "eval: the checks shown while it still times" ||
+  bad "eval: the checks were not shown before the end: $(cat "$T/phases.out")"
+wait "$EP"
+check "eval: then the verdict" "$(grep -c "^verdict: ok" "$T/phases.out")" 1
+
 # ---- runs: untimed runs say so; --json ----------------------------------------
 expect "runs: an untimed best says untimed, not 0.00x" 0 "^1 +rowsum +tune +[a-z]+ +[0-9]+ +untimed" -- "$K" runs
 "$K" runs --json >"$T/runs.json" 2>&1
