@@ -50,7 +50,7 @@ const char *kvt_quote(const char *s, size_t max, char *out, size_t cap) {
     max = cap > 4 ? cap - 4 : 0;
   for (; s[n] && i < max; n++) {
     unsigned char ch = (unsigned char)s[n];
-    out[i++] = (ch < 0x20 || ch >= 0x7f) ? '?' : (char)ch;
+    out[i++] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch; /* UTF-8 passes: names, not bytes */
   }
   if (s[n] && cap >= 4) {
     if (i + 4 > cap)

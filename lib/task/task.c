@@ -701,9 +701,20 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
     return fail(c, "name: must have 1 to %d characters; give the task a short name", TASK_NAME_MAX);
   for (const char *p = s; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '_' || *p == '-' || *p == '.'))
-      return fail(c, "name: '%s' has the character '%c'; use letters, digits, '_', '-' and '.'",
-                  kvt_quote(s, 40, q, sizeof q), (*p >= 0x20 && *p < 0x7f) ? *p : '?');
+          *p == '_' || *p == '-' || *p == '.')) {
+      /* the character as written: a UTF-8 sequence whole, a control byte in hex */
+      unsigned char b = (unsigned char)*p;
+      int n = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+      char ch[16];
+      if (b < 0x20 || b == 0x7f || (b >= 0x80 && b < 0xc0))
+        snprintf(ch, sizeof ch, "\\x%02x", b);
+      else
+        snprintf(ch, sizeof ch, "%.*s", (int)strnlen(p, (size_t)n), p);
+      return fail(c,
+                  "name: '%s' has the character '%s'; use ASCII letters, digits, '_', '-' and "
+                  "'.' (the name names files and tables)",
+                  kvt_quote(s, 40, q, sizeof q), ch);
+    }
   if (!(t->name = xstrdup(s)))
     return oom(c);
 

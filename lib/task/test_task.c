@@ -229,6 +229,9 @@ static const struct bad bad_mutations[] = {
     {"name", NULL, "task.json: name: missing"},
     {"name", "42", "task.json: name: must be a string, not an integer"},
     {"name", "\"row sum\"", "task.json: name: 'row sum' has the character ' '"},
+    /* a non-ASCII name is shown as written, not as '?' */
+    {"name", "\"rows\u00fcm\"", "task.json: name: 'rows\xc3\xbcm' has the character '\xc3\xbc'"},
+    {"name", "\"a\\u0001b\"", "task.json: name: 'a?b' has the character '\\x01'"},
     {"name", "\"\"", "task.json: name: must have 1 to"},
     {"summary", "[]", "task.json: summary: must be a string, not an array"},
     {"entry", NULL, "task.json: entry: missing"},
