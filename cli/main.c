@@ -202,12 +202,20 @@ static void help(FILE *f) {
 /* Every command's arguments as its parser expects them: "--name=value" is
  * "--name" "value"; after "--" nothing is an option, so an argument that
  * starts with '-' (a file so named; "-" itself still means stdin) becomes
- * "./-name", and "--" goes. The new vector lives as long as the process. */
-static char **normal_args(int argc, char **argv, int *out_argc) {
-  char **v = calloc((size_t)argc * 2 + 1, sizeof *v);
-  if (!v)
-    return NULL;
-  int n = 0, opts = 1;
+ * "./-name", and "--" goes. What it allocates is in own[] (freed by main). */
+struct args {
+  int argc;
+  char **argv, **own;
+  int nown;
+};
+
+static int normal_args(int argc, char **argv, struct args *o) {
+  memset(o, 0, sizeof *o);
+  o->argv = calloc((size_t)argc * 2 + 1, sizeof *o->argv);
+  o->own = calloc((size_t)argc + 1, sizeof *o->own);
+  if (!o->argv || !o->own)
+    return -1;
+  int opts = 1;
   for (int i = 0; i < argc; i++) {
     char *a = argv[i];
     if (i >= 2 && opts && !strcmp(a, "--")) {
@@ -218,31 +226,48 @@ static char **normal_args(int argc, char **argv, int *out_argc) {
     if (eq) {
       char *name = strndup(a, (size_t)(eq - a));
       if (!name)
-        return NULL;
-      v[n++] = name;
-      v[n++] = eq + 1;
+        return -1;
+      o->own[o->nown++] = name;
+      o->argv[o->argc++] = name;
+      o->argv[o->argc++] = eq + 1;
     } else if (!opts && a[0] == '-' && a[1]) {
       char *p = malloc(strlen(a) + 3);
       if (!p)
-        return NULL;
+        return -1;
       sprintf(p, "./%s", a);
-      v[n++] = p;
+      o->own[o->nown++] = p;
+      o->argv[o->argc++] = p;
     } else {
-      v[n++] = a;
+      o->argv[o->argc++] = a;
     }
   }
-  *out_argc = n;
-  return v;
+  return 0;
 }
+
+static void free_args(struct args *o) {
+  for (int i = 0; i < o->nown; i++)
+    free(o->own[i]);
+  free(o->own);
+  free(o->argv);
+}
+
+static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
-  char **nv = normal_args(argc, argv, &argc);
-  if (!nv) {
+  struct args a;
+  int rc;
+  if (normal_args(argc, argv, &a) < 0) {
     fprintf(stderr, "kevo: out of memory\n");
-    return 2;
+    rc = 2;
+  } else {
+    rc = dispatch(a.argc, a.argv);
   }
-  argv = nv;
+  free_args(&a);
+  return rc;
+}
+
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     help(stderr);
     return 2;
