@@ -277,25 +277,27 @@ static void add_bad(char *out, size_t cap, size_t *used, int *n, const char *fmt
   (*n)++;
 }
 
-/* Undefined symbols listed by `nm ARGS path` that the policy forbids. */
-static int policy_scan(const char *nm_flag, const char *path, const struct kv_task *t, int vendors,
-                       char *out, size_t cap, char *err, size_t errlen) {
-  out[0] = 0;
+int kv_undefined_symbols(const char *path, const char *nm_flag,
+                         void (*each)(void *ud, const char *name), void *ud, char *err,
+                         size_t errlen) {
   struct kv_buf o;
   kv_buf_init(&o, 1 << 20);
   struct kv_proc_result pr;
-  char *argv[] = {"nm", (char *)nm_flag, "--undefined-only", (char *)path, NULL};
+  char *argv[5] = {"nm", "--undefined-only", (char *)path, NULL, NULL};
+  if (nm_flag) { /* nm FLAG --undefined-only path */
+    argv[1] = (char *)nm_flag;
+    argv[2] = "--undefined-only";
+    argv[3] = (char *)path;
+  }
   if (kv_run(argv, NULL, NULL, 20, NULL, NULL, &o, &pr, err, errlen) < 0) {
     kv_buf_release(&o);
     return -1;
   }
   if (!pr.exited || pr.status != 0) {
-    kv_error(err, errlen, "nm %s failed: %s", path, o.data ? o.data : "");
+    kv_error(err, errlen, "nm %s failed: %.500s", path, o.data ? o.data : "");
     kv_buf_release(&o);
     return -1;
   }
-  int n = 0;
-  size_t used = 0;
   for (char *line = o.data, *next; line && *line; line = next) {
     next = strchr(line, '\n');
     if (next)
@@ -304,21 +306,45 @@ static int policy_scan(const char *nm_flag, const char *path, const struct kv_ta
     if (!u)
       continue;
     char *name = u + 3;
-    name[strcspn(name, "@ \t")] = 0;
-    for (size_t i = 0; i < KV_ARRAY_LEN(forbidden); i++)
-      if (!strcmp(name, forbidden[i]))
-        add_bad(out, cap, &used, &n, "%s%s", name, "");
-    for (size_t i = 0; vendors && i < KV_ARRAY_LEN(vendor); i++) {
-      if (strncmp(name, vendor[i].prefix, strlen(vendor[i].prefix)) != 0)
-        continue;
-      if (!allowed_lib(t, vendor[i].lib) && !allowed_lib(t, vendor[i].lib2))
-        add_bad(out, cap, &used, &n, "%s (lib%s, not in the task's \"allow\" list)", name,
-                vendor[i].lib);
-      break;
-    }
+    name[strcspn(name, "@ \t\r")] = 0;
+    if (*name) /* unnamed: extern __shared__ arrays and section symbols */
+      each(ud, name);
   }
   kv_buf_release(&o);
-  return n;
+  return 0;
+}
+
+/* The policy's scan: each undefined symbol it forbids, into out. */
+struct scan {
+  const struct kv_task *t;
+  int vendors, n;
+  char *out;
+  size_t cap, used;
+};
+
+static void scan_one(void *ud, const char *name) {
+  struct scan *sc = ud;
+  for (size_t i = 0; i < KV_ARRAY_LEN(forbidden); i++)
+    if (!strcmp(name, forbidden[i]))
+      add_bad(sc->out, sc->cap, &sc->used, &sc->n, "%s%s", name, "");
+  for (size_t i = 0; sc->vendors && i < KV_ARRAY_LEN(vendor); i++) {
+    if (strncmp(name, vendor[i].prefix, strlen(vendor[i].prefix)) != 0)
+      continue;
+    if (!allowed_lib(sc->t, vendor[i].lib) && !allowed_lib(sc->t, vendor[i].lib2))
+      add_bad(sc->out, sc->cap, &sc->used, &sc->n, "%s (lib%s, not in the task's \"allow\" list)",
+              name, vendor[i].lib);
+    break;
+  }
+}
+
+/* Undefined symbols listed by `nm ARGS path` that the policy forbids. */
+static int policy_scan(const char *nm_flag, const char *path, const struct kv_task *t, int vendors,
+                       char *out, size_t cap, char *err, size_t errlen) {
+  out[0] = 0;
+  struct scan sc = {t, vendors, 0, out, cap, 0};
+  if (kv_undefined_symbols(path, nm_flag, scan_one, &sc, err, errlen) < 0)
+    return -1;
+  return sc.n;
 }
 
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,

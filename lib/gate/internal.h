@@ -153,6 +153,11 @@ void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char 
 /* Linked into every cuda object (kevo_cuda_last_error), and nvcc's flag for
  * an architecture ("-arch=sm_90"; "-gencode=..." for sm_90a, sm_100f). */
 extern const char kv_cuda_guard_cu[];
+/* Each undefined symbol `nm [nm_flag] --undefined-only path` lists (the
+ * version suffix cut; unnamed ones skipped), to each. 0, or -1 with err. */
+int kv_undefined_symbols(const char *path, const char *nm_flag,
+                         void (*each)(void *ud, const char *name), void *ud, char *err,
+                         size_t errlen);
 void kv_cuda_arch_flag(const char *arch, char *out, size_t cap);
 /* The architecture to build for: $KEVO_CUDA_ARCH (sm_90, 90 or 9.0), else
  * the GPU's compute capability from nvidia-smi ("sm_90"). Cached. */

@@ -394,49 +394,33 @@ done:
  * may; their output is captured and capped the same way). */
 static const char *const device_ok[] = {"vprintf", "malloc", "free", "__assertfail"};
 
+struct kscan {
+  int n;
+  char *out;
+  size_t cap, used;
+};
+
+static void kscan_one(void *ud, const char *name) {
+  struct kscan *k = ud;
+  for (size_t i = 0; i < KV_ARRAY_LEN(device_ok); i++)
+    if (!strcmp(name, device_ok[i]))
+      return;
+  const char *why = !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6)
+                        ? "the device runtime (dynamic parallelism): a kernel-only candidate "
+                          "launches nothing itself; add a launch line"
+                        : "not defined in the candidate: kernel-only candidates are linked with "
+                          "nothing (device code may call printf, malloc, free and assert)";
+  int w =
+      snprintf(k->out + k->used, k->cap - k->used, "%s%.120s (%s)", k->n ? ", " : "", name, why);
+  if (w > 0 && (size_t)w < k->cap - k->used)
+    k->used += (size_t)w;
+  k->n++;
+}
+
 int kv_policy_check_nvrtc(const char *cubin_path, char *out, size_t cap, char *err, size_t errlen) {
   out[0] = 0;
-  struct kv_buf o;
-  kv_buf_init(&o, 1 << 20);
-  struct kv_proc_result pr;
-  char *argv[] = {"nm", "--undefined-only", (char *)cubin_path, NULL};
-  if (kv_run(argv, NULL, NULL, 20, NULL, NULL, &o, &pr, err, errlen) < 0) {
-    kv_buf_release(&o);
+  struct kscan k = {0, out, cap, 0};
+  if (kv_undefined_symbols(cubin_path, NULL, kscan_one, &k, err, errlen) < 0)
     return -1;
-  }
-  if (!pr.exited || pr.status != 0) {
-    kv_error(err, errlen, "nm %s failed: %.500s", cubin_path, o.data ? o.data : "");
-    kv_buf_release(&o);
-    return -1;
-  }
-  int n = 0;
-  size_t used = 0;
-  for (char *line = o.data, *next; line && *line; line = next) {
-    next = strchr(line, '\n');
-    if (next)
-      *next++ = 0;
-    char *u = strstr(line, " U ");
-    if (!u)
-      continue;
-    char *name = u + 3;
-    name[strcspn(name, "@ \t\r")] = 0;
-    if (!*name) /* unnamed: extern __shared__ arrays and section symbols */
-      continue;
-    int fine = 0;
-    for (size_t i = 0; i < KV_ARRAY_LEN(device_ok); i++)
-      fine |= !strcmp(name, device_ok[i]);
-    if (fine)
-      continue;
-    const char *why = !strncmp(name, "cuda", 4) || !strncmp(name, "__cuda", 6)
-                          ? "the device runtime (dynamic parallelism): a kernel-only candidate "
-                            "launches nothing itself; add a launch line"
-                          : "not defined in the candidate: kernel-only candidates are linked with "
-                            "nothing (device code may call printf, malloc, free and assert)";
-    int w = snprintf(out + used, cap - used, "%s%.120s (%s)", n ? ", " : "", name, why);
-    if (w > 0 && (size_t)w < cap - used)
-      used += (size_t)w;
-    n++;
-  }
-  kv_buf_release(&o);
-  return n;
+  return k.n;
 }
