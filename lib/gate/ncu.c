@@ -95,11 +95,17 @@ static const char stall_prefix[] = "smsp__average_warps_issue_stalled_";
 static const char stall_suffix[] = "_per_issue_active.ratio";
 
 static void add_rule(struct kv_ncu_kernel *k, const char *name, const char *desc, double sp) {
+  /* A rule given again (ncu prints CPIStall as a WRN note, then as the OPT
+   * advice with the estimate): the one with the larger speedup stays, its
+   * text with it, in its place by speedup. */
   for (int i = 0; i < k->nrules; i++)
     if (!strcmp(k->rules[i].name, name)) {
-      if (sp > k->rules[i].speedup)
-        k->rules[i].speedup = sp;
-      return;
+      if (sp <= k->rules[i].speedup)
+        return;
+      for (int j = i; j + 1 < k->nrules; j++)
+        k->rules[j] = k->rules[j + 1];
+      k->nrules--;
+      break;
     }
   struct kv_ncu_rule r;
   memset(&r, 0, sizeof r);

@@ -173,12 +173,18 @@ static long summary_count(const char *s, size_t n) {
   p += 15;
   long v = 0;
   int any = 0;
-  while (p < s + n && *p >= '0' && *p <= '9') {
-    if (v < 100000000)
+  /* digits, maybe with thousands separators ("1,024") */
+  while (p < s + n && ((*p >= '0' && *p <= '9') ||
+                       (*p == ',' && any && p + 1 < s + n && p[1] >= '0' && p[1] <= '9'))) {
+    if (*p != ',' && v < 100000000)
       v = v * 10 + (*p - '0');
     p++;
     any = 1;
   }
+  /* Past --print-limit a second line follows, "ERROR SUMMARY: 493 errors
+   * were not printed. ...": not the total. */
+  if (find_n(p, (size_t)(s + n - p), "not printed"))
+    return -2;
   return any ? v : -1;
 }
 
@@ -327,9 +333,10 @@ int kv_san_parse(const char *tool, const char *text, struct kv_san_report *rep) 
     int indent;
     const char *s = unprefix(line, n, &rn, &indent);
     long sc = summary_count(s, rn);
-    if (sc >= 0) {
+    if (sc >= 0 || sc == -2) {
       FLUSH();
-      summary = sc;
+      if (sc >= 0)
+        summary = sc;
     } else if (indent == 0 && is_head(s, rn)) {
       FLUSH();
       memset(&cur, 0, sizeof cur);
@@ -351,7 +358,7 @@ int kv_san_parse(const char *tool, const char *text, struct kv_san_report *rep) 
     } else if (open && pending && indent > 0 && find_n(s, rn, "+0x")) {
       if (pending == 1)
         location(s, rn, cur.kernel, sizeof cur.kernel, cur.file, sizeof cur.file, &cur.line);
-      else
+      else if (pending == 2)
         location(s, rn, NULL, 0, cur.file2, sizeof cur.file2, &cur.line2);
       pending = 0;
       const char *h = find_n(s, rn, " [");
@@ -361,19 +368,28 @@ int kv_san_parse(const char *tool, const char *text, struct kv_san_report *rep) 
       if (s[0] == '[') {
         add_access(&cur, s + 1, rn - 1 - (s[rn - 1] == ']'));
       } else if (starts(s, rn, "and ") && rn >= 10 && !strncmp(s + rn - 10, " access at", 10)) {
-        size_t u = strlen(cur.kind);
-        snprintf(cur.kind + u, sizeof cur.kind - u, " and %.*s", (int)(rn - 7), s + 4);
-        pending = 2;
+        /* Racecheck may pair one access with several ("and Read access at"
+         * on each line): the first names the finding, the others add their
+         * hazards (pending 3). */
+        if (!cur.file2[0] && !cur.line2) {
+          size_t u = strlen(cur.kind);
+          snprintf(cur.kind + u, sizeof cur.kind - u, " and %.*s", (int)(rn - 7), s + 4);
+          pending = 2;
+        } else {
+          pending = 3;
+        }
       } else if (starts(s, rn, "at ") && !cur.kernel[0]) {
         location(s, rn, cur.kernel, sizeof cur.kernel, cur.file, sizeof cur.file, &cur.line);
       } else if (starts(s, rn, "and ") && find_n(s, rn, " access at ")) {
         /* racecheck: "and Read access at F+0x.. in FILE:LINE [N hazards]" */
-        const char *a = find_n(s, rn, " access at ");
-        char kind2[64];
-        copy_n(kind2, sizeof kind2, s + 4, (size_t)(a - s) - 4 + 7);
-        size_t u = strlen(cur.kind);
-        snprintf(cur.kind + u, sizeof cur.kind - u, " and %s", kind2);
-        location(s, rn, NULL, 0, cur.file2, sizeof cur.file2, &cur.line2);
+        if (!cur.file2[0] && !cur.line2) { /* the first of several: see above */
+          const char *a = find_n(s, rn, " access at ");
+          char kind2[64];
+          copy_n(kind2, sizeof kind2, s + 4, (size_t)(a - s) - 4 + 7);
+          size_t u = strlen(cur.kind);
+          snprintf(cur.kind + u, sizeof cur.kind - u, " and %s", kind2);
+          location(s, rn, NULL, 0, cur.file2, sizeof cur.file2, &cur.line2);
+        }
         const char *h = find_n(s, rn, " [");
         if (h)
           add_access(&cur, h + 2, rn - (size_t)(h + 2 - s) - (s[rn - 1] == ']'));

@@ -119,6 +119,88 @@ static void test_sync_init_clean(void **state) {
   free(r);
 }
 
+/* Recorded on an H100 (compute-sanitizer 2025.3.1, tests/debug/standalone.cu,
+ * tests/sanitize/README.md): memcheck's out-of-bounds write at line 12,
+ * printed 20 times (--print-limit) of 513, byte counts with thousands
+ * separators, and a second ERROR SUMMARY line for the errors not printed. */
+static void test_h100_memcheck(void **state) {
+  (void)state;
+  struct kv_san_report *r = parse_san("memcheck", "h100-memcheck.txt");
+  assert_int_equal(r->nfindings, 1);
+  assert_int_equal(r->errors, 513); /* not the "493 errors were not printed" */
+  const struct kv_san_finding *f = &r->f[0];
+  assert_string_equal(f->tool, "memcheck");
+  assert_non_null(strstr(f->kind, "write"));
+  assert_string_equal(f->kind, "Invalid __global__ write of size 4 bytes");
+  assert_string_equal(f->kernel, "oob_write");
+  assert_string_equal(f->file, "standalone.cu");
+  assert_int_equal(f->line, 12);
+  assert_int_equal(f->count, 20); /* the printed repeats at line 12, folded */
+  assert_non_null(strstr(f->access, "thread (64,0,0) in block (0,0,0)"));
+  assert_non_null(strstr(f->access, "Access to 0x7f4f24000100 is out of bounds"));
+  assert_non_null(strstr(f->access, "155,188,993 bytes after the nearest allocation"));
+  char line[2048];
+  kv_san_summary(r, line, sizeof line);
+  assert_non_null(strstr(line, "memcheck: Invalid __global__ write of size 4 bytes in oob_write "
+                               "at standalone.cu:12"));
+  assert_non_null(strstr(line, "[x20]"));
+  free(r);
+}
+
+/* racecheck, recorded: a write paired with two reads per report (two "and"
+ * lines), errors and warnings, all at line 22. */
+static void test_h100_racecheck(void **state) {
+  (void)state;
+  struct kv_san_report *r = parse_san("racecheck", "h100-racecheck.txt");
+  assert_int_equal(r->nfindings, 3);
+  assert_int_equal(r->errors, 7); /* "7 hazards displayed": no ERROR SUMMARY */
+  const struct kv_san_finding *f = &r->f[0];
+  assert_string_equal(f->kind, "Error: Race reported between Write access and Read access");
+  assert_string_equal(f->kernel, "smem_race");
+  assert_string_equal(f->file, "standalone.cu");
+  assert_int_equal(f->line, 22);
+  assert_string_equal(f->file2, "standalone.cu");
+  assert_int_equal(f->line2, 22);
+  assert_int_equal(f->count, 2);
+  assert_non_null(strstr(f->access, "15488 hazards"));
+  assert_non_null(strstr(f->access, "3584 hazards")); /* the second read's */
+  assert_string_equal(r->f[1].kind, "Warning: Race reported between Write access and Read access");
+  assert_int_equal(r->f[1].count, 4);
+  assert_string_equal(r->f[2].kind, "Warning: Race reported between Read access and Write access");
+  assert_int_equal(r->f[2].line, 22);
+  assert_int_equal(r->f[2].line2, 22);
+  assert_int_equal(r->f[0].count + r->f[1].count + r->f[2].count, 7);
+  free(r);
+}
+
+/* synccheck and initcheck, recorded: the divergent barrier at line 30 (16
+ * threads), the uninitialized read at line 37 (20 printed of 1024). */
+static void test_h100_sync_init(void **state) {
+  (void)state;
+  struct kv_san_report *r = parse_san("synccheck", "h100-synccheck.txt");
+  assert_int_equal(r->nfindings, 1);
+  assert_int_equal(r->errors, 16);
+  assert_string_equal(r->f[0].kind, "Barrier error detected. Divergent thread(s) in warp.");
+  assert_non_null(strstr(r->f[0].kind, "Barrier"));
+  assert_non_null(strstr(r->f[0].kind, "Divergent"));
+  assert_string_equal(r->f[0].kernel, "divergent_barrier");
+  assert_string_equal(r->f[0].file, "standalone.cu");
+  assert_int_equal(r->f[0].line, 30);
+  assert_int_equal(r->f[0].count, 16);
+  free(r);
+  r = parse_san("initcheck", "h100-initcheck.txt");
+  assert_int_equal(r->nfindings, 1);
+  assert_int_equal(r->errors, 1024); /* not the "1004 errors were not printed" */
+  assert_string_equal(r->f[0].kind, "Uninitialized __global__ memory read of size 4 bytes");
+  assert_non_null(strstr(r->f[0].kind, "Uninitialized"));
+  assert_string_equal(r->f[0].kernel, "uninit_read");
+  assert_string_equal(r->f[0].file, "standalone.cu");
+  assert_int_equal(r->f[0].line, 37);
+  assert_int_equal(r->f[0].count, 20);
+  assert_non_null(strstr(r->f[0].access, "Address 0x7fb182000800"));
+  free(r);
+}
+
 /* AddressSanitizer and UBSan (the cpu surface), recorded in kevo's worker:
  * the kind, the function and line of the first frame with a source line,
  * the access. */
@@ -250,6 +332,53 @@ static void test_ncu_junk(void **state) {
   assert_float_equal(r.k[1].duration_us, 2000, 1e-9);
 }
 
+/* Recorded on an H100 (ncu 2025.3.1, `scale` of tests/debug/standalone.cu,
+ * tests/ncu/README.md): demangled name, units in base (ns, with thousands
+ * separators), CPIStall given first as a WRN note, then as the OPT advice
+ * with its estimate. */
+static void test_h100_ncu(void **state) {
+  (void)state;
+  char *t = fixture("ncu", "h100-scale.csv");
+  struct kv_ncu_report *r = calloc(1, sizeof *r);
+  assert_int_equal(kv_ncu_parse_csv(t, r), 1);
+  const struct kv_ncu_kernel *k = &r->k[0];
+  assert_string_equal(k->name, "scale(const float4 *, float4 *, int)");
+  assert_string_equal(k->grid, "(1056, 1, 1)");
+  assert_string_equal(k->block, "(256, 1, 1)");
+  assert_float_equal(k->duration_us, 43.136, 1e-9); /* "43,136" ns */
+  assert_true(k->duration_us > 0);
+  assert_float_equal(k->sm_pct, 4.62, 1e-9);
+  assert_float_equal(k->mem_pct, 79.45, 1e-9); /* the %, not MWA's byte/s */
+  assert_float_equal(k->dram_pct, 79.45, 1e-9);
+  assert_float_equal(k->l1_pct, 23.12, 1e-9);
+  assert_float_equal(k->l2_pct, 78.50, 1e-9);
+  assert_float_equal(k->achieved_occ, 92.58, 1e-9);
+  assert_float_equal(k->theoretical_occ, 100, 1e-9);
+  assert_float_equal(k->registers, 18, 1e-9);
+  assert_float_equal(k->smem_bytes, 0, 1e-9); /* the driver's 1,024 bytes not counted */
+  assert_float_equal(k->waves, 1, 1e-9);
+  assert_float_equal(k->cpi, 378.65, 1e-9);
+  assert_string_equal(k->top_stall, "long_scoreboard");
+  assert_float_equal(k->top_stall_cycles, 380.82, 1e-9);
+  /* CPIStall's advice and estimate first; SOLBottleneck (OPT, no estimate)
+   * after; the INF ones left out. */
+  assert_int_equal(k->nrules, 2);
+  assert_string_equal(k->rules[0].name, "CPIStall");
+  assert_float_equal(k->rules[0].speedup, 100.6, 1e-9);
+  assert_non_null(strstr(k->rules[0].text, "spends 380.8 cycles being stalled"));
+  assert_string_equal(k->rules[1].name, "SOLBottleneck");
+  assert_float_equal(k->rules[1].speedup, 0, 1e-9);
+  assert_non_null(strstr(k->rules[1].text, "Memory is more heavily utilized than Compute"));
+  char line[8192];
+  kv_ncu_summary(r, line, sizeof line);
+  assert_non_null(strstr(line, "scale(const float4 *, float4 *, int)<<<(1056, 1, 1),(256, 1, 1)>>> "
+                               "43.1 us; SOL sm 5% mem 79% (dram 79%"));
+  assert_non_null(strstr(line, "top stall long_scoreboard (380.8 of 378.6 cycles/instr)"));
+  assert_non_null(strstr(line, "rule CPIStall (est. +101%): On average"));
+  free(t);
+  kv_ncu_report_free(r);
+}
+
 /* A tool that is not there: the evaluation goes on, and the result says why
  * (the JSON carries the note). */
 static void test_result_notes(void **state) {
@@ -334,6 +463,10 @@ int main(void) {
       cmocka_unit_test(test_result_notes),
       cmocka_unit_test(test_roundtrip),
       cmocka_unit_test(test_asan_ubsan),
+      cmocka_unit_test(test_h100_memcheck),
+      cmocka_unit_test(test_h100_racecheck),
+      cmocka_unit_test(test_h100_sync_init),
+      cmocka_unit_test(test_h100_ncu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

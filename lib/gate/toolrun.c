@@ -18,12 +18,20 @@
 #include "kevo/sanitize.h"
 #include "kevo/wire.h"
 
-/* The layers the worker leaves off under each tool, found on an H100 (driver
- * 580) by starting it under the tool with each layer on in turn (README, "The
- * cuda surface"); $KEVO_NCU_WITHOUT and $KEVO_SANITIZER_WITHOUT
- * ("netns,seccomp"; "none": every layer on) override them. */
-static const char *const ncu_off[] = {NULL};
-static const char *const san_off[] = {NULL};
+/* The layers the worker leaves off under each tool, measured on an H100
+ * (driver 580.159, ncu and compute-sanitizer 2025.3.1) by running each tool
+ * with every combination of one layer on or off (BENCHMARKS.md, "Which
+ * sandbox layers the tools need"):
+ * - both hang until their start deadline in the worker's own network
+ *   namespace (the injected library cannot reach the tool's front end);
+ * - under seccomp, compute-sanitizer's injection makes cuInit fail
+ *   (CUDA_ERROR_OPERATING_SYSTEM) and ncu hangs;
+ * - ncu is killed by the lockdown after loading (it patches code);
+ * - Landlock and the scratch directory are tolerated by both.
+ * $KEVO_NCU_WITHOUT and $KEVO_SANITIZER_WITHOUT ("netns,seccomp"; "none":
+ * every layer on) override them. */
+static const char *const ncu_off[] = {"netns", "seccomp", "lock", NULL};
+static const char *const san_off[] = {"netns", "seccomp", NULL};
 /* The cpu surface's AddressSanitizer run: RLIMIT_AS only (its shadow). */
 static const char *const asan_off[] = {"as", NULL};
 
