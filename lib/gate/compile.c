@@ -58,19 +58,68 @@ static void cpu_model(char *out, size_t cap) {
   fclose(f);
 }
 
-/* In the compiler's child: a network namespace, landlock (write only the build
- * directory; read only system directories), resource limits. No seccomp: the
- * compiler driver must start cc1, as and ld (nvcc: cicc, ptxas, fatbinary). */
-int kv_compile_setup(void *arg) {
-  const char *dir = arg;
-  struct kv_sandbox_opts o;
-  kv_sandbox_defaults(&o, dir);
-  o.seccomp = 0;
-  o.cpu_seconds = 300;
-  o.file_limit_bytes = 256u << 20;
-  o.read_paths[o.nread_paths++] = "/usr/local";
-  struct kv_sandbox_status st;
-  kv_sandbox_enter(&o, &st);
+int kv_helper_path(const char *name, const char *env, char *out, size_t cap) {
+  const char *e = getenv(env);
+  if (e && *e) {
+    snprintf(out, cap, "%s", e);
+    return access(out, X_OK);
+  }
+  const char *w = getenv("KEVO_WORKER");
+  if (w && *w && strrchr(w, '/')) {
+    snprintf(out, cap, "%.*s/%s", (int)(strrchr(w, '/') - w), w, name);
+    if (access(out, X_OK) == 0)
+      return 0;
+  }
+  char dir[PATH_MAX - 32];
+  if (kv_exe_dir(dir, sizeof dir) < 0)
+    return -1;
+  snprintf(out, cap, "%s/%s", dir, name);
+  return access(out, X_OK);
+}
+
+/* kevo-sandbox's exit status when a layer failed (worker/sandbox_exec.c). */
+#define KV_SANDBOX_FAILED_EXIT 125
+
+int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[], const char *cwd,
+                  double deadline_s, struct kv_buf *out, struct kv_proc_result *res, char *err,
+                  size_t errlen) {
+  char helper[PATH_MAX], exe[PATH_MAX], cpu[32], fsize[32];
+  if (kv_helper_path("kevo-sandbox", "KEVO_SANDBOX_HELPER", helper, sizeof helper) != 0)
+    return kv_error(err, errlen,
+                    "%s: kevo-sandbox not found; build it beside kevo-worker or set "
+                    "KEVO_SANDBOX_HELPER",
+                    helper);
+  if (kv_which(argv[0], exe, sizeof exe) < 0)
+    return kv_error(err, errlen, "%s: not found in PATH; install it or put it on PATH", argv[0]);
+  snprintf(cpu, sizeof cpu, "%d", j->cpu_s > 0 ? j->cpu_s : 300);
+  snprintf(fsize, sizeof fsize, "%llu", j->fsize);
+  enum { MAXARGS = 96 };
+  char *av[MAXARGS];
+  int a = 0;
+  av[a++] = helper;
+  av[a++] = (char *)j->dir;
+  av[a++] = cpu;
+  av[a++] = fsize;
+  for (int i = 0; i < j->nreads && i < 4; i++)
+    if (j->reads[i] && *j->reads[i]) {
+      av[a++] = "-r";
+      av[a++] = (char *)j->reads[i];
+    }
+  av[a++] = "--";
+  av[a++] = exe;
+  for (int i = 1; argv[i]; i++) {
+    if (a >= MAXARGS - 1)
+      return kv_error(err, errlen, "%s: too many arguments for the sandbox (at most %d)", argv[0],
+                      MAXARGS - 12);
+    av[a++] = argv[i];
+  }
+  av[a] = NULL;
+  if (kv_run(av, envp, cwd, deadline_s, NULL, NULL, out, res, err, errlen) < 0)
+    return -1;
+  if (res->exited && res->status == KV_SANDBOX_FAILED_EXIT && out && out->data &&
+      strstr(out->data, "kevo-sandbox: "))
+    return kv_error(err, errlen, "%s could not be sandboxed: %.400s", argv[0],
+                    strstr(out->data, "kevo-sandbox: ") + 14);
   return 0;
 }
 
@@ -169,7 +218,8 @@ int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, 
     struct kv_buf log;
     kv_buf_init(&log, KV_LOG_CAP);
     struct kv_proc_result pr;
-    if (kv_run(argv, envp, dir, deadline_s, kv_compile_setup, dir, &log, &pr, err, errlen) < 0) {
+    struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+    if (kv_run_jailed(&jail, argv, envp, dir, deadline_s, &log, &pr, err, errlen) < 0) {
       rc = -1;
     } else {
       b->ok = pr.exited && pr.status == 0 && kv_path_exists(p_out);

@@ -133,8 +133,28 @@ void kv_sass_analyze_build(struct kv_build *b, const char *tmp_parent, double de
  * returns the count and a "fork, system" list in `out`. -1 if nm fails. */
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
                     size_t errlen);
-/* kv_run setup for compilers: arg is the build directory, the only writable one. */
-int kv_compile_setup(void *arg);
+/* A compiler's or tool's sandbox (kevo-sandbox, worker/sandbox_exec.c): a
+ * network namespace, no_new_privs, Landlock (writes only `dir`; reads the
+ * system directories, /usr/local and `reads`), RLIMIT_CPU and RLIMIT_FSIZE;
+ * no seccomp (the compiler drivers start their own children). */
+struct kv_jail {
+  const char *dir;
+  const char *reads[4];
+  int nreads;
+  int cpu_s;
+  unsigned long long fsize; /* bytes; 0: the sandbox's default */
+};
+/* kv_run of argv inside the jail: the sandbox is entered by kevo-sandbox
+ * after exec (a child forked from a threaded process may only make
+ * async-signal-safe calls before exec), which then executes argv[0] (found
+ * on PATH as kv_run finds it). A sandbox that cannot be set up is kevo's
+ * failure (-1, err says why), never the tool's. */
+int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[], const char *cwd,
+                  double deadline_s, struct kv_buf *out, struct kv_proc_result *res, char *err,
+                  size_t errlen);
+/* A helper executable of kevo's (kevo-sandbox, kevo-nvrtc): $ENV, else beside
+ * $KEVO_WORKER, else beside this executable. 0 when it is executable. */
+int kv_helper_path(const char *name, const char *env, char *out, size_t cap);
 /* "gcc (Debian 12.2.0-14) 12.2.0" */
 const char *kv_cc_version(void);
 

@@ -269,7 +269,8 @@ static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *l
   if (left < 1)
     left = 1;
   struct kv_proc_result pr;
-  if (kv_run(argv, envp, dir, left, kv_compile_setup, (void *)dir, log, &pr, err, errlen) < 0)
+  struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+  if (kv_run_jailed(&jail, argv, envp, dir, left, log, &pr, err, errlen) < 0)
     return -1;
   if (pr.timed_out) {
     kv_buf_appendf(log, "\nkevo: nvcc did not finish within the compile deadline and was killed\n");

@@ -79,22 +79,7 @@ const char *kv_nvrtc_lib(void) {
 }
 
 int kv_nvrtc_helper(char *out, size_t cap) {
-  const char *e = getenv("KEVO_NVRTC_HELPER");
-  if (e && *e) {
-    snprintf(out, cap, "%s", e);
-    return access(out, X_OK);
-  }
-  const char *w = getenv("KEVO_WORKER");
-  if (w && *w && strrchr(w, '/')) {
-    snprintf(out, cap, "%.*s/kevo-nvrtc", (int)(strrchr(w, '/') - w), w);
-    if (access(out, X_OK) == 0)
-      return 0;
-  }
-  char dir[PATH_MAX - 16];
-  if (kv_exe_dir(dir, sizeof dir) < 0)
-    return -1;
-  snprintf(out, cap, "%s/kevo-nvrtc", dir);
-  return access(out, X_OK);
+  return kv_helper_path("kevo-nvrtc", "KEVO_NVRTC_HELPER", out, cap);
 }
 
 int kv_cuda_is_kernel_only(const struct kv_task *t, const char *text, size_t len) {

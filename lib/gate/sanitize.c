@@ -666,7 +666,8 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
       struct kv_buf log;
       kv_buf_init(&log, 16384);
       struct kv_proc_result pr;
-      if (kv_run(steps[i], envp, dir, 120, kv_compile_setup, dir, &log, &pr, err, errlen) < 0)
+      struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+      if (kv_run_jailed(&jail, steps[i], envp, dir, 120, &log, &pr, err, errlen) < 0)
         rc = -1;
       else if (!pr.exited || pr.status != 0)
         rc = kv_error(err, errlen, "the -lineinfo build failed: %.300s", log.data ? log.data : "");
@@ -760,7 +761,8 @@ static int build_asan(const struct kv_session *s, const struct kv_build *cand, c
     struct kv_buf log;
     kv_buf_init(&log, 16384);
     struct kv_proc_result pr;
-    if (kv_run(argv, envp, dir, 120, kv_compile_setup, dir, &log, &pr, err, errlen) == 0) {
+    struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+    if (kv_run_jailed(&jail, argv, envp, dir, 120, &log, &pr, err, errlen) == 0) {
       if (pr.exited && pr.status == 0) {
         snprintf(f, sizeof f, "%s/out.so", dir);
         rc = rename(f, so) == 0 ? 0 : kv_error(err, errlen, "%s: cannot store the build", so);
@@ -785,24 +787,6 @@ done:
  * object's debug information is the candidate's), each such frame rewritten
  * as "#1 0x7f.. in FUNC FILE:LINE". Returns a new text (malloc'd), or NULL
  * to keep the original. */
-struct a2l_setup {
-  const char *dir, *so;
-};
-
-/* addr2line's sandbox: no network, landlock (reads system directories and
- * the object, writes a fresh directory), resource limits. */
-static int a2l_setup(void *arg) {
-  const struct a2l_setup *d = arg;
-  struct kv_sandbox_opts o;
-  kv_sandbox_defaults(&o, d->dir);
-  o.seccomp = 0;
-  o.cpu_seconds = 30;
-  o.read_paths[o.nread_paths++] = d->so;
-  struct kv_sandbox_status st;
-  kv_sandbox_enter(&o, &st);
-  return 0;
-}
-
 static char *symbolize(const char *text, const char *so, const char *tmp_parent) {
   char needle[PATH_MAX + 8];
   snprintf(needle, sizeof needle, "(%s+0x", so);
@@ -839,8 +823,8 @@ static char *symbolize(const char *text, const char *so, const char *tmp_parent)
   kv_buf_init(&out, 1 << 20);
   struct kv_proc_result pr;
   char *res = NULL;
-  struct a2l_setup as = {dir, so};
-  if (kv_run(argv, envp, dir, 20, a2l_setup, &as, &out, &pr, err, sizeof err) == 0 && pr.exited &&
+  struct kv_jail jail = {.dir = dir, .reads = {so}, .nreads = 1, .cpu_s = 30};
+  if (kv_run_jailed(&jail, argv, envp, dir, 20, &out, &pr, err, sizeof err) == 0 && pr.exited &&
       pr.status == 0 && out.data) {
     /* Two lines per address: FUNC, FILE:LINE. */
     char *fn[MAXF], *loc[MAXF];

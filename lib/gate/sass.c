@@ -319,28 +319,6 @@ const char *kv_cuobjdump_path(void) {
   return path;
 }
 
-struct dump_setup {
-  const char *dir, *obj, *tooldir;
-};
-
-/* In the child: no network, landlock (reads the object and the tool's
- * directory, writes only a fresh directory), resource limits. No seccomp:
- * its filter refuses the execve of cuobjdump itself. */
-static int dump_setup(void *arg) {
-  const struct dump_setup *d = arg;
-  struct kv_sandbox_opts o;
-  kv_sandbox_defaults(&o, d->dir);
-  o.seccomp = 0;
-  o.cpu_seconds = 60;
-  o.file_limit_bytes = 16u << 20;
-  o.read_paths[o.nread_paths++] = d->obj;
-  o.read_paths[o.nread_paths++] = d->tooldir;
-  o.read_paths[o.nread_paths++] = "/usr/local";
-  struct kv_sandbox_status st;
-  kv_sandbox_enter(&o, &st);
-  return 0;
-}
-
 int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, char **text,
                  int *truncated, char *note, size_t notecap) {
   *text = NULL;
@@ -357,7 +335,8 @@ int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, cha
     *sl = 0;
   if (kv_mkdtemp(tmp_parent, "sass", dir, sizeof dir, err, sizeof err) < 0)
     return kv_error(note, notecap, "not available: %s", err);
-  struct dump_setup d = {dir, obj, tooldir};
+  struct kv_jail jail = {
+      .dir = dir, .reads = {obj, tooldir}, .nreads = 2, .cpu_s = 60, .fsize = 16u << 20};
   char *argv[] = {(char *)tool, "-sass", (char *)obj, NULL};
   char home[PATH_MAX + 8], tmp[PATH_MAX + 8];
   snprintf(home, sizeof home, "HOME=%s", dir);
@@ -366,7 +345,7 @@ int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, cha
   struct kv_buf out;
   kv_buf_init(&out, KV_SASS_TEXT_CAP);
   struct kv_proc_result r;
-  int rc = kv_run(argv, envp, dir, deadline_s, dump_setup, &d, &out, &r, err, sizeof err);
+  int rc = kv_run_jailed(&jail, argv, envp, dir, deadline_s, &out, &r, err, sizeof err);
   kv_rmtree(dir);
   if (rc < 0) {
     kv_buf_release(&out);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <math.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,6 +270,65 @@ static void test_prebuild_fills_the_cache(void **state) {
   kv_task_free(t);
 }
 
+/* The compiler runs in kevo-sandbox (entered after exec, not in a child of
+ * the compile pool's threads): its Landlock confines what the compiler can
+ * read, and a sandbox that fails is kevo's error, never a compile_error
+ * cached against the source (issue 17). */
+static void test_compile_jail(void **state) {
+  (void)state;
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char dir[4096], a[4200], tmp[4096], fake[4200], cache[4200], err[1024];
+  snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", src);
+  struct kv_task *t;
+  assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-jail", tmp, sizeof tmp, err, sizeof err), 0);
+  snprintf(cache, sizeof cache, "%s/cache", tmp);
+  assert_int_equal(kv_mkdirs(cache, 0700, err, sizeof err), 0);
+  /* A source that includes a file outside the sandbox's reads. */
+  char secret[4200], code[8600];
+  snprintf(secret, sizeof secret, "%s/secret.h", tmp);
+  assert_int_equal(kv_write_file(secret, "#define SECRET 1\n", 17, err, sizeof err), 0);
+  snprintf(a, sizeof a, "%s/a.c", tmp);
+  snprintf(code, sizeof code,
+           "#include \"%s\"\n/* %llu */ void rowsum(const float *x, float *y, int rows, int "
+           "cols) { (void)x; (void)cols; for (int r = 0; r < rows; r++) y[r] = SECRET; }\n",
+           secret, (unsigned long long)kv_random_u64());
+  assert_int_equal(kv_write_file(a, code, strlen(code), err, sizeof err), 0);
+  struct kv_build b;
+  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), 0);
+  assert_false(b.ok);
+  assert_non_null(strstr(b.log, "secret.h"));
+  kv_build_release(&b);
+  /* A helper whose layer failed: kevo's error, and nothing cached. */
+  snprintf(fake, sizeof fake, "%s/fake-sandbox", tmp);
+  const char *sh =
+      "#!/bin/sh\necho 'kevo-sandbox: the landlock layer failed: planted' >&2\nexit 125\n";
+  assert_int_equal(kv_write_file(fake, sh, strlen(sh), err, sizeof err), 0);
+  chmod(fake, 0700);
+  const char *code2 = "/* fresh */ void rowsum(const float *x, float *y, int rows, int cols) { "
+                      "(void)x; (void)cols; for (int r = 0; r < rows; r++) y[r] = 0; }\n";
+  assert_int_equal(kv_write_file(a, code2, strlen(code2), err, sizeof err), 0);
+  setenv("KEVO_SANDBOX_HELPER", fake, 1);
+  err[0] = 0;
+  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "could not be sandboxed: the landlock layer failed: planted"));
+  kv_build_release(&b);
+  /* A helper that is not there: named, with the fix. */
+  setenv("KEVO_SANDBOX_HELPER", "/nonexistent/kevo-sandbox", 1);
+  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "KEVO_SANDBOX_HELPER"));
+  kv_build_release(&b);
+  unsetenv("KEVO_SANDBOX_HELPER");
+  /* The real helper: the same source compiles (the failure was not cached). */
+  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), 0);
+  assert_true(b.ok);
+  kv_build_release(&b);
+  kv_rmtree(tmp);
+  kv_task_free(t);
+}
+
 static int count_fds(void) {
   int n = 0;
   for (int fd = 0; fd < 1024; fd++)
@@ -368,6 +428,7 @@ int main(void) {
       cmocka_unit_test(test_result_json_out_of_memory),
       cmocka_unit_test(test_implausible_against_ceilings),
       cmocka_unit_test(test_prebuild_fills_the_cache),
+      cmocka_unit_test(test_compile_jail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 P="$T/prefix"
 cmake --install "$B" --prefix "$P" >"$T/install.log" 2>&1 && ok "cmake --install" ||
   bad "cmake --install: $(tail -3 "$T/install.log")"
-for f in bin/kevo bin/kevo-worker share/kevo/kevo_import.py share/kevo/kevo_synth.py \
+for f in bin/kevo bin/kevo-worker bin/kevo-sandbox bin/kevo-nvrtc share/kevo/kevo_import.py share/kevo/kevo_synth.py \
   share/kevo/kevo_torch_worker.py share/kevo/libkevo_pyrt.so \
   share/kevo/examples/tasks/rowsum/task.json share/doc/kevo/README.md; do
   [ -e "$P/$f" ] && ok "installed $f" || bad "not installed: $f"
