@@ -180,8 +180,15 @@ int kv_undefined_symbols(const char *path, const char *nm_flag,
                          size_t errlen);
 void kv_cuda_arch_flag(const char *arch, char *out, size_t cap);
 /* The architecture to build for: $KEVO_CUDA_ARCH (sm_90, 90 or 9.0), else
- * the GPU's compute capability from nvidia-smi ("sm_90"). Cached. */
+ * the GPU's compute capability ("sm_90"): kv_cuda_arch_at with the driver's
+ * /proc/driver/nvidia and kevo's cache directory. Cached in the process. */
 int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen);
+/* The first visible GPU's compute capability from nvidia-smi, remembered in
+ * cache_dir per device identity (the driver's information file of that GPU
+ * under proc_root, UUID included, and its version) so that a later process
+ * on the same device and driver does not ask again. */
+int kv_cuda_arch_at(const char *proc_root, const char *cache_dir, char *out, size_t cap, char *err,
+                    size_t errlen);
 /* The cuda policy: the candidate's own object may not call what kv_policy_check
  * forbids, nor a vendor library (cublas..., cudnn...) that the task's `allow`
  * list does not name. Same return as kv_policy_check. */

@@ -7,6 +7,7 @@
  * candidate's own object is kept for the policy check (the shared object
  * holds the CUDA runtime, which legitimately loads libraries and opens
  * sockets). Same sandbox, deadline, capped log and cache as kv_build_c. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -131,6 +132,108 @@ static int norm_arch(const char *in, char *out, size_t cap) {
   return 0;
 }
 
+/* The identity of the device the worker will use, as the driver states it
+ * under proc_root (/proc/driver/nvidia): the `information` file of the
+ * idx-th GPU in PCI order (its model and UUID among others) and the
+ * driver's `version`, hashed into key. -1 when they cannot be read (no
+ * driver, a container without /proc/driver/nvidia, fewer GPUs). */
+static int device_key(const char *proc_root, int idx, char key[65]) {
+  char dir[PATH_MAX], path[PATH_MAX + 300];
+  snprintf(dir, sizeof dir, "%s/gpus", proc_root);
+  DIR *d = opendir(dir);
+  if (!d)
+    return -1;
+  char names[64][256];
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) && n < 64;)
+    if (e->d_name[0] != '.')
+      snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+  closedir(d);
+  if (idx < 0 || idx >= n)
+    return -1;
+  qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+  char *info = NULL, *ver = NULL;
+  size_t il = 0, vl = 0;
+  snprintf(path, sizeof path, "%s/%s/information", dir, names[idx]);
+  int rc = kv_read_file(path, 1 << 16, &info, &il, NULL, 0);
+  snprintf(path, sizeof path, "%s/version", proc_root);
+  if (rc == 0)
+    rc = kv_read_file(path, 1 << 16, &ver, &vl, NULL, 0);
+  if (rc == 0 && il > 0 && strstr(info, "UUID")) {
+    size_t len = il + vl + 16;
+    char *both = malloc(len);
+    if (both) {
+      int m = snprintf(both, len, "%s\n--\n%s", info, ver ? ver : "");
+      kv_sha256_hex(both, (size_t)m, key);
+      free(both);
+    } else {
+      rc = -1;
+    }
+  } else {
+    rc = -1;
+  }
+  free(info);
+  free(ver);
+  return rc;
+}
+
+int kv_cuda_arch_at(const char *proc_root, const char *cache_dir, char *out, size_t cap, char *err,
+                    size_t errlen) {
+  /* The worker uses the first visible device; nvidia-smi counts in PCI order,
+   * as the worker does (CUDA_DEVICE_ORDER=PCI_BUS_ID). */
+  char idx[32] = "0";
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  if (vis && *vis >= '0' && *vis <= '9')
+    snprintf(idx, sizeof idx, "%.*s", (int)strspn(vis, "0123456789"), vis);
+  /* nvidia-smi takes about a second on a GPU host, once per kevo process (on
+   * an H100 it was most of a new candidate's compile time): its answer is
+   * kept per device identity in the cache directory, and asked again only
+   * for a device (or driver) not seen before. */
+  char key[65], memo[PATH_MAX + 100] = "";
+  if (cache_dir && *cache_dir && device_key(proc_root, atoi(idx), key) == 0) {
+    snprintf(memo, sizeof memo, "%s/cuda-arch-%.32s", cache_dir, key);
+    char *text = NULL;
+    size_t len = 0;
+    if (kv_read_file(memo, 64, &text, &len, NULL, 0) == 0) {
+      char line[64];
+      snprintf(line, sizeof line, "%.*s", (int)strcspn(text, "\n"), text);
+      free(text);
+      if (norm_arch(line, out, cap) == 0)
+        return 0;
+    }
+  }
+  char smi[PATH_MAX];
+  if (kv_which("nvidia-smi", smi, sizeof smi) != 0)
+    return kv_error(err, errlen,
+                    "--surface cuda: no NVIDIA GPU found (nvidia-smi is not on PATH); the cuda "
+                    "surface runs candidates on an NVIDIA GPU with its driver; to only compile, "
+                    "set KEVO_CUDA_ARCH (e.g. sm_90)");
+  char *argv[] = {smi, "--query-gpu=compute_cap", "--format=csv,noheader", "-i", idx, NULL};
+  struct kv_buf b;
+  kv_buf_init(&b, 4096);
+  struct kv_proc_result r;
+  if (kv_run(argv, NULL, NULL, 30, NULL, NULL, &b, &r, err, errlen) < 0) {
+    kv_buf_release(&b);
+    return -1;
+  }
+  const char *txt = b.data ? b.data : "";
+  char line[64];
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(txt, "\n"), txt);
+  int ok = r.exited && r.status == 0 && norm_arch(line, out, cap) == 0;
+  if (!ok) {
+    char how[128];
+    kv_proc_describe(&r, how, sizeof how);
+    kv_error(err, errlen,
+             "--surface cuda: no usable NVIDIA GPU (nvidia-smi --query-gpu=compute_cap %s: "
+             "%.300s); check the driver with nvidia-smi, or set KEVO_CUDA_ARCH to only compile",
+             how, txt);
+  } else if (memo[0]) {
+    kv_write_file(memo, out, strlen(out), NULL, 0); /* best effort: asked again if it fails */
+  }
+  kv_buf_release(&b);
+  return ok ? 0 : -1;
+}
+
 int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen) {
   static char cached[32];
   if (cached[0]) {
@@ -147,42 +250,13 @@ int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen) {
     snprintf(out, cap, "%s", cached);
     return 0;
   }
-  char smi[PATH_MAX];
-  if (kv_which("nvidia-smi", smi, sizeof smi) != 0)
-    return kv_error(err, errlen,
-                    "--surface cuda: no NVIDIA GPU found (nvidia-smi is not on PATH); the cuda "
-                    "surface runs candidates on an NVIDIA GPU with its driver; to only compile, "
-                    "set KEVO_CUDA_ARCH (e.g. sm_90)");
-  /* The worker uses the first visible device; nvidia-smi counts in PCI order,
-   * as the worker does (CUDA_DEVICE_ORDER=PCI_BUS_ID). */
-  char idx[32] = "0";
-  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
-  if (vis && *vis >= '0' && *vis <= '9')
-    snprintf(idx, sizeof idx, "%.*s", (int)strspn(vis, "0123456789"), vis);
-  char *argv[] = {smi, "--query-gpu=compute_cap", "--format=csv,noheader", "-i", idx, NULL};
-  struct kv_buf b;
-  kv_buf_init(&b, 4096);
-  struct kv_proc_result r;
-  if (kv_run(argv, NULL, NULL, 30, NULL, NULL, &b, &r, err, errlen) < 0) {
-    kv_buf_release(&b);
+  char cache[PATH_MAX];
+  if (kv_cache_dir(cache, sizeof cache) < 0)
+    cache[0] = 0;
+  char arch[32];
+  if (kv_cuda_arch_at("/proc/driver/nvidia", cache, arch, sizeof arch, err, errlen) < 0)
     return -1;
-  }
-  const char *txt = b.data ? b.data : "";
-  char line[64];
-  snprintf(line, sizeof line, "%.*s", (int)strcspn(txt, "\n"), txt);
-  int ok = r.exited && r.status == 0 && norm_arch(line, cached, sizeof cached) == 0;
-  if (!ok) {
-    char how[128];
-    kv_proc_describe(&r, how, sizeof how);
-    kv_error(err, errlen,
-             "--surface cuda: no usable NVIDIA GPU (nvidia-smi --query-gpu=compute_cap %s: "
-             "%.300s); check the driver with nvidia-smi, or set KEVO_CUDA_ARCH to only compile",
-             how, txt);
-    cached[0] = 0;
-  }
-  kv_buf_release(&b);
-  if (!ok)
-    return -1;
+  snprintf(cached, sizeof cached, "%s", arch);
   snprintf(out, cap, "%s", cached);
   return 0;
 }

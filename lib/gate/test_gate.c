@@ -329,6 +329,64 @@ static void test_compile_jail(void **state) {
   kv_task_free(t);
 }
 
+/* The architecture is asked of nvidia-smi once per device identity and then
+ * read from the cache directory (a GPU host's nvidia-smi takes about a
+ * second a process); another GPU (UUID) or driver asks again. */
+static void test_cuda_arch_memo(void **state) {
+  (void)state;
+  char tmp[4096], err[1024], p[4400], arch[32];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-arch", tmp, sizeof tmp, err, sizeof err), 0);
+  snprintf(p, sizeof p, "%s/proc/gpus/0000:17:00.0", tmp);
+  assert_int_equal(kv_mkdirs(p, 0700, err, sizeof err), 0);
+  snprintf(p, sizeof p, "%s/proc/gpus/0000:17:00.0/information", tmp);
+  const char *info = "Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-f576f1a3\n";
+  assert_int_equal(kv_write_file(p, info, strlen(info), err, sizeof err), 0);
+  snprintf(p, sizeof p, "%s/proc/version", tmp);
+  assert_int_equal(kv_write_file(p, "NVRM 580.159.04\n", 16, err, sizeof err), 0);
+  /* A stand-in nvidia-smi that counts its calls. */
+  snprintf(p, sizeof p, "%s/bin", tmp);
+  assert_int_equal(kv_mkdirs(p, 0700, err, sizeof err), 0);
+  char smi[4400], count[4400], script[9000];
+  snprintf(smi, sizeof smi, "%s/bin/nvidia-smi", tmp);
+  snprintf(count, sizeof count, "%s/calls", tmp);
+  snprintf(script, sizeof script, "#!/bin/sh\necho x >> '%s'\necho 9.0\n", count);
+  assert_int_equal(kv_write_file(smi, script, strlen(script), err, sizeof err), 0);
+  chmod(smi, 0700);
+  const char *old_path = getenv("PATH");
+  char path[9000], proc[4400], cache[4400];
+  snprintf(path, sizeof path, "%s/bin:%s", tmp, old_path ? old_path : "/usr/bin:/bin");
+  setenv("PATH", path, 1);
+  snprintf(proc, sizeof proc, "%s/proc", tmp);
+  snprintf(cache, sizeof cache, "%s/cache", tmp);
+  assert_int_equal(kv_mkdirs(cache, 0700, err, sizeof err), 0);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(kv_cuda_arch_at(proc, cache, arch, sizeof arch, err, sizeof err), 0);
+    assert_string_equal(arch, "sm_90");
+  }
+  char *c = NULL;
+  size_t n = 0;
+  assert_int_equal(kv_read_file(count, 4096, &c, &n, err, sizeof err), 0);
+  assert_int_equal(n, 2); /* one call: "x\n" */
+  free(c);
+  /* Another GPU in the same slot: asked again. */
+  snprintf(p, sizeof p, "%s/proc/gpus/0000:17:00.0/information", tmp);
+  const char *info2 = "Model: \t\t NVIDIA H200\nGPU UUID: \t GPU-0badc0de\n";
+  assert_int_equal(kv_write_file(p, info2, strlen(info2), err, sizeof err), 0);
+  assert_int_equal(kv_cuda_arch_at(proc, cache, arch, sizeof arch, err, sizeof err), 0);
+  assert_int_equal(kv_read_file(count, 4096, &c, &n, err, sizeof err), 0);
+  assert_int_equal(n, 4);
+  free(c);
+  /* No driver files (a container): nvidia-smi every time, as before. */
+  snprintf(p, sizeof p, "%s/none", tmp);
+  assert_int_equal(kv_cuda_arch_at(p, cache, arch, sizeof arch, err, sizeof err), 0);
+  assert_int_equal(kv_cuda_arch_at(p, cache, arch, sizeof arch, err, sizeof err), 0);
+  assert_int_equal(kv_read_file(count, 4096, &c, &n, err, sizeof err), 0);
+  assert_int_equal(n, 8);
+  free(c);
+  setenv("PATH", old_path ? old_path : "/usr/bin:/bin", 1);
+  kv_rmtree(tmp);
+}
+
 static int count_fds(void) {
   int n = 0;
   for (int fd = 0; fd < 1024; fd++)
@@ -429,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_implausible_against_ceilings),
       cmocka_unit_test(test_prebuild_fills_the_cache),
       cmocka_unit_test(test_compile_jail),
+      cmocka_unit_test(test_cuda_arch_memo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
