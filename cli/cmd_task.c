@@ -25,7 +25,12 @@ int cmd_task(int argc, char **argv) {
       json = 1;
     else if (!strcmp(argv[i], "--surface") && i + 1 < argc)
       o.surface = argv[++i];
-    else if (argv[i][0] == '-') {
+    else if (!strcmp(argv[i], "--deadline") && i + 1 < argc) {
+      double v;
+      if (cli_number("--deadline", argv[++i], &v))
+        return 2;
+      o.job_deadline_s = v;
+    } else if (argv[i][0] == '-') {
       cli_fail("task check: unknown or incomplete option '%s'", argv[i]);
       return cli_usage("task");
     } else if (!dir)

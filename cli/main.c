@@ -15,7 +15,8 @@ static const struct kv_command commands[] = {
      "[--budget SECONDS] [--timing-ci X|off] [--deadline SECONDS] [--torch-compile MODE] TASK_DIR "
      "CANDIDATE",
      "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
-    {"task", cmd_task, "kevo task check [--surface cpu|cuda] [--json] TASK_DIR",
+    {"task", cmd_task,
+     "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes"},
     {"doctor", cmd_doctor, "kevo doctor",
      "check compilers, tools, the worker and every sandbox layer"},

@@ -76,6 +76,14 @@ for d in "$SRC"/examples/tasks/*/; do
   [ -f "$d/task.json" ] || continue
   expect "task check $(basename "$d")" 0 "task ok" -- "$K" task check "$d"
 done
+# --deadline: a reference slower than the job deadline is refused, named.
+mkdir -p "$T/slowref"
+sed 's/"name": "rowsum"/"name": "slowref"/' "$RS/task.json" >"$T/slowref/task.json"
+{ echo '#include <time.h>'; sed 's/^void rowsum(\(.*\)) {$/void rowsum(\1) {\n  struct timespec ts = {0, 300000000}; nanosleep(\&ts, 0);/' "$RS/reference.c"; } >"$T/slowref/reference.c"
+grep -q nanosleep "$T/slowref/reference.c" || echo "FAIL: the slow reference was not made"
+expect "task check --deadline: slow reference refused" 1 "no answer within 0.2 s" -- "$K" task check --deadline 0.2 "$T/slowref"
+expect "task check --deadline: enough time" 0 "task ok" -- "$K" task check --deadline 5 "$T/slowref"
+expect "task check --deadline: not a number" 2 "not a positive number" -- "$K" task check --deadline soon "$RS"
 mkdir -p "$T/tiny"
 cat >"$T/tiny/task.json" <<'JSON'
 {"name": "tiny", "entry": "tiny",
