@@ -293,9 +293,32 @@ static int is_buffer(enum kv_role r) {
   return r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
 }
 
+/* Bytes dev_alloc gives a buffer of `bytes`: rounded up, plus 256 spare. */
+static size_t dev_size(size_t bytes) {
+  return (bytes + 255) / 256 * 256 + 256; /* even empty buffers get an address */
+}
+
 static CUresult dev_alloc(CUdeviceptr *p, size_t bytes) {
-  size_t sz = (bytes + 255) / 256 * 256 + 256; /* even empty buffers get an address */
-  return cu.MemAlloc(p, sz);
+  return cu.MemAlloc(p, dev_size(bytes));
+}
+
+/* CHECK calls: the spare bytes after a buffer's last element (256 to 511)
+ * are its guard zone, the pattern of kv_guard_fill for (seed, param). The
+ * device's allocations start aligned, so there is no zone before them. */
+#define DEV_GUARD_MAX 512
+static void dev_guard_fill(CUdeviceptr d, size_t b, uint64_t seed, int p) {
+  uint8_t g[DEV_GUARD_MAX];
+  size_t n = dev_size(b) - b;
+  kv_guard_fill(g, n, kv_guard_key(seed, p), 0);
+  CK(cu.MemcpyHtoD(d + b, g, n), "filling the guard zone after %s", task->params[p].name);
+}
+
+/* The first changed byte of that zone, or -1. */
+static long dev_guard_changed(CUdeviceptr d, size_t b, uint64_t seed, int p) {
+  uint8_t g[DEV_GUARD_MAX];
+  size_t n = dev_size(b) - b;
+  CK(cu.MemcpyDtoH(g, d + b, n), "copying the guard zone after %s back", task->params[p].name);
+  return kv_guard_changed(g, n, kv_guard_key(seed, p), 0);
 }
 
 static void free_all(CUdeviceptr *d, size_t n) {
@@ -600,7 +623,7 @@ static int cuda_check(json_t *req) {
   }
   uint64_t scal[KV_MAX_PARAMS];
   void *args[KV_MAX_PARAMS];
-  json_t *ns = json_array();
+  json_t *ns = json_array(), *guard = json_array();
   size_t off = 0;
   for (size_t c = 0; c < ncalls; c++) {
     json_t *call = json_array_get(calls, c);
@@ -623,6 +646,8 @@ static int cuda_check(json_t *req) {
       if (r == KV_ROLE_OUT)
         CK(poison_dev(d[p], task->params[p].dtype, (size_t)nelem[p], poison), "poisoning %s",
            task->params[p].name);
+      if (is_buffer(r))
+        dev_guard_fill(d[p], b, seed, p);
       args[p] = is_buffer(r) ? (void *)(uintptr_t)d[p] : (void *)&scal[p];
     }
     CK(cu.StreamSynchronize(stream), "preparing call %zu", c + 1);
@@ -630,6 +655,15 @@ static int cuda_check(json_t *req) {
     snprintf(when, sizeof when, "call %zu of the job", c + 1);
     uint64_t t = call_and_sync(slot, args, when);
     json_array_append_new(ns, json_integer((json_int_t)t));
+    /* Writes past a buffer's end: reported as the cpu worker does. */
+    for (int p = 0; p < task->nparams; p++) {
+      if (!is_buffer(task->params[p].role))
+        continue;
+      long k = dev_guard_changed(d[p], kv_param_bytes(task, p, nelem), seed, p);
+      if (k >= 0)
+        json_array_append_new(guard, json_pack("{s:I,s:i,s:b,s:I}", "call", (json_int_t)c, "param",
+                                               p, "before", 0, "byte", (json_int_t)k));
+    }
     /* Outputs first (param order), then the inputs as they are now. */
     for (int pass = 0; pass < 2; pass++) {
       for (int p = 0; p < task->nparams; p++) {
@@ -646,7 +680,7 @@ static int cuda_check(json_t *req) {
   free_all(d, KV_MAX_PARAMS);
   for (int q = 0; q < KV_MAX_PARAMS; q++)
     free(hin[q]);
-  int rc = reply(KV_MSG_REPLY, json_pack("{s:o}", "call_ns", ns), blob, off);
+  int rc = reply(KV_MSG_REPLY, json_pack("{s:o,s:o}", "call_ns", ns, "guard", guard), blob, off);
   free(blob);
   return rc;
 }

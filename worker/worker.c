@@ -96,6 +96,7 @@ struct site {
   void *bufs[KV_MAX_PARAMS];
   uint64_t scal[KV_MAX_PARAMS];
   void *args[KV_MAX_PARAMS];
+  void *mem[KV_MAX_PARAMS]; /* check sites: the allocation, guard zones included */
 };
 
 static int site_alloc(struct site *st, const int64_t nelem[KV_MAX_PARAMS]) {
@@ -104,18 +105,53 @@ static int site_alloc(struct site *st, const int64_t nelem[KV_MAX_PARAMS]) {
     size_t b = kv_param_bytes(task, p, nelem);
     if (task->params[p].role == KV_ROLE_SIZE || task->params[p].role == KV_ROLE_SCALAR)
       continue;
-    /* Round up so that even empty buffers get a distinct, aligned address. */
-    size_t sz = (b + 63) / 64 * 64 + 64;
-    st->bufs[p] = aligned_alloc(64, sz);
-    if (!st->bufs[p])
+    /* A guard zone on each side (kv_guard_after rounds up, so that even
+     * empty buffers get a distinct, aligned address). */
+    size_t sz = KV_GUARD_BYTES + b + kv_guard_after(b);
+    st->mem[p] = aligned_alloc(64, sz);
+    if (!st->mem[p])
       return -1;
+    st->bufs[p] = (uint8_t *)st->mem[p] + KV_GUARD_BYTES;
   }
   return 0;
 }
 
+/* Fills the guard zones of every buffer for a call drawn from seed. */
+static void guard_fill(struct site *st, const int64_t nelem[KV_MAX_PARAMS], uint64_t seed) {
+  for (int p = 0; p < task->nparams; p++) {
+    if (!st->mem[p])
+      continue;
+    size_t b = kv_param_bytes(task, p, nelem);
+    uint64_t key = kv_guard_key(seed, p);
+    kv_guard_fill(st->mem[p], KV_GUARD_BYTES, key, 1);
+    kv_guard_fill((uint8_t *)st->bufs[p] + b, kv_guard_after(b), key, 0);
+  }
+}
+
+/* After call c: the first changed guard byte of each buffer, appended to
+ * `out` as {call, param, before, byte} for the parent to judge. */
+static void guard_check(struct site *st, const int64_t nelem[KV_MAX_PARAMS], uint64_t seed,
+                        size_t c, json_t *out) {
+  for (int p = 0; p < task->nparams; p++) {
+    if (!st->mem[p])
+      continue;
+    size_t b = kv_param_bytes(task, p, nelem);
+    uint64_t key = kv_guard_key(seed, p);
+    int before = 1;
+    long k = kv_guard_changed(st->mem[p], KV_GUARD_BYTES, key, 1);
+    if (k < 0) {
+      before = 0;
+      k = kv_guard_changed((uint8_t *)st->bufs[p] + b, kv_guard_after(b), key, 0);
+    }
+    if (k >= 0)
+      json_array_append_new(out, json_pack("{s:I,s:i,s:b,s:I}", "call", (json_int_t)c, "param", p,
+                                           "before", before, "byte", (json_int_t)k));
+  }
+}
+
 static void site_free(struct site *st) {
   for (int p = 0; p < KV_MAX_PARAMS; p++)
-    free(st->bufs[p]);
+    free(st->mem[p]);
   memset(st, 0, sizeof(*st));
 }
 
@@ -153,7 +189,7 @@ static int handle_check(json_t *req) {
     site_free(&st);
     return reply_error("out of memory for the buffers");
   }
-  json_t *ns = json_array();
+  json_t *ns = json_array(), *guard = json_array();
   size_t off = 0;
   for (size_t c = 0; c < ncalls; c++) {
     json_t *call = json_array_get(calls, c);
@@ -163,6 +199,7 @@ static int handle_check(json_t *req) {
     kv_fill_inputs_mt(task, nelem, st.bufs, seed, kv_fill_threads());
     kv_fill_scalars(task, s, seed, st.scal);
     poison_outputs(&st, nelem, poison);
+    guard_fill(&st, nelem, seed);
     site_args(&st);
     uint64_t t0 = kv_now_ns();
     slots[slot](st.args);
@@ -170,11 +207,12 @@ static int handle_check(json_t *req) {
     fflush(stdout);
     fflush(stderr);
     json_array_append_new(ns, json_integer((json_int_t)(t1 - t0)));
+    guard_check(&st, nelem, seed, c, guard);
     /* Outputs first (param order), then the inputs as they are now. */
     off += kv_pack_call(task, nelem, st.bufs, ret_inputs, blob + off);
   }
   site_free(&st);
-  int rc = reply(KV_MSG_REPLY, json_pack("{s:o}", "call_ns", ns), blob, off);
+  int rc = reply(KV_MSG_REPLY, json_pack("{s:o,s:o}", "call_ns", ns, "guard", guard), blob, off);
   free(blob);
   return rc;
 }

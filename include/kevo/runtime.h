@@ -61,9 +61,28 @@ void kv_unperturb(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
 void kv_fill_scalars(const struct kv_task *t, const struct kv_sizeset *s, uint64_t seed,
                      uint64_t storage[KV_MAX_PARAMS]);
 
+/* Guard zones around buffers, to catch writes just outside them: at least
+ * KV_GUARD_BYTES before a buffer's first byte, and from its last byte to the
+ * next 64-byte boundary plus KV_GUARD_BYTES after it (kv_guard_after). The
+ * bytes are a pattern drawn from `key` (kv_guard_key: the call's seed and the
+ * param), so a candidate cannot write the expected bytes by chance. */
+#define KV_GUARD_BYTES 64
+size_t kv_guard_after(size_t bytes);
+uint64_t kv_guard_key(uint64_t seed, int p);
+/* Fills `n` guard bytes at g: zone `before` (1) or after (0) of a buffer. */
+void kv_guard_fill(uint8_t *g, size_t n, uint64_t key, int before);
+/* The first byte of the zone that differs from its pattern, counted from the
+ * buffer (0 is the byte next to it), or -1 when the zone is intact. */
+long kv_guard_changed(const uint8_t *g, size_t n, uint64_t key, int before);
+/* "y: the candidate wrote past the end of its last element (byte 3 of the
+ * guard zone after y[1023] changed)", for param p of n elements. */
+void kv_guard_detail(const struct kv_task *t, int p, int64_t n, int before, long byte, char *out,
+                     size_t cap);
+
 /* Where the buffers of timed calls live in the memory the parent shares with
  * a cpu worker: call c's param p at c * per_call + off[p] (64-byte aligned,
- * 64 bytes apart). Returns per_call. */
+ * with KV_GUARD_BYTES before the first and kv_guard_after(bytes) after each:
+ * the guard zones). Returns per_call. */
 size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                      size_t off[KV_MAX_PARAMS], size_t *per_call);
 

@@ -374,6 +374,27 @@ void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const u
   }
 }
 
+/* A guard zone the worker found changed after call `call` of a CHECK job
+ * (its reply's "guard": call, param, before, byte): the verdict, with detail,
+ * else KV_V_OK. Around an input (role in) the candidate wrote through a
+ * pointer it may only read, which is what input_mutated means; around an
+ * output (out, inout) it wrote past what it was asked to compute, which is a
+ * wrong output whatever its elements hold. */
+static enum kv_verdict guard_verdict(const struct kv_task *t, const int64_t *nelem, json_t *rep,
+                                     int call, char *detail, size_t cap) {
+  size_t i;
+  json_t *g;
+  json_array_foreach(json_object_get(rep, "guard"), i, g) {
+    int p = (int)json_integer_value(json_object_get(g, "param"));
+    if (json_integer_value(json_object_get(g, "call")) != call || p < 0 || p >= t->nparams)
+      continue;
+    kv_guard_detail(t, p, nelem[p], json_is_true(json_object_get(g, "before")),
+                    (long)json_integer_value(json_object_get(g, "byte")), detail, cap);
+    return t->params[p].role == KV_ROLE_IN ? KV_V_INPUT_MUTATED : KV_V_WRONG_OUTPUT;
+  }
+  return KV_V_OK;
+}
+
 int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p,
                      const uint8_t *want, const uint8_t *got, int64_t n, char *detail, size_t cap) {
   size_t sz = kv_dtype_size(t->params[p].dtype);
@@ -748,8 +769,9 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
           goto out;
         }
       }
+      json_t *crep = NULL;
       st = kv_run_check(&s.cw, 0, "check", i, seeds, poisons, 2, 1, 2 * cb, o->job_deadline_s, &got,
-                        NULL, d, sizeof d);
+                        &crep, d, sizeof d);
       char tail[300], sizes[256];
       int first_ok = 0;
       snprintf(sizes, sizeof sizes, "%s", ck->sizes);
@@ -767,12 +789,22 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
         ck->max_abs_err = fmax(c1.max_abs, c2.max_abs);
         ck->max_rel_err = fmax(c1.max_rel, c2.max_rel);
         first_ok = c1.verdict == KV_V_OK;
+        /* A write outside a buffer (its guard zones changed) is judged first:
+         * it says more than the elements it shifted or left wrong. */
+        char gd[512];
+        enum kv_verdict g1 = guard_verdict(t, nelem, crep, 0, gd, sizeof gd);
+        enum kv_verdict g2 = g1 != KV_V_OK ? g1 : guard_verdict(t, nelem, crep, 1, gd, sizeof gd);
         /* A wrong first call that repeats a right answer of the previous job
          * (to other inputs): cached across jobs by an address the allocator
          * handed out again. */
         int replay_prev = c1.verdict != KV_V_OK && prev_got && ob > 0 &&
                           memcmp(got, prev_got, ob) == 0 && memcmp(exp, prev_exp, ob) != 0;
-        if (replay_prev) {
+        if (g1 != KV_V_OK || g2 != KV_V_OK) {
+          first_ok = 0;
+          ck->verdict = g1 != KV_V_OK ? g1 : g2;
+          snprintf(ck->detail, sizeof ck->detail, "at %s%s: %s", sizes,
+                   g1 != KV_V_OK ? "" : ", second call", gd);
+        } else if (replay_prev) {
           ck->verdict = KV_V_STALE_OUTPUT;
           snprintf(ck->detail, sizeof ck->detail,
                    "at %s: returned the previous call's results for new inputs (cached across "
@@ -814,6 +846,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
           prev_got = prev_exp = NULL;
         }
       }
+      json_decref(crep);
       free(exp);
       free(got);
       if (ck->verdict < worst) {

@@ -1,6 +1,7 @@
 #include "kevo/runtime.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -285,9 +286,54 @@ void kv_flush_cpu(uint8_t *buf, size_t n, unsigned salt) {
   (void)sink;
 }
 
+size_t kv_guard_after(size_t bytes) {
+  return (bytes + 63) / 64 * 64 - bytes + KV_GUARD_BYTES;
+}
+
+uint64_t kv_guard_key(uint64_t seed, int p) {
+  return mix64(seed ^ mix64(0x6a7264u + (uint64_t)p));
+}
+
+/* Byte i of a zone's pattern (i counted from the buffer). */
+static uint8_t guard_byte(uint64_t key, int before, size_t i) {
+  return (uint8_t)(mix64(key + (before ? 0x8000000000000000ull : 0) + i / 8) >> (8 * (i % 8)));
+}
+
+void kv_guard_fill(uint8_t *g, size_t n, uint64_t key, int before) {
+  for (size_t i = 0; i < n; i++)
+    g[before ? n - 1 - i : i] = guard_byte(key, before, i);
+}
+
+long kv_guard_changed(const uint8_t *g, size_t n, uint64_t key, int before) {
+  for (size_t i = 0; i < n; i++)
+    if (g[before ? n - 1 - i : i] != guard_byte(key, before, i))
+      return (long)i;
+  return -1;
+}
+
+void kv_guard_detail(const struct kv_task *t, int p, int64_t n, int before, long byte, char *out,
+                     size_t cap) {
+  const char *name = t->params[p].name;
+  if (before)
+    snprintf(out, cap,
+             "%s: the candidate wrote before its first element (byte %ld of the guard zone "
+             "before %s[0] changed, counting back from it)",
+             name, byte, name);
+  else if (n > 0)
+    snprintf(out, cap,
+             "%s: the candidate wrote past the end of its last element (byte %ld of the guard "
+             "zone after %s[%lld] changed)",
+             name, byte, name, (long long)n - 1);
+  else
+    snprintf(out, cap,
+             "%s: the candidate wrote into an empty buffer (byte %ld of the guard zone after it "
+             "changed)",
+             name, byte);
+}
+
 size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                      size_t off[KV_MAX_PARAMS], size_t *per_call) {
-  size_t o = 0;
+  size_t o = KV_GUARD_BYTES; /* a guard zone before the first buffer too */
   for (int p = 0; p < KV_MAX_PARAMS; p++)
     off[p] = 0;
   for (int p = 0; p < t->nparams; p++) {
@@ -295,7 +341,7 @@ size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS]
     if (r != KV_ROLE_IN && r != KV_ROLE_OUT && r != KV_ROLE_INOUT)
       continue;
     off[p] = o;
-    o += (kv_param_bytes(t, p, nelem) + 63) / 64 * 64 + 64;
+    o += kv_param_bytes(t, p, nelem) + kv_guard_after(kv_param_bytes(t, p, nelem));
   }
   *per_call = o ? o : 64;
   return *per_call;

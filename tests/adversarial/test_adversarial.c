@@ -359,6 +359,15 @@ static void check_write_outside(const struct adv_case *c, const struct kv_gate_r
               "write_outside: the candidate planted %.150s in the compile cache", g.cache_marker);
 }
 
+/* The verdict names the guard zone the write changed, on the right side. */
+static void check_guard_detail(const struct adv_case *c, const struct kv_gate_result *r,
+                               double wall_s) {
+  (void)wall_s;
+  const char *want = strstr(c->name, "before") ? "guard zone before y[0]" : "guard zone after y[";
+  ADV_REQUIRE(strstr(r->detail, want) != NULL, "%s: the detail does not name the %s: %.300s",
+              c->name, want, r->detail);
+}
+
 static void check_alive(const struct adv_case *c, const struct kv_gate_result *r, double wall_s) {
   (void)c;
   (void)r;
@@ -386,6 +395,8 @@ static const struct adv_case cases[] = {
     {"nan", 0, 0, V(WRONG_OUTPUT) | V(UNWRITTEN_OUTPUT), NULL, NULL, NULL, 0},
     {"tolerance_just_exceeded", 0, 0, V(WRONG_OUTPUT), NULL, NULL, NULL, 0},
     {"input_mutation", 0, 0, V(INPUT_MUTATED) | V(CRASH), NULL, NULL, NULL, 0},
+    {"write_past_end", 0, 0, V(WRONG_OUTPUT), NULL, NULL, check_guard_detail, 0},
+    {"write_before_start", 0, 0, V(WRONG_OUTPUT), NULL, NULL, check_guard_detail, 0},
     {"pointer_cache", 0, 0, V(STALE_OUTPUT), NULL, NULL, NULL, 0},
     {"content_cache", 1, 0, V(STALE_OUTPUT) | V(WRONG_OUTPUT) | V(OK),
      "stale_output, wrong_output, or ok under 1.3x", NULL, check_no_fake_speedup, 0},

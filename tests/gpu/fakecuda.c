@@ -11,6 +11,7 @@
  *   kfake_nothing(float *y)                                     writes nothing
  *   kfake_three(const float *x, float *y, int rows)             3 parameters
  *   kfake_scribble(const float *x, float *y, int rows, int cols) sums, then x[0] = 0
+ *   kfake_overrun(const float *x, float *y, int rows, int cols)  sums, then y[rows] = y[rows-1]
  * cuFuncGetParamInfo tells their parameters; cuFuncSetAttribute refuses
  * more than 227 KiB of dynamic shared memory, and cuLaunchKernel a launch
  * beyond what the function was opted in for. Not a GPU model: a test of
@@ -40,6 +41,7 @@ static struct fn fns[] = {
     {"kfake_nothing", 1, {8}, 0},
     {"kfake_three", 3, {8, 8, 4}, 0},
     {"kfake_scribble", 4, {8, 8, 4, 4}, 0},
+    {"kfake_overrun", 4, {8, 8, 4, 4}, 0},
 };
 static int mod_token;
 
@@ -273,5 +275,7 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
   }
   if (!strcmp(k->frag, "kfake_scribble") && rows > 0 && cols > 0)
     ((float *)x)[0] = 0;
+  if (!strcmp(k->frag, "kfake_overrun") && rows > 0)
+    y[rows] = y[rows - 1];
   return OK;
 }

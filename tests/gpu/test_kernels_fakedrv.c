@@ -6,7 +6,8 @@
  * marshals the arguments, and the verdicts come out as on a GPU: ok for two
  * launches in order, unwritten_output, load_error for a kernel whose
  * parameters differ from its launch line, crash for a refused launch, ok when
- * kevo opts a kernel in to 100 KiB of shared memory, input_mutated.
+ * kevo opts a kernel in to 100 KiB of shared memory, input_mutated, and
+ * wrong_output for a write one element past the output (its guard zone).
  * The worker runs unsandboxed here (the stand-in driver lives in the build
  * tree); the sandbox is tested on its own. Needs NVRTC (skips without). */
 #include <setjmp.h>
@@ -36,6 +37,7 @@ static const struct {
     {"smem", KV_V_CRASH, "line 2"},
     {"smem_optin", KV_V_OK, NULL},
     {"scribble", KV_V_INPUT_MUTATED, NULL},
+    {"overrun", KV_V_WRONG_OUTPUT, "guard zone after y["},
 };
 
 static void test_fakedrv(void **state) {
