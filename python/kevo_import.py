@@ -14,7 +14,8 @@ constants, `get_inputs()` and `get_init_inputs()`. This helper:
   3. runs it for real on the CPU with its integer size constants scaled down
      (the literal ones: `batch_size = 4096`, not `dim = 2 * hidden`, which is
      recomputed), keeping the first two scalings that run and stay under
-     --check-bytes: the check runs;
+     --check-bytes: the check runs (each constant halved apart, then, if
+     that leaves fewer than two, all halved together);
   4. infers each tensor's init from how it was made (PyTorch's default for
      Linear/Conv layers: uniform(+-1/sqrt(fan_in)); constants such as a norm's
      ones and zeros become a narrow uniform around the value).
@@ -164,6 +165,21 @@ def scaled(consts, floor):
                 v //= 2
         out[k] = v
     return out
+
+
+def scaled_together(consts, floor):
+    """Divides every constant >= SCALE_MIN by one power of two, the largest
+    that takes none of them below floor, so their ratios stay and a size that
+    one divides (GroupNorm's channels by its groups: 192 by 64) still divides
+    at check size (24 by 8), where scaled() takes both to the floor apart
+    (12 and 8)."""
+    big = [v for v in consts.values() if v >= SCALE_MIN and v > floor]
+    if not big:
+        return dict(consts)
+    s = 0
+    while all(v >> (s + 1) >= floor for v in big):
+        s += 1
+    return {k: (v >> s if v >= SCALE_MIN and v > floor else v) for k, v in consts.items()}
 
 
 DTYPES = None
@@ -466,37 +482,44 @@ def main():
     runs = [{"kind": "bench", "device": bench_dev, "constants": consts}]
     results = [bench]
 
-    # The check runs: constants scaled down, real values on the CPU.
+    # The check runs: constants scaled down, real values on the CPU. First
+    # each constant halved apart, floor by floor; where that leaves fewer than
+    # two sizes that build and run (a size one constant must divide: 192
+    # channels in 64 groups halve apart to 12 in 8), all halved together,
+    # floor by floor. Only sizes that ran are recorded: task check runs the
+    # reference at exactly these.
     check_err, tried = None, set()
-    for floor in FLOORS:
-        if len(results) == 3:
-            break
-        values = scaled(consts, floor)
-        key = tuple(sorted(values.items()))
-        if key in tried or values == consts:
-            continue
-        tried.add(key)
-        try:
-            ns, inputs, model, held = attempt(values, "meta")
-            if held > opts["--check-bytes"]:
-                check_err = "scaled down (floor %d) it still needs %s" % (floor, gib(held))
+    for together in (False, True):
+        for floor in FLOORS:
+            if len(results) == 3:
                 break
-            ns, inputs, model, held = attempt(values, "cpu")
-            outs = forward(torch, model, inputs, "cpu")
-            r = collect(ns, inputs, model, outs)
-        except Refused as e:
-            check_err = "scaled down (floor %d): %s" % (floor, e.detail)
-            continue
-        except Exception as e:
-            check_err = "scaled down (floor %d): %s: %s" % (floor, type(e).__name__, e)
-            continue
-        if len(r) != len(bench) or any(a[0] != b[0] or a[1] != b[1] or
-                                       a[2].dtype != b[2].dtype or a[2].dim() != b[2].dim()
-                                       for a, b in zip(r, bench)):
-            check_err = "scaled down (floor %d) it has other tensors or ranks" % floor
-            continue
-        runs.append({"kind": "check", "device": "cpu", "constants": values})
-        results.append(r)
+            values = (scaled_together if together else scaled)(consts, floor)
+            key = tuple(sorted(values.items()))
+            if key in tried or values == consts:
+                continue
+            tried.add(key)
+            how = "scaled down (floor %d%s)" % (floor, ", together" if together else "")
+            try:
+                ns, inputs, model, held = attempt(values, "meta")
+                if held > opts["--check-bytes"]:
+                    check_err = "%s it still needs %s" % (how, gib(held))
+                    break  # a larger floor needs more
+                ns, inputs, model, held = attempt(values, "cpu")
+                outs = forward(torch, model, inputs, "cpu")
+                r = collect(ns, inputs, model, outs)
+            except Refused as e:
+                check_err = "%s: %s" % (how, e.detail)
+                continue
+            except Exception as e:
+                check_err = "%s: %s: %s" % (how, type(e).__name__, e)
+                continue
+            if len(r) != len(bench) or any(a[0] != b[0] or a[1] != b[1] or
+                                           a[2].dtype != b[2].dtype or a[2].dim() != b[2].dim()
+                                           for a, b in zip(r, bench)):
+                check_err = "%s it has other tensors or ranks" % how
+                continue
+            runs.append({"kind": "check", "device": "cpu", "constants": values})
+            results.append(r)
     if len(results) == 1:
         if bench_dev == "meta":
             # No scaling ran: check at its own sizes, which must then fit.
@@ -521,34 +544,52 @@ def main():
         notes.append("check sizes are its own sizes: %s" %
                      (check_err or "it has no integer size constant to scale down"))
 
-    # A probe on the meta device: every scaled constant a different multiple
-    # of its check value, so that equal constants (batch_size = height = 128)
-    # are told apart. It is never a size set, only evidence for the shapes.
     # Probes on the meta device: every constant a different multiple of its
     # check value, so that equal constants (batch_size = height = 128) are
     # told apart, and a literal 3 in the model is not taken for a constant
-    # that is 3 too. One with every constant >= 2 changed, one with only the scaled ones.
-    # They are never size sets, only evidence for the shapes.
+    # that is 3 too. One with every constant >= 2 changed, one with only the
+    # scaled ones. They are never size sets, only evidence for the shapes.
+    def probe_run(values):
+        """The probe's tensors, or None when the module does not build or run
+        so, or makes other tensors or ranks."""
+        try:
+            ns, inputs, model, held = attempt(values, "meta")
+            outs = forward(torch, model, inputs, "meta")
+            r = collect(ns, inputs, model, outs)
+        except Exception:
+            return None
+        if len(r) == len(bench) and all(a[0] == b[0] and a[1] == b[1] and
+                                        a[2].dim() == b[2].dim() for a, b in zip(r, bench)):
+            return r
+        return None
+
     if len(runs) > 1:
         base = runs[1]["constants"]
         for only_scaled in (False, True):
-            probe, k = dict(base), 1
-            for name, v in base.items():
-                if (v != consts[name]) if only_scaled else v >= 2:
-                    k += 1
-                    probe[name] = v * k
-            if k < 2:
+            changed = [name for name, v in base.items()
+                       if ((v != consts[name]) if only_scaled else v >= 2)]
+            if not changed:
                 continue
-            try:
-                ns, inputs, model, held = attempt(probe, "meta")
-                outs = forward(torch, model, inputs, "meta")
-                r = collect(ns, inputs, model, outs)
-            except Exception:
+            probe = dict(base)
+            for k, name in enumerate(changed):
+                probe[name] = base[name] * (k + 2)
+            r = probe_run(probe)
+            if r is None:
+                # Some multiples break the module (GroupNorm(40, 32): its
+                # channels must divide by its groups): change the constants
+                # one at a time, keeping each multiple that still runs, so
+                # that in_features = out_features = 8 are still told apart
+                # when num_groups = 8 must stay as it is.
+                probe = dict(base)
+                for k, name in enumerate(changed):
+                    trial = dict(probe, **{name: base[name] * (k + 2)})
+                    t = probe_run(trial)
+                    if t is not None:
+                        probe, r = trial, t
+            if r is None or any(x["constants"] == probe for x in runs):
                 continue
-            if len(r) == len(bench) and all(a[0] == b[0] and a[1] == b[1] and
-                                            a[2].dim() == b[2].dim() for a, b in zip(r, bench)):
-                runs.append({"kind": "probe", "device": "meta", "constants": probe})
-                results.append(r)
+            runs.append({"kind": "probe", "device": "meta", "constants": probe})
+            results.append(r)
 
     tensors = []
     for j, (kind, name, t0_, owner) in enumerate(bench):
