@@ -116,39 +116,6 @@ static int site_alloc(struct site *st, const int64_t nelem[KV_MAX_PARAMS]) {
   return 0;
 }
 
-/* Fills the guard zones of every buffer for a call drawn from seed. */
-static void guard_fill(struct site *st, const int64_t nelem[KV_MAX_PARAMS], uint64_t seed) {
-  for (int p = 0; p < task->nparams; p++) {
-    if (!st->mem[p])
-      continue;
-    size_t b = kv_param_bytes(task, p, nelem);
-    uint64_t key = kv_guard_key(seed, p);
-    kv_guard_fill(st->mem[p], KV_GUARD_BYTES, key, 1);
-    kv_guard_fill((uint8_t *)st->bufs[p] + b, kv_guard_after(b), key, 0);
-  }
-}
-
-/* After call c: the first changed guard byte of each buffer, appended to
- * `out` as {call, param, before, byte} for the parent to judge. */
-static void guard_check(struct site *st, const int64_t nelem[KV_MAX_PARAMS], uint64_t seed,
-                        size_t c, json_t *out) {
-  for (int p = 0; p < task->nparams; p++) {
-    if (!st->mem[p])
-      continue;
-    size_t b = kv_param_bytes(task, p, nelem);
-    uint64_t key = kv_guard_key(seed, p);
-    int before = 1;
-    long k = kv_guard_changed(st->mem[p], KV_GUARD_BYTES, key, 1);
-    if (k < 0) {
-      before = 0;
-      k = kv_guard_changed((uint8_t *)st->bufs[p] + b, kv_guard_after(b), key, 0);
-    }
-    if (k >= 0)
-      json_array_append_new(out, json_pack("{s:I,s:i,s:b,s:I}", "call", (json_int_t)c, "param", p,
-                                           "before", before, "byte", (json_int_t)k));
-  }
-}
-
 static void site_free(struct site *st) {
   for (int p = 0; p < KV_MAX_PARAMS; p++)
     free(st->mem[p]);
@@ -199,7 +166,7 @@ static int handle_check(json_t *req) {
     kv_fill_inputs_mt(task, nelem, st.bufs, seed, kv_fill_threads());
     kv_fill_scalars(task, s, seed, st.scal);
     poison_outputs(&st, nelem, poison);
-    guard_fill(&st, nelem, seed);
+    kv_guard_fill_call(task, nelem, st.bufs, seed, 1);
     site_args(&st);
     uint64_t t0 = kv_now_ns();
     slots[slot](st.args);
@@ -207,7 +174,13 @@ static int handle_check(json_t *req) {
     fflush(stdout);
     fflush(stderr);
     json_array_append_new(ns, json_integer((json_int_t)(t1 - t0)));
-    guard_check(&st, nelem, seed, c, guard);
+    /* A write just outside a buffer: its first changed guard byte, for the
+     * parent to judge. */
+    int gp, gb;
+    long gk;
+    if (kv_guard_find(task, nelem, st.bufs, seed, 1, &gp, &gb, &gk))
+      json_array_append_new(guard, json_pack("{s:I,s:i,s:b,s:I}", "call", (json_int_t)c, "param",
+                                             gp, "before", gb, "byte", (json_int_t)gk));
     /* Outputs first (param order), then the inputs as they are now. */
     off += kv_pack_call(task, nelem, st.bufs, ret_inputs, blob + off);
   }

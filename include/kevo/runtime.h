@@ -74,6 +74,17 @@ void kv_guard_fill(uint8_t *g, size_t n, uint64_t key, int before);
 /* The first byte of the zone that differs from its pattern, counted from the
  * buffer (0 is the byte next to it), or -1 when the zone is intact. */
 long kv_guard_changed(const uint8_t *g, size_t n, uint64_t key, int before);
+/* One call's zones, its buffers at bufs[] (in/out/inout params): one after
+ * each buffer, and one before each (before_each: buffers allocated apart, as
+ * a check call's) or only before the first (the shared memory of timed
+ * calls, kv_shm_layout, where a buffer's zone before is the one after the
+ * buffer below it). kv_guard_find: 1 with the first changed byte's param,
+ * zone (before) and byte (kv_guard_changed's count), else 0. */
+void kv_guard_fill_call(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                        void *const bufs[KV_MAX_PARAMS], uint64_t seed, int before_each);
+int kv_guard_find(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                  void *const bufs[KV_MAX_PARAMS], uint64_t seed, int before_each, int *param,
+                  int *before, long *byte);
 /* "y: the candidate wrote past the end of its last element (byte 3 of the
  * guard zone after y[1023] changed)", for param p of n elements. */
 void kv_guard_detail(const struct kv_task *t, int p, int64_t n, int before, long byte, char *out,

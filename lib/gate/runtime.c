@@ -311,6 +311,53 @@ long kv_guard_changed(const uint8_t *g, size_t n, uint64_t key, int before) {
   return -1;
 }
 
+static int guarded(const struct kv_task *t, int p) {
+  enum kv_role r = t->params[p].role;
+  return r == KV_ROLE_IN || r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
+}
+
+void kv_guard_fill_call(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                        void *const bufs[KV_MAX_PARAMS], uint64_t seed, int before_each) {
+  for (int p = 0, first = 1; p < t->nparams; p++) {
+    if (!guarded(t, p) || !bufs[p])
+      continue;
+    uint8_t *b = bufs[p];
+    size_t n = kv_param_bytes(t, p, nelem);
+    uint64_t key = kv_guard_key(seed, p);
+    if (before_each || first)
+      kv_guard_fill(b - KV_GUARD_BYTES, KV_GUARD_BYTES, key, 1);
+    kv_guard_fill(b + n, kv_guard_after(n), key, 0);
+    first = 0;
+  }
+}
+
+int kv_guard_find(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                  void *const bufs[KV_MAX_PARAMS], uint64_t seed, int before_each, int *param,
+                  int *before, long *byte) {
+  for (int p = 0, first = 1; p < t->nparams; p++) {
+    if (!guarded(t, p) || !bufs[p])
+      continue;
+    const uint8_t *b = bufs[p];
+    size_t n = kv_param_bytes(t, p, nelem);
+    uint64_t key = kv_guard_key(seed, p);
+    long k = -1;
+    *before = before_each || first;
+    if (*before)
+      k = kv_guard_changed(b - KV_GUARD_BYTES, KV_GUARD_BYTES, key, 1);
+    if (k < 0) {
+      *before = 0;
+      k = kv_guard_changed(b + n, kv_guard_after(n), key, 0);
+    }
+    first = 0;
+    if (k >= 0) {
+      *param = p;
+      *byte = k;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 void kv_guard_detail(const struct kv_task *t, int p, int64_t n, int before, long byte, char *out,
                      size_t cap) {
   const char *name = t->params[p].name;

@@ -211,6 +211,7 @@ static int fill_phase(struct timing *tm, struct kv_worker *w, int m, uint64_t se
     for (int p = 0; p < t->nparams; p++)
       if (t->params[p].role == KV_ROLE_OUT)
         kv_poison_fill(t->params[p].dtype, bufs[p], (size_t)tm->nelem[p], c & 1);
+    kv_guard_fill_call(t, tm->nelem, bufs, seed + (uint64_t)c, 0); /* as the checks' */
   }
   /* The candidate's inputs as written, to check every call's afterwards. */
   if (cand && tm->pristine)
@@ -411,34 +412,19 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
                    tm->d, tail);
     return 0;
   }
-  /* cpu: the call's guard zones (kv_shm_layout: before its first buffer,
-   * after each) must hold what they held when the phase was written. Only a
-   * change shows: the zones hold whatever the shared memory held (zeros at
-   * first), not a drawn pattern as in the checks. */
-  for (int p = 0, first = 1; p < t->nparams && !tm->cuda && tm->pristine; p++) {
-    enum kv_role r = t->params[p].role;
-    if (r != KV_ROLE_IN && r != KV_ROLE_OUT && r != KV_ROLE_INOUT)
-      continue;
-    const uint8_t *now = s->cw.shm + (size_t)c * tm->per_call + tm->off[p];
-    const uint8_t *was = tm->pristine + (size_t)c * tm->per_call + tm->off[p];
-    size_t b = kv_param_bytes(t, p, tm->nelem), a = kv_guard_after(b);
-    long k = -1;
-    int before = first;
-    for (size_t i = 0; first && i < KV_GUARD_BYTES && k < 0; i++)
-      if (now[-1 - (long)i] != was[-1 - (long)i])
-        k = (long)i;
-    if (k < 0)
-      before = 0;
-    for (size_t i = 0; i < a && k < 0; i++)
-      if (now[b + i] != was[b + i])
-        k = (long)i;
-    first = 0;
-    if (k >= 0) {
+  /* cpu: the call's guard zones, filled by fill_phase as the checks' are. */
+  void *gbufs[KV_MAX_PARAMS];
+  int gp, gb;
+  long gk;
+  if (!tm->cuda) {
+    call_bufs(tm, s->cw.shm, c, gbufs);
+    if (kv_guard_find(t, tm->nelem, gbufs, seed, 0, &gp, &gb, &gk)) {
       char gd[512];
-      kv_guard_detail(t, p, tm->nelem[p], before, k, gd, sizeof gd);
+      kv_guard_detail(t, gp, tm->nelem[gp], gb, gk, gd, sizeof gd);
       free(got);
       tm->validated++;
-      kv_set_verdict(tm->r, r == KV_ROLE_IN ? KV_V_INPUT_MUTATED : KV_V_WRONG_OUTPUT,
+      kv_set_verdict(tm->r,
+                     t->params[gp].role == KV_ROLE_IN ? KV_V_INPUT_MUTATED : KV_V_WRONG_OUTPUT,
                      "timing at %s, timed call %d of a phase: %s", tm->r->timing.sizes, c, gd);
       return 0;
     }

@@ -397,6 +397,7 @@ static const struct adv_case cases[] = {
     {"input_mutation", 0, 0, V(INPUT_MUTATED) | V(CRASH), NULL, NULL, NULL, 0},
     {"write_past_end", 0, 0, V(WRONG_OUTPUT), NULL, NULL, check_guard_detail, 0},
     {"write_before_start", 0, 0, V(WRONG_OUTPUT), NULL, NULL, check_guard_detail, 0},
+    {"write_past_end_timed", 1, 0, V(WRONG_OUTPUT), NULL, NULL, check_guard_detail, 0},
     {"pointer_cache", 0, 0, V(STALE_OUTPUT), NULL, NULL, NULL, 0},
     {"content_cache", 1, 0, V(STALE_OUTPUT) | V(WRONG_OUTPUT) | V(OK),
      "stale_output, wrong_output, or ok under 1.3x", NULL, check_no_fake_speedup, 0},
