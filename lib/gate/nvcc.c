@@ -132,6 +132,13 @@ static int norm_arch(const char *in, char *out, size_t cap) {
   return 0;
 }
 
+/* norm_arch of a text's first line (nvidia-smi's answer, or its memo). */
+static int first_line_arch(const char *text, char *out, size_t cap) {
+  char line[64];
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(text, "\n"), text);
+  return norm_arch(line, out, cap);
+}
+
 /* The identity of the device the worker will use, as the driver states it
  * under proc_root (/proc/driver/nvidia): the `information` file of the
  * idx-th GPU in PCI order (its model and UUID among others) and the
@@ -195,10 +202,9 @@ int kv_cuda_arch_at(const char *proc_root, const char *cache_dir, char *out, siz
     char *text = NULL;
     size_t len = 0;
     if (kv_read_file(memo, 64, &text, &len, NULL, 0) == 0) {
-      char line[64];
-      snprintf(line, sizeof line, "%.*s", (int)strcspn(text, "\n"), text);
+      int rc = first_line_arch(text, out, cap);
       free(text);
-      if (norm_arch(line, out, cap) == 0)
+      if (rc == 0)
         return 0;
     }
   }
@@ -217,9 +223,7 @@ int kv_cuda_arch_at(const char *proc_root, const char *cache_dir, char *out, siz
     return -1;
   }
   const char *txt = b.data ? b.data : "";
-  char line[64];
-  snprintf(line, sizeof line, "%.*s", (int)strcspn(txt, "\n"), txt);
-  int ok = r.exited && r.status == 0 && norm_arch(line, out, cap) == 0;
+  int ok = r.exited && r.status == 0 && first_line_arch(txt, out, cap) == 0;
   if (!ok) {
     char how[128];
     kv_proc_describe(&r, how, sizeof how);
