@@ -126,6 +126,12 @@ static void check_smem(const struct gcase *c, const struct kv_gate_result *r, do
   check_detail_has(r, "cudaError");
 }
 
+static void check_guard(const struct gcase *c, const struct kv_gate_result *r, double wall_s) {
+  (void)c;
+  (void)wall_s;
+  check_detail_has(r, "wrote past the end");
+}
+
 static void check_deadline(const struct gcase *c, const struct kv_gate_result *r, double wall_s) {
   (void)r;
   if (wall_s > 10 * c->deadline_s + 60)
@@ -152,6 +158,7 @@ static const struct gcase cases[] = {
     {"exit_host", NULL, 0, 0, V(CRASH), NULL},
     {"too_much_smem", NULL, 0, 0, V(CRASH), check_smem},
     {"input_mutation", NULL, 0, 0, V(INPUT_MUTATED), NULL},
+    {"write_past_end", NULL, 0, 0, V(WRONG_OUTPUT), check_guard},
     {"wrong_signature", NULL, 0, 0, V(COMPILE_ERROR), check_log},
     {"system_call", NULL, 0, 0, V(POLICY_VIOLATION), NULL},
     {"cublas_not_allowed", NULL, 0, 0, V(POLICY_VIOLATION), NULL},

@@ -35,6 +35,7 @@ static const struct expect cands[] = {
     {"exit_host", NULL, 1, 0},
     {"too_much_smem", NULL, 1, 0},
     {"input_mutation", NULL, 1, 0},
+    {"write_past_end", NULL, 1, 0},
     {"wrong_signature", NULL, 0, 0},
     {"system_call", NULL, 1, 1},
     {"cublas_not_allowed", NULL, 1, 1},

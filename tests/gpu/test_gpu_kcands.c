@@ -43,6 +43,7 @@ static const struct expect cands[] = {
     {"endless", 1, 1, 0, NULL},
     {"too_much_smem", 1, 1, 0, NULL},
     {"input_mutation", 1, 1, 0, NULL},
+    {"write_past_end", 1, 1, 0, NULL},
     {"wrong_params", 1, 1, 0, NULL},
     {"printf_flood", 1, 1, 0, NULL},
     {"include_host", 1, 0, 0, "/etc/shadow\": Permission denied"},

@@ -44,6 +44,7 @@ static const struct kcase kcases[] = {
     {"good", V(OK), 0, 0}, /* after the endless kernel: a fresh worker, a normal GPU */
     {"too_much_smem", V(CRASH) | V(LOAD_ERROR), 0, 0},
     {"input_mutation", V(INPUT_MUTATED), 0, 0},
+    {"write_past_end", V(WRONG_OUTPUT), 0, 0},
     {"wrong_params", V(LOAD_ERROR) | V(WRONG_OUTPUT), 0, 0},
     {"printf_flood", V(OK), 0, 0},
     {"include_host", V(COMPILE_ERROR), 0, 0},

@@ -5,12 +5,16 @@
 // slices of 16 staged in shared memory. TF32 keeps 10 mantissa bits, which
 // the task's FP32 tolerance refuses; the 3xTF32 split (a = a_big + a_small,
 // c += a_big*b_small + a_small*b_big + a_big*b_big) restores FP32 accuracy.
+// The tensor core's FP32 accumulation does not round to nearest (on an H100
+// a whole-k accumulation in the mma missed the tolerance by 2x at k = 1031),
+// so each 16-wide slice is summed in its own fragment and the slices are
+// added with FP32 adds.
 // TF32_SPLIT is declared without requires on purpose: it is removed first,
 // and the gate must refuse plain TF32 (the step that shows the split is
 // load-bearing); MMA then comes off with the split inside it.
 // kevo:mechanism SMEM_TILE smem=9216 anchor="As[i][p] = (gi < m && gp < k) ? __ldg(a + (size_t)gi * (size_t)k + gp) : 0.0f;" -- stage 16-wide slices of a and b in shared memory with coalesced loads, reused by the whole 32 x 32 tile
-// kevo:mechanism MMA requires=SMEM_TILE hardware=sm_80+ anchor="wmma::mma_sync(cf, af_big, bf_big, cf);" -- tensor-core mma (wmma m16n16k8, TF32 inputs, FP32 accumulation): one warp per 16 x 16 piece of the tile, instead of FP32 FMAs
-// kevo:mechanism TF32_SPLIT anchor="wmma::mma_sync(cf, af_small, bf_big, cf);" -- split each input into a TF32 value and a TF32 remainder and add the two cross products: FP32 accuracy from TF32 tensor cores
+// kevo:mechanism MMA requires=SMEM_TILE hardware=sm_80+ anchor="wmma::mma_sync(sf, af_big, bf_big, sf);" -- tensor-core mma (wmma m16n16k8, TF32 inputs, FP32 accumulation): one warp per 16 x 16 piece of the tile, instead of FP32 FMAs
+// kevo:mechanism TF32_SPLIT anchor="wmma::mma_sync(sf, af_small, bf_big, sf);" -- split each input into a TF32 value and a TF32 remainder and add the two cross products: FP32 accuracy from TF32 tensor cores
 #include <cuda_runtime.h>
 #if KV_MECH_MMA
 #include <mma.h>
@@ -54,6 +58,8 @@ static __global__ void __launch_bounds__(MM_THREADS)
     }
     __syncthreads();
 #if KV_MECH_MMA
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> sf; // this slice's products
+    wmma::fill_fragment(sf, 0.0f);
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> af_big;
@@ -75,8 +81,8 @@ static __global__ void __launch_bounds__(MM_THREADS)
         bf_big.x[e] = hi;
         bf_small.x[e] = wmma::__float_to_tf32(v - hi);
       }
-      wmma::mma_sync(cf, af_small, bf_big, cf);
-      wmma::mma_sync(cf, af_big, bf_small, cf);
+      wmma::mma_sync(sf, af_small, bf_big, sf);
+      wmma::mma_sync(sf, af_big, bf_small, sf);
 #else
 #pragma unroll
       for (int e = 0; e < af_big.num_elements; e++)
@@ -85,8 +91,11 @@ static __global__ void __launch_bounds__(MM_THREADS)
       for (int e = 0; e < bf_big.num_elements; e++)
         bf_big.x[e] = wmma::__float_to_tf32(bf_big.x[e]);
 #endif
-      wmma::mma_sync(cf, af_big, bf_big, cf);
+      wmma::mma_sync(sf, af_big, bf_big, sf);
     }
+#pragma unroll
+    for (int e = 0; e < cf.num_elements; e++)
+      cf.x[e] += sf.x[e];
 #else
 #pragma unroll
     for (int p = 0; p < BK; p++) {

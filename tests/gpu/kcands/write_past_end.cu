@@ -1,0 +1,23 @@
+// Attack (or an honest off-by-one), kernel-only: a correct rowsum that also
+// writes one element past the end of y, inside the allocation's spare bytes.
+// Defence: those bytes are a guard zone, compared after every check call.
+// Expected verdict: wrong_output, naming the guard zone after y.
+// kevo:launch rowsum_over grid=(rows / 8 + 1) block=(256) args=(x, y, rows, cols)
+__global__ void rowsum_over(const float *x, float *y, int rows, int cols) {
+  int r = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  if (r > rows)
+    return;
+  if (r == rows) {
+    if (lane == 0)
+      y[r] = 0.0f;
+    return;
+  }
+  const float *xr = x + (size_t)r * (size_t)cols;
+  float s = 0.0f;
+  for (int c = lane; c < cols; c += 32)
+    s += xr[c];
+  for (int o = 16; o > 0; o >>= 1)
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0)
+    y[r] = s;
+}
