@@ -2,7 +2,7 @@
 # kevo import of KernelBench's levels, then `kevo task check` on every task
 # imported, several at a time, with one line per task and a table by level.
 #   bench/kernelbench_check.sh KEVO KERNELBENCH_DIR OUTDIR [SURFACE] [JOBS]
-# SURFACE: cpu or cuda (default cuda). Writes OUTDIR/import.log,
+# SURFACE: cpu or cuda (default cuda); env DEADLINE: seconds per job (default 60). Writes OUTDIR/import.log,
 # OUTDIR/check.tsv (level, task, exit code, seconds, first finding) and
 # OUTDIR/check/<level>-<task>.json; prints the table last.
 set -u
@@ -30,7 +30,7 @@ one() {
   level=$(basename "$(dirname "$1")")
   name=$(basename "$1")
   s=$(date +%s.%N)
-  "$KEVO" task check --surface "$SURFACE" --json "$1" >"$OUT/check/$level-$name.json" 2>"$OUT/check/$level-$name.err"
+  "$KEVO" task check --surface "$SURFACE" --deadline "$DEADLINE" --json "$1" >"$OUT/check/$level-$name.json" 2>"$OUT/check/$level-$name.err"
   rc=$?
   e=$(date +%s.%N)
   first=$(python3 -c 'import json,sys
@@ -44,7 +44,8 @@ except Exception:
   echo "$level/$name: exit $rc"
 }
 export -f one
-export KEVO OUT SURFACE
+DEADLINE=${DEADLINE:-60}
+export KEVO OUT SURFACE DEADLINE
 find "$OUT/tasks" -name task.json | sed 's:/task.json$::' | sort | xargs -P "$JOBS" -I{} bash -c 'one "$1"' _ {}
 t2=$(date +%s)
 echo "task check: $((t2 - t1)) s"

@@ -119,11 +119,15 @@ for form in nvcc nvrtc; do
   "$K" eval --surface cuda --json --no-timing tests/gpu/rowsum tests/gpu/cands/good.cu >/dev/null 2>&1 || true
   s=$(date +%s.%N)
   "$K" run --strategy tune --surface cuda --steps "$STEPS" --budget "$BUDGET" --starter "$src" \
-    -o "$T/best-$form.cu" tests/gpu/rowsum >"$T/tune-$form.log" 2>&1 || true
+    -o "$T/best-$form.cu" tests/gpu/rowsum >"$T/tune-$form.log" 2>&1 && rc=0 || rc=$?
   e=$(date +%s.%N)
-  python3 - "$form" "$s" "$e" "$T/tune-$form.log" "$STEPS" <<'PY' | tee -a "$out"
+  python3 - "$form" "$s" "$e" "$T/tune-$form.log" "$STEPS" "$rc" <<'PY' | tee -a "$out"
 import re, sys
 form, s, e, log, steps = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), open(sys.argv[4]).read(), int(sys.argv[5])
+if sys.argv[6] != "0":
+    last = [l for l in log.splitlines() if l.strip()][-1:] or ["?"]
+    print("| %s | failed (exit %s): %s | | | |" % (form, sys.argv[6], last[0][:120]))
+    sys.exit()
 w = e - s
 acc = re.findall(r"accepted (\d+)", log)
 best = re.findall(r"best ([0-9.]+x)", log)

@@ -1,7 +1,8 @@
 // Tune benchmark (host-entry form, nvcc): a warp-per-row rowsum with two
 // knobs, 20 variants. bench/nvrtc_latency.sh runs `kevo run --strategy tune`
 // on it and on rowsum_tune_k.cu (the same kernel, kernel-only, NVRTC).
-// kevo:tune WARPS=1,2,4,8,16 UNROLL=1,2,4,8
+// kevo:tune WARPS=1,2,4,8,16
+// kevo:tune UNROLL=1,2,4,8
 #include <cuda_runtime.h>
 
 #ifndef WARPS

@@ -1,7 +1,8 @@
 // Tune benchmark (kernel-only form, NVRTC): rowsum_tune.cu's kernel with the
 // same two knobs; kevo launches it per the line below, whose expressions see
 // each variant's WARPS.
-// kevo:tune WARPS=1,2,4,8,16 UNROLL=1,2,4,8
+// kevo:tune WARPS=1,2,4,8,16
+// kevo:tune UNROLL=1,2,4,8
 // kevo:launch rowsum_w grid=((rows + WARPS - 1) / WARPS) block=(WARPS * 32) args=(x, y, rows, cols)
 
 #ifndef WARPS
