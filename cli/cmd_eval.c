@@ -113,7 +113,7 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
 /* The phases as they end (kv_gate_opts.on_phase): what kevo eval prints. */
 struct shown {
   const char *cand;
-  int compile, checks, timing; /* printed already */
+  int compile, checks, timing, stat; /* printed already */
 };
 
 static void print_compile(const struct kv_gate_result *r) {
@@ -123,16 +123,23 @@ static void print_compile(const struct kv_gate_result *r) {
     printf("           %-40.40s %3d regs %6ld B smem %4ld B stack%s\n", k->name, k->registers,
            k->smem_bytes, k->stack_bytes,
            k->spill_store_bytes || k->spill_load_bytes ? "  SPILLS" : "");
-    if (k->has_sass) {
-      char mix[512];
-      kv_sass_mix_line(&k->sass, mix, sizeof mix);
-      printf("             %s\n", mix);
-    }
   }
-  if (r->static_done)
-    printf("  static   %6.2f s  cuobjdump -sass: the mix of each kernel, above\n", r->static_s);
-  else if (r->static_note[0])
+}
+
+/* The static analysis ends beside the checks and timing (kv_gate_eval). */
+static void print_static(const struct kv_gate_result *r) {
+  if (r->static_done) {
+    printf("  static   %6.2f s  cuobjdump -sass, beside the checks: each kernel's mix\n",
+           r->static_s);
+    for (int i = 0; i < r->nkernels && i < 8; i++)
+      if (r->kernels[i].has_sass) {
+        char mix[512];
+        kv_sass_mix_line(&r->kernels[i].sass, mix, sizeof mix);
+        printf("           %-40.40s\n             %s\n", r->kernels[i].name, mix);
+      }
+  } else if (r->static_note[0]) {
     printf("  static   %s\n", r->static_note);
+  }
 }
 
 static void print_checks(const struct kv_gate_result *r) {
@@ -153,6 +160,9 @@ static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r
   } else if (!strcmp(phase, "checks") && !sh->checks) {
     print_checks(r);
     sh->checks = 1;
+  } else if (!strcmp(phase, "static") && !sh->stat) {
+    print_static(r);
+    sh->stat = 1;
   } else if (!strcmp(phase, "timing") && !sh->timing && isatty(STDOUT_FILENO)) {
     printf("  timing   ...\r"); /* overwritten by the timing's line */
     sh->timing = 1;
@@ -168,6 +178,8 @@ static void print_human(const struct kv_gate_result *r, struct shown *sh) {
   }
   if (!sh->checks)
     print_checks(r);
+  if (!sh->stat)
+    print_static(r);
   if (r->timed) {
     const struct kv_timing *t = &r->timing;
     printf("  timing   %6.2f s  at %s\n", r->time_s, t->sizes);
@@ -312,7 +324,7 @@ int cmd_eval(int argc, char **argv) {
     kv_task_free(t);
     return cli_fail("out of memory");
   }
-  struct shown shown = {pos[1], 0, 0, 0};
+  struct shown shown = {.cand = pos[1]};
   if (!json) { /* each phase as it ends */
     o.on_phase = on_phase;
     o.phase_ud = &shown;

@@ -163,6 +163,10 @@ const char *kv_cc_version(void);
  * device's own architecture; same caching and sandbox as kv_build_c. */
 int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
                   double deadline_s, struct kv_build *b, char *err, size_t errlen);
+/* The same without the static analysis, which the gate runs beside the
+ * checks and timing instead (cuobjdump alone takes 0.6 s). */
+int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cache_dir,
+                       double deadline_s, struct kv_build *b, char *err, size_t errlen);
 /* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run; and its path. */
 const char *kv_nvcc_version(void);
 const char *kv_nvcc_path(void);
@@ -230,6 +234,10 @@ struct kv_surface {
   const char *worker_runtime; /* kevo-worker --surface NAME */
   double worker_start_s;      /* a worker's start (cuInit and a context take a while) */
   int device_in_worker;       /* the worker names the device and measures its ceilings */
+  /* Static analysis of a build (cuda: kv_sass_analyze_build), which the
+   * gate runs beside the checks and timing, off the verdict's path; NULL:
+   * none. */
+  void (*analyze)(struct kv_build *b, const char *cache_dir, double deadline_s);
 };
 const struct kv_surface *kv_surface_find(const char *name);
 /* "cpu, cuda" */

@@ -362,6 +362,14 @@ static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *l
 
 int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
                   double deadline_s, struct kv_build *b, char *err, size_t errlen) {
+  int rc = kv_build_cuda_code(t, src, cache_dir, deadline_s, b, err, errlen);
+  if (rc == 0 && b->ok) /* static analysis: always on; timed apart (kevo/sass.h) */
+    kv_sass_analyze_build(b, cache_dir, 30);
+  return rc;
+}
+
+int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cache_dir,
+                       double deadline_s, struct kv_build *b, char *err, size_t errlen) {
   /* A kernel-only candidate (launch lines, no entry) goes to NVRTC. */
   int ko = kv_build_cuda_kernels(t, src, cache_dir, deadline_s, b, err, errlen);
   if (ko <= 0)
@@ -563,7 +571,5 @@ done:
   free(p_proto);
   free(p_shim);
   b->seconds = kv_now_s() - t0;
-  if (rc == 0 && b->ok) /* static analysis: cheap, always on; timed apart (kevo/sass.h) */
-    kv_sass_analyze_build(b, cache_dir, 30);
   return rc;
 }

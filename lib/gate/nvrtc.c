@@ -369,8 +369,6 @@ done:
   free(lowered_txt);
   free(cubin);
   b->seconds = kv_now_s() - t0;
-  if (rc == 0 && b->ok)
-    kv_sass_analyze_build(b, cache_dir, 30);
   return rc;
 }
 

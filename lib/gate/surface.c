@@ -42,9 +42,10 @@ static int cuda_policy(const struct kv_build *b, const struct kv_task *t, char *
 }
 
 static const struct kv_surface surfaces[] = {
-    {"cpu", KV_LANG_C, "reference.c", NULL, cpu_prepare, kv_build_c, cpu_policy, "cpu", 10, 0},
-    {"cuda", KV_LANG_CUDA, "reference.cu", "baseline.cu", cuda_prepare, kv_build_cuda, cuda_policy,
-     "cuda", 30, 1},
+    {"cpu", KV_LANG_C, "reference.c", NULL, cpu_prepare, kv_build_c, cpu_policy, "cpu", 10, 0,
+     NULL},
+    {"cuda", KV_LANG_CUDA, "reference.cu", "baseline.cu", cuda_prepare, kv_build_cuda_code,
+     cuda_policy, "cuda", 30, 1, kv_sass_analyze_build},
 };
 
 const struct kv_surface *kv_surface_find(const char *name) {
