@@ -23,7 +23,7 @@
 #define KV_IMPORT_MAX_SOURCE (1 << 20)
 /* The bench run, check runs and probes (runs that are evidence for the
  * shapes but never size sets). */
-#define KV_IMPORT_MAX_RUNS 5
+#define KV_IMPORT_MAX_RUNS 8
 
 struct kv_import_opts {
   const char *python;  /* NULL: $KEVO_PYTHON, else python3 from PATH */

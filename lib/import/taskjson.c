@@ -365,26 +365,34 @@ static int fit_dim(struct ctx *x, const int64_t *vals, char *out, size_t cap) {
         snprintf(out, cap, "%s*%s", c1->name, c2->name);
         return 0;
       }
-      for (int64_t k = 1; k <= 4 && i != j; k++)
-        for (int64_t a = -16; a <= 16; a++)
-          for (int sw = 0; sw < 2; sw++) {
-            struct cst *p1 = sw ? c2 : c1, *p2 = sw ? c1 : c2;
-            if (holds(x, vals, F_DIFFDIV, p1, p2, k, a)) {
-              p1->used = p2->used = 1;
-              if (k == 1)
-                snprintf(out, cap, "%s-%s%+lld", p1->name, p2->name, (long long)a);
-              else
-                snprintf(out, cap, "(%s-%s%+lld)/%lld", p1->name, p2->name, (long long)a,
-                         (long long)k);
-              return 0;
-            }
-          }
       if (c1->varies && c2->varies && holds(x, vals, F_SUM, c1, c2, 0, 0)) {
         c1->used = c2->used = 1;
         snprintf(out, cap, "%s+%s", c1->name, c2->name);
         return 0;
       }
     }
+  /* (p1 - p2 + a) / k, the smallest |a| first over every pair: where the
+   * runs' floors leave two fits, the module's own arithmetic is the one
+   * with the smaller offset (a convolution's height - kernel_size + 1
+   * rather than height - in_channels + 6). */
+  for (int64_t m = 0; m <= 32; m++) {
+    int64_t a = m % 2 ? (m + 1) / 2 : -(m / 2);
+    for (int64_t k = 1; k <= 4; k++)
+      for (int i = 0; i < x->nc; i++)
+        for (int j = i + 1; j < x->nc; j++)
+          for (int sw = 0; sw < 2; sw++) {
+            struct cst *p1 = sw ? &x->c[i] : &x->c[j], *p2 = sw ? &x->c[j] : &x->c[i];
+            if ((!p1->varies && !p2->varies) || !holds(x, vals, F_DIFFDIV, p1, p2, k, a))
+              continue;
+            p1->used = p2->used = 1;
+            if (k == 1)
+              snprintf(out, cap, "%s-%s%+lld", p1->name, p2->name, (long long)a);
+            else
+              snprintf(out, cap, "(%s-%s%+lld)/%lld", p1->name, p2->name, (long long)a,
+                       (long long)k);
+            return 0;
+          }
+  }
   return -1;
 }
 

@@ -44,7 +44,10 @@ cat "$OUT/check.log"
 # with every constant a different multiple, and a size that a constant must
 # divide is scaled down with it (apart, no floor builds). task check runs
 # the reference at every check size of both.
-TIED="$SRC/tests/import/torch/tied_equal.py $SRC/tests/import/torch/tied_divisible.py"
+# And a pooled convolution whose output height two expressions give at every
+# power-of-two size (KernelBench level2/82 and 85): the odd-size probes and
+# the smallest offset pick the module's own, checked at a height of 34.
+TIED="$SRC/tests/import/torch/tied_equal.py $SRC/tests/import/torch/tied_divisible.py $SRC/tests/import/torch/odd_pool.py"
 # shellcheck disable=SC2086
 "$KEVO" import -o "$OUT/tied" $TIED >"$OUT/tied.log" 2>&1
 rc=$?
@@ -64,8 +67,15 @@ for s in dv["check"]:
 # the shapes above must still give the model's tensors.
 eq["check"].append({"batch_size": 8, "in_features": 8, "out_features": 16, "num_groups": 8})
 json.dump(eq, open(sys.argv[1] + "/tied_equal/task.json", "w"), indent=2)
+op = json.load(open(sys.argv[1] + "/odd_pool/task.json"))
+shape = {p["name"]: p.get("shape") for p in op["params"]}
+assert shape["out"][2:] == ["(height-kernel_size+1)/4", "(width-kernel_size+1)/4"], shape["out"]
+# (height - in_channels + 6) / 4, the old fit, gives 9 here where the model gives 8.
+op["check"].append({"batch_size": 2, "in_channels": 4, "out_channels": 4, "height": 34,
+                    "width": 35, "kernel_size": 3})
+json.dump(op, open(sys.argv[1] + "/odd_pool/task.json", "w"), indent=2)
 PYEOF
-for t in tied_equal tied_divisible; do
+for t in tied_equal tied_divisible odd_pool; do
   "$KEVO" task check --surface cpu "$OUT/tied/$t" >"$OUT/tied-check.log" 2>&1
   rc=$?
   cat "$OUT/tied-check.log"
