@@ -153,6 +153,97 @@ static void same_inputs_twice(const struct kv_task *t, struct kv_worker *w, uint
   free(blob);
 }
 
+/* The tolerance against float rounding (cpu surface, gcc): the reference
+ * rebuilt with its sums free to be reordered (-O3 -fassociative-math:
+ * vectorized reductions, another order of the same additions), loaded in
+ * slot 1 and called on the first seed of every check size. Where its outputs
+ * fail the task's own tolerance, a correct candidate that sums in another
+ * order fails it too: a warning with the difference found. */
+static void reordered_reference(const struct kv_task *t, const struct kv_gate_opts *o,
+                                const struct kv_surface *sf, const char *refsrc,
+                                const char *cache, const char *scratch, struct kv_worker *w,
+                                const struct sample *sm, int have, struct kv_task_report *r) {
+  if (strcmp(sf->name, "cpu") != 0 || have < 1 || strstr(kv_cc_version(), "clang"))
+    return;
+  char *text = NULL, dir[PATH_MAX], path[PATH_MAX + 16], e[512], d[1024];
+  size_t len = 0;
+  if (kv_read_file(refsrc, 1 << 20, &text, &len, e, sizeof e) < 0)
+    return;
+  if (kv_mkdtemp(scratch, "reorder", dir, sizeof dir, e, sizeof e) < 0) {
+    free(text);
+    return;
+  }
+  snprintf(path, sizeof path, "%s/reference.c", dir);
+  struct kv_buf src;
+  kv_buf_init(&src, len + 512);
+  kv_buf_appendf(&src,
+                 "#pragma GCC optimize(\"O3\", \"associative-math\", \"no-signed-zeros\", "
+                 "\"no-trapping-math\")\n#line 1 \"%s\"\n",
+                 refsrc);
+  kv_buf_append(&src, text, len);
+  free(text);
+  struct kv_build b;
+  memset(&b, 0, sizeof b);
+  int built = src.data && kv_write_file(path, src.data, src.len, e, sizeof e) == 0 &&
+              sf->build(t, path, cache, o->compile_deadline_s, &b, e, sizeof e) == 0 && b.ok;
+  kv_buf_release(&src);
+  kv_rmtree(dir);
+  json_t *rep = NULL, *req = NULL;
+  enum kv_call_status st = KV_CALL_ERROR;
+  if (built) {
+    req = json_pack("{s:i,s:s}", "slot", 1, "path", b.so_path);
+    st = kv_worker_call(w, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
+    json_decref(req);
+    json_decref(rep);
+  }
+  if (st != KV_CALL_OK) {
+    note(r, "note: the tolerance was not tried against a reordered sum (the reference built "
+            "with -fassociative-math %s)",
+         built ? "does not load" : "does not build");
+    kv_build_release(&b);
+    return;
+  }
+  for (int k = 0; k < have; k += NSEEDS) {
+    const struct kv_sizeset *ss = &t->check[sm[k].set];
+    size_t ob = kv_call_bytes(t, sm[k].nelem, 0);
+    req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 1, "set", "check", "index",
+                    sm[k].set, "calls", "seed", (json_int_t)sm[k].seed, "poison", 0,
+                    "return_inputs", 0);
+    uint8_t *blob = NULL;
+    st = kv_worker_call(w, KV_MSG_CHECK, req, o->job_deadline_s, &rep, &blob, ob, d, sizeof d);
+    json_decref(req);
+    json_decref(rep);
+    r->ncalls++;
+    size_t off = 0;
+    for (int p = 0; st == KV_CALL_OK && p < t->nparams; p++) {
+      if (!kv_is_output(t->params[p].role))
+        continue;
+      size_t bytes = kv_param_bytes(t, p, sm[k].nelem);
+      struct kv_cmp c;
+      if (sm[k].out[p]) {
+        kv_compare(t, ss, p, sm[k].out[p], blob + off, sm[k].nelem[p], -1, &c);
+        if (c.verdict != KV_V_OK) {
+          char sizes[256];
+          kv_sizeset_format(t, ss, sizes, sizeof sizes);
+          note(r,
+               "warning: the tolerance (atol %g, rtol %g) is tighter than float rounding: the "
+               "reference with its sums reordered (gcc -O3 -fassociative-math) fails it at %s: "
+               "%.300s; a correct candidate that adds in another order (vectors, a tree, "
+               "threads) fails the same way; loosen \"tolerance\" in task.json (max |diff| "
+               "here %.3g)",
+               t->atol, t->rtol, sizes, c.detail, c.max_abs);
+          free(blob);
+          kv_build_release(&b);
+          return;
+        }
+      }
+      off += bytes;
+    }
+    free(blob);
+  }
+  kv_build_release(&b);
+}
+
 int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct kv_task_report *r,
                   char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));
@@ -386,6 +477,8 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
      * RNG) cannot judge anything. */
     if (have > 0)
       same_inputs_twice(t, &w, base, o->job_deadline_s, r);
+    if (!torch)
+      reordered_reference(t, o, sf, refsrc, cache, scratch, &w, sm, have, r);
   }
   /* One reference call at the bench size, to show what timing will cost:
    * timed, so on the device alone (no evaluation times on it meanwhile). */

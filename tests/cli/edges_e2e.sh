@@ -65,6 +65,32 @@ expect "the warning in --json" 0 "" -- "$K" task check --json "$T/centre"
 python3 -c "import json; j=json.load(open('$T/out')); assert j['ok'] and not j['findings'] and 'n=1' in j['warnings'][0]" &&
   ok "json: ok, no findings, one warning" || bad "json warnings: $(cat "$T/out")"
 
+# --- task check warns when the tolerance is tighter than float rounding ---
+# rowsum with a float accumulator and no tolerance (the default atol = rtol =
+# 1e-5): the same sum in another order (gcc -fassociative-math) fails it.
+mkdir -p "$T/fsum"
+python3 -c "import json; t = json.load(open('$RS/task.json')); t.pop('tolerance'); json.dump(t, open('$T/fsum/task.json', 'w'))"
+cat >"$T/fsum/reference.c" <<'C'
+void rowsum(const float *x, float *y, int rows, int cols) {
+  for (int r = 0; r < rows; r++) {
+    float s = 0.0f;
+    for (int c = 0; c < cols; c++) s += x[(long)r * cols + c];
+    y[r] = s;
+  }
+}
+C
+if cc --version 2>/dev/null | grep -qi clang; then
+  ok "fsum: skipped, cc is clang (the reordered reference needs gcc's optimize pragma)"
+else
+  expect "float sum, default tolerance: warned, the task still passes" 0 \
+    "warning: the tolerance \(atol 1e-05, rtol 1e-05\) is tighter than float rounding.*loosen" \
+    -- "$K" task check "$T/fsum"
+  grep -q "^task ok" "$T/out" && ok "fsum task ok" || bad "fsum not ok"
+  expect "rowsum's own tolerance: no rounding warning" 0 "" -- "$K" task check "$RS"
+  grep -q "tighter than float rounding" "$T/out" && bad "rowsum warned: $(cat "$T/out")" ||
+    ok "rowsum: no rounding warning"
+fi
+
 # --- reading commands: an existing store, opened read-only ---
 for c in "runs" "best" "llm calls" "rules list" "runs show 1"; do
   # shellcheck disable=SC2086
