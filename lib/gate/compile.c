@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,15 +317,17 @@ static int allowed_lib(const struct kv_task *t, const char *lib) {
   return 0;
 }
 
-static void add_bad(char *out, size_t cap, size_t *used, int *n, const char *fmt, const char *a,
-                    const char *b) {
-  int w = snprintf(out + *used, cap - *used, "%s", *n ? ", " : "");
-  if (w > 0 && (size_t)w < cap - *used)
-    *used += (size_t)w;
-  w = snprintf(out + *used, cap - *used, fmt, a, b);
-  if (w > 0 && (size_t)w < cap - *used)
-    *used += (size_t)w;
-  (*n)++;
+void kv_policy_add(struct kv_policy_list *l, const char *fmt, ...) {
+  int w = snprintf(l->out + l->used, l->cap - l->used, "%s", l->n ? ", " : "");
+  if (w > 0 && (size_t)w < l->cap - l->used)
+    l->used += (size_t)w;
+  va_list ap;
+  va_start(ap, fmt);
+  w = vsnprintf(l->out + l->used, l->cap - l->used, fmt, ap);
+  va_end(ap);
+  if (w > 0 && (size_t)w < l->cap - l->used)
+    l->used += (size_t)w;
+  l->n++;
 }
 
 int kv_undefined_symbols(const char *path, const char *nm_flag,
@@ -367,22 +370,20 @@ int kv_undefined_symbols(const char *path, const char *nm_flag,
 /* The policy's scan: each undefined symbol it forbids, into out. */
 struct scan {
   const struct kv_task *t;
-  int vendors, n;
-  char *out;
-  size_t cap, used;
+  int vendors;
+  struct kv_policy_list l;
 };
 
 static void scan_one(void *ud, const char *name) {
   struct scan *sc = ud;
   for (size_t i = 0; i < KV_ARRAY_LEN(forbidden); i++)
     if (!strcmp(name, forbidden[i]))
-      add_bad(sc->out, sc->cap, &sc->used, &sc->n, "%s%s", name, "");
+      kv_policy_add(&sc->l, "%s", name);
   for (size_t i = 0; sc->vendors && i < KV_ARRAY_LEN(vendor); i++) {
     if (strncmp(name, vendor[i].prefix, strlen(vendor[i].prefix)) != 0)
       continue;
     if (!allowed_lib(sc->t, vendor[i].lib) && !allowed_lib(sc->t, vendor[i].lib2))
-      add_bad(sc->out, sc->cap, &sc->used, &sc->n, "%s (lib%s, not in the task's \"allow\" list)",
-              name, vendor[i].lib);
+      kv_policy_add(&sc->l, "%s (lib%s, not in the task's \"allow\" list)", name, vendor[i].lib);
     break;
   }
 }
@@ -391,10 +392,10 @@ static void scan_one(void *ud, const char *name) {
 static int policy_scan(const char *nm_flag, const char *path, const struct kv_task *t, int vendors,
                        char *out, size_t cap, char *err, size_t errlen) {
   out[0] = 0;
-  struct scan sc = {t, vendors, 0, out, cap, 0};
+  struct scan sc = {t, vendors, {out, cap, 0, 0}};
   if (kv_undefined_symbols(path, nm_flag, scan_one, &sc, err, errlen) < 0)
     return -1;
-  return sc.n;
+  return sc.l.n;
 }
 
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,

@@ -177,6 +177,15 @@ void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char 
 /* Linked into every cuda object (kevo_cuda_last_error), and nvcc's flag for
  * an architecture ("-arch=sm_90"; "-gencode=..." for sm_90a, sm_100f). */
 extern const char kv_cuda_guard_cu[];
+/* A policy's findings: a comma-separated list in out[cap], n of them (the
+ * list is cut at cap, the count is not). */
+struct kv_policy_list {
+  char *out;
+  size_t cap, used;
+  int n;
+};
+void kv_policy_add(struct kv_policy_list *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Each undefined symbol `nm [nm_flag] --undefined-only path` lists (the
  * version suffix cut; unnamed ones skipped), to each. 0, or -1 with err. */
 int kv_undefined_symbols(const char *path, const char *nm_flag,

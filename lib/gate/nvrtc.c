@@ -377,14 +377,7 @@ done:
  * may; their output is captured and capped the same way). */
 static const char *const device_ok[] = {"vprintf", "malloc", "free", "__assertfail"};
 
-struct kscan {
-  int n;
-  char *out;
-  size_t cap, used;
-};
-
 static void kscan_one(void *ud, const char *name) {
-  struct kscan *k = ud;
   for (size_t i = 0; i < KV_ARRAY_LEN(device_ok); i++)
     if (!strcmp(name, device_ok[i]))
       return;
@@ -393,17 +386,13 @@ static void kscan_one(void *ud, const char *name) {
                           "launches nothing itself; add a launch line"
                         : "not defined in the candidate: kernel-only candidates are linked with "
                           "nothing (device code may call printf, malloc, free and assert)";
-  int w =
-      snprintf(k->out + k->used, k->cap - k->used, "%s%.120s (%s)", k->n ? ", " : "", name, why);
-  if (w > 0 && (size_t)w < k->cap - k->used)
-    k->used += (size_t)w;
-  k->n++;
+  kv_policy_add(ud, "%.120s (%s)", name, why);
 }
 
 int kv_policy_check_nvrtc(const char *cubin_path, char *out, size_t cap, char *err, size_t errlen) {
   out[0] = 0;
-  struct kscan k = {0, out, cap, 0};
-  if (kv_undefined_symbols(cubin_path, NULL, kscan_one, &k, err, errlen) < 0)
+  struct kv_policy_list l = {out, cap, 0, 0};
+  if (kv_undefined_symbols(cubin_path, NULL, kscan_one, &l, err, errlen) < 0)
     return -1;
-  return k.n;
+  return l.n;
 }

@@ -160,9 +160,9 @@ static void same_inputs_twice(const struct kv_task *t, struct kv_worker *w, uint
  * fail the task's own tolerance, a correct candidate that sums in another
  * order fails it too: a warning with the difference found. */
 static void reordered_reference(const struct kv_task *t, const struct kv_gate_opts *o,
-                                const struct kv_surface *sf, const char *refsrc,
-                                const char *cache, const char *scratch, struct kv_worker *w,
-                                const struct sample *sm, int have, struct kv_task_report *r) {
+                                const struct kv_surface *sf, const char *refsrc, const char *cache,
+                                const char *scratch, struct kv_worker *w, const struct sample *sm,
+                                int have, struct kv_task_report *r) {
   if (strcmp(sf->name, "cpu") != 0 || have < 1 || strstr(kv_cc_version(), "clang"))
     return;
   char *text = NULL, dir[PATH_MAX], path[PATH_MAX + 16], e[512], d[1024];
@@ -197,8 +197,9 @@ static void reordered_reference(const struct kv_task *t, const struct kv_gate_op
     json_decref(rep);
   }
   if (st != KV_CALL_OK) {
-    note(r, "note: the tolerance was not tried against a reordered sum (the reference built "
-            "with -fassociative-math %s)",
+    note(r,
+         "note: the tolerance was not tried against a reordered sum (the reference built "
+         "with -fassociative-math %s)",
          built ? "does not load" : "does not build");
     kv_build_release(&b);
     return;
@@ -206,9 +207,9 @@ static void reordered_reference(const struct kv_task *t, const struct kv_gate_op
   for (int k = 0; k < have; k += NSEEDS) {
     const struct kv_sizeset *ss = &t->check[sm[k].set];
     size_t ob = kv_call_bytes(t, sm[k].nelem, 0);
-    req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 1, "set", "check", "index",
-                    sm[k].set, "calls", "seed", (json_int_t)sm[k].seed, "poison", 0,
-                    "return_inputs", 0);
+    req =
+        json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 1, "set", "check", "index", sm[k].set,
+                  "calls", "seed", (json_int_t)sm[k].seed, "poison", 0, "return_inputs", 0);
     uint8_t *blob = NULL;
     st = kv_worker_call(w, KV_MSG_CHECK, req, o->job_deadline_s, &rep, &blob, ob, d, sizeof d);
     json_decref(req);
