@@ -44,6 +44,18 @@ cp -r examples/tasks/rowsum "$T/task"
 } >"$T/task/starter.$EXT"
 "$K" device --surface "$SURFACE" >/dev/null
 
+# The store's answers: the sqlite3 shell, else Python's sqlite3 module (GPU
+# hosts may have only the library and python3).
+q() {
+  if command -v sqlite3 >/dev/null 2>&1; then
+    sqlite3 "$KEVO_DB" "$1"
+  else
+    python3 -c 'import sqlite3, sys
+for row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]):
+    print("|".join("" if v is None else str(v) for v in row))' "$KEVO_DB" "$1"
+  fi
+}
+
 run() { # NAME ARGS...: one run, its wall time in $T/NAME.s
   name=$1
   shift
@@ -53,13 +65,12 @@ run() { # NAME ARGS...: one run, its wall time in $T/NAME.s
     { echo "$name: kevo run failed:" >&2; tail -20 "$T/$name.out" >&2; exit 1; }
   e=$(date +%s.%N)
   echo "$s $e" | awk '{printf "%.1f", $2 - $1}' >"$T/$name.s"
-  sqlite3 "$KEVO_DB" "SELECT max(id) FROM runs" >"$T/$name.run"
+  q "SELECT max(id) FROM runs" >"$T/$name.run"
 }
 run two --executor gpus --gpus "$GPUS" --concurrency 8
 run one --executor gpus --gpus "$FIRST" --concurrency 4
 run serial
 
-q() { sqlite3 "$KEVO_DB" "$1"; }
 per_min() { awk -v s="$(cat "$T/$1.s")" -v n="$STEPS" 'BEGIN { printf "%.1f", n * 60 / s }'; }
 used=$(q "SELECT group_concat(DISTINCT json_extract(e.result_json, '$.executor.gpu'))
           FROM nodes n JOIN evaluations e ON e.id = n.eval_id WHERE n.run_id = $(cat "$T/two.run")")
