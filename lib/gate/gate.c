@@ -44,8 +44,8 @@ void kv_gate_opts_default(struct kv_gate_opts *o) {
   o->timing_ci = KV_TIMING_CI_DEFAULT;
 }
 
-static int session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
-                        char *err, size_t errlen) {
+int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
+                    char *err, size_t errlen) {
   memset(s, 0, sizeof(*s));
   s->t = t;
   s->o = o;
@@ -89,7 +89,7 @@ void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r) {
   s->cw_up = 0;
 }
 
-static void session_release(struct kv_session *s) {
+void kv_session_release(struct kv_session *s) {
   if (s->rw_up)
     kv_worker_stop(&s->rw);
   if (s->cw_up)
@@ -521,13 +521,13 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
   if (n <= 0)
     return 0;
   struct kv_session s;
-  if (session_init(&s, t, o, err, errlen) < 0)
+  if (kv_session_init(&s, t, o, err, errlen) < 0)
     return -1;
   char desc[512];
   struct kv_build_job *jobs = calloc((size_t)n, sizeof *jobs);
   if (!jobs || s.sf->prepare(desc, sizeof desc, err, errlen) < 0) {
     free(jobs);
-    session_release(&s);
+    kv_session_release(&s);
     return jobs ? -1 : kv_error(err, errlen, "out of memory");
   }
   for (int i = 0; i < n; i++) {
@@ -546,7 +546,7 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
     kv_build_release(&jobs[i].b);
   }
   free(jobs);
-  session_release(&s);
+  kv_session_release(&s);
   return rc < 0 ? rc : built;
 }
 
@@ -560,7 +560,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   }
   snprintf(r->surface, sizeof r->surface, "%s", o->surface ? o->surface : "cpu");
   struct kv_session s;
-  if (session_init(&s, t, o, err, errlen) < 0)
+  if (kv_session_init(&s, t, o, err, errlen) < 0)
     return -1;
   const struct kv_surface *sf = s.sf;
   /* Ceilings of another surface's device (a CPU's for a GPU run) are no
@@ -944,7 +944,7 @@ out:
   }
   free(prev_got);
   free(prev_exp);
-  session_release(&s);
+  kv_session_release(&s);
   /* The profiler and the debugger, when asked for: after the verdict, which
    * they never change (toolrun.h). */
   if (rc == 0)
@@ -1117,7 +1117,7 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
   }
   struct kv_session s;
   struct kv_task dummy = {0};
-  if (session_init(&s, &dummy, o, err, errlen) < 0)
+  if (kv_session_init(&s, &dummy, o, err, errlen) < 0)
     return -1;
   snprintf(p->worker_path, sizeof p->worker_path, "%s", s.worker_path);
   struct kv_worker_spec spec = {0};
@@ -1141,7 +1141,7 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
     p->blocked[0] = 0;
     p->nprobes = 1;
     json_decref(rep);
-    session_release(&s);
+    kv_session_release(&s);
     return 0;
   }
   const char *key;
@@ -1161,7 +1161,7 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
     }
   }
   json_decref(rep);
-  session_release(&s);
+  kv_session_release(&s);
   return 0;
 }
 
@@ -1169,7 +1169,7 @@ int kv_gate_probe(const struct kv_gate_opts *o, struct kv_probe *p, char *err, s
 static int device_worker(struct kv_session *s, const struct kv_gate_opts *o, char *err,
                          size_t errlen) {
   static struct kv_task dummy;
-  if (session_init(s, &dummy, o, err, errlen) < 0)
+  if (kv_session_init(s, &dummy, o, err, errlen) < 0)
     return -1;
   if (!s->sf->device_in_worker)
     return kv_error(err, errlen, "--surface %s: the worker does not own a device here",
@@ -1203,7 +1203,7 @@ int kv_gate_calibrate(const struct kv_gate_opts *o, int force, struct kv_calib *
   int rc = device_worker(&s, o, err, errlen);
   if (rc == 0)
     rc = device_calib(&s, &s.cw, force, c, measured, err, errlen);
-  session_release(&s);
+  kv_session_release(&s);
   return rc;
 }
 
@@ -1228,6 +1228,6 @@ int kv_gate_cuda_device(const struct kv_gate_opts *o, char *out, size_t cap, cha
              (double)json_integer_value(json_object_get(c, "mem_bytes")) / 1073741824.0, drv / 1000,
              drv % 1000 / 10);
   }
-  session_release(&s);
+  kv_session_release(&s);
   return rc;
 }

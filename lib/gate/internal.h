@@ -290,6 +290,12 @@ struct kv_session {
   struct kv_worker ew;
   int ew_up;
 };
+/* The session's surface, cache and scratch directories and worker path from
+ * the options (the workers are started apart); release stops every worker
+ * started. Used by kv_gate_eval, kv_gate_prebuild and kv_task_check. */
+int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
+                    char *err, size_t errlen);
+void kv_session_release(struct kv_session *s);
 /* Starts a worker of the session's surface and sends it the task (rw: the
  * torch worker when s->torch). */
 int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,

@@ -255,38 +255,22 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     kv_gate_opts_default(&defaults);
     o = &defaults;
   }
-  const struct kv_surface *sf = kv_surface_find(o->surface);
-  if (!sf)
-    return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,
-                    kv_surface_names());
+  /* The gate's evaluation session (kevo/gate.h's kv_gate_eval uses the
+   * same): directories, worker path, the reference's worker. */
+  struct kv_session s;
+  if (kv_session_init(&s, t, o, err, errlen) < 0)
+    return -1;
+  const struct kv_surface *sf = s.sf;
   char desc[512];
   if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
     return -1;
-  char cache[PATH_MAX], objdir[PATH_MAX + 8], scratch[PATH_MAX + 16], wpath[PATH_MAX];
-  if (o->cache_dir)
-    snprintf(cache, sizeof cache, "%s", o->cache_dir);
-  else if (kv_cache_dir(cache, sizeof cache) < 0)
-    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
-  snprintf(objdir, sizeof objdir, "%s/obj", cache);
-  snprintf(scratch, sizeof scratch, "%s/scratch", cache);
-  if (kv_mkdirs(scratch, 0700, err, errlen) < 0)
-    return -1;
-  const char *wp = o->worker_path ? o->worker_path : getenv("KEVO_WORKER");
-  if (wp && *wp) {
-    snprintf(wpath, sizeof wpath, "%s", wp);
-  } else {
-    char dir[PATH_MAX - 16];
-    if (kv_exe_dir(dir, sizeof dir) < 0)
-      return kv_error(err, errlen, "cannot locate kevo-worker; set KEVO_WORKER");
-    snprintf(wpath, sizeof wpath, "%s/kevo-worker", dir);
-  }
   char refsrc[PATH_MAX];
   snprintf(refsrc, sizeof refsrc, "%s/%s", t->dir && *t->dir ? t->dir : ".", sf->reference);
   /* An imported task: reference.py runs in the torch reference worker,
    * loaded as it is (nothing to compile). */
-  struct kv_torch_paths tp;
-  int torch = kv_torch_reference(t, refsrc, sizeof refsrc);
-  if (torch && kv_torch_worker_paths(wpath, &tp, err, errlen) < 0)
+  s.torch = kv_torch_reference(t, refsrc, sizeof refsrc);
+  int torch = s.torch;
+  if (torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
     return -1;
   if (!kv_path_exists(refsrc))
     return kv_error(err, errlen,
@@ -297,7 +281,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   if (torch) {
     b.ok = 1;
     snprintf(b.so_path, sizeof b.so_path, "%s", refsrc);
-  } else if (sf->build(t, refsrc, cache, o->compile_deadline_s, &b, err, errlen) < 0) {
+  } else if (sf->build(t, refsrc, s.cache, o->compile_deadline_s, &b, err, errlen) < 0) {
     return -1;
   }
   r->compile_s = b.seconds;
@@ -305,60 +289,30 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   b.log = NULL;
   if (!b.ok) {
     finding(r, "%s does not compile (see the log)", refsrc);
+    kv_build_release(&b);
     return 0;
   }
-  struct kv_worker w;
-  struct kv_worker_spec spec = {0};
-  spec.worker_path = wpath;
-  spec.scratch_base = scratch;
-  spec.read_paths[spec.nread++] = objdir;
-  spec.sandbox = o->sandbox;
-  spec.start_deadline_s = sf->worker_start_s;
-  spec.surface = sf->worker_runtime;
-  if (torch) {
-    spec.python = tp.python;
-    spec.script = tp.script;
-    spec.rtlib = tp.rtlib;
-    spec.torch_cache = cache;
-  }
-  if (kv_worker_start(&w, &spec, err, errlen) < 0) {
+  struct kv_worker *w = &s.rw;
+  int rc = 0;
+  json_t *rep = NULL, *req = NULL;
+  char d[1024];
+  enum kv_call_status st;
+  if (kv_session_worker_up(&s, w, &s.rw_up, err, errlen) < 0) {
+    kv_session_release(&s);
     kv_build_release(&b);
     return -1;
   }
-  if (sf->device_in_worker) {
-    json_t *c = json_object_get(w.hello, "cuda");
-    if (!json_is_true(json_object_get(c, "ok"))) {
-      kv_error(err, errlen, "--surface %s: %s", sf->name,
-               json_string_value(json_object_get(c, "error"))
-                   ? json_string_value(json_object_get(c, "error"))
-                   : "the worker cannot use the device");
-      kv_worker_stop(&w);
-      kv_build_release(&b);
-      return -1;
-    }
-  }
-  int rc = 0;
-  json_t *rep = NULL;
-  char d[1024];
-  json_t *req = json_pack("{s:s}", "task", t->json);
-  enum kv_call_status st = kv_worker_call(&w, KV_MSG_INIT, req, 10, &rep, NULL, 0, d, sizeof d);
-  json_decref(req);
-  json_decref(rep);
-  if (st == KV_CALL_OK) {
-    req = json_pack("{s:i,s:s}", "slot", 0, "path", b.so_path);
-    st = kv_worker_call(&w, KV_MSG_LOAD, req, 30, &rep, NULL, 0, d, sizeof d);
-    json_decref(req);
-    json_decref(rep);
-  }
-  if (st != KV_CALL_OK) {
+  if (kv_session_load(w, 0, b.so_path, d, sizeof d) != 0) {
     finding(r, "%s does not load: %s", refsrc, d);
-    kv_worker_stop(&w);
+    kv_session_release(&s);
+    kv_build_release(&b);
     return 0;
   }
   int ns = t->ncheck * NSEEDS;
   struct sample *sm = calloc((size_t)ns, sizeof *sm);
   if (!sm) {
-    kv_worker_stop(&w);
+    kv_session_release(&s);
+    kv_build_release(&b);
     return kv_error(err, errlen, "out of memory");
   }
   uint64_t base = o->seed ? o->seed : 0x6b65766fu;
@@ -383,7 +337,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     uint8_t *blob = NULL;
     char sizes[256];
     kv_sizeset_format(t, ss, sizes, sizeof sizes);
-    st = kv_worker_call(&w, KV_MSG_CHECK, req, o->job_deadline_s, &rep, &blob, ob * NSEEDS, d,
+    st = kv_worker_call(w, KV_MSG_CHECK, req, o->job_deadline_s, &rep, &blob, ob * NSEEDS, d,
                         sizeof d);
     json_decref(req);
     json_decref(rep);
@@ -477,9 +431,9 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
      * a reference with randomness inside (training-mode Dropout, an unseeded
      * RNG) cannot judge anything. */
     if (have > 0)
-      same_inputs_twice(t, &w, base, o->job_deadline_s, r);
+      same_inputs_twice(t, w, base, o->job_deadline_s, r);
     if (!torch)
-      reordered_reference(t, o, sf, refsrc, cache, scratch, &w, sm, have, r);
+      reordered_reference(t, o, sf, refsrc, s.cache, s.scratch, w, sm, have, r);
   }
   /* One reference call at the bench size, to show what timing will cost:
    * timed, so on the device alone (no evaluation times on it meanwhile). */
@@ -490,15 +444,15 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     int64_t nelem[KV_MAX_PARAMS];
     if (kv_layout(t, &t->bench[0], nelem, err, errlen) < 0) {
       /* no bench size to call it on: not measured */
-    } else if (kv_gate_lock_device(sf, o, w.hello, what, &lock, err, errlen) < 0) {
+    } else if (kv_gate_lock_device(sf, o, w->hello, what, &lock, err, errlen) < 0) {
       rc = -1;
     } else {
       size_t ob = kv_call_bytes(t, nelem, 0);
       req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b}", "slot", 0, "set", "bench", "index", 0,
                       "calls", "seed", (json_int_t)base, "poison", 0, "return_inputs", 0);
       uint8_t *blob = NULL;
-      st = kv_worker_call(&w, KV_MSG_CHECK, req, o->job_deadline_s * 6, &rep, &blob, ob, d,
-                          sizeof d);
+      st =
+          kv_worker_call(w, KV_MSG_CHECK, req, o->job_deadline_s * 6, &rep, &blob, ob, d, sizeof d);
       json_decref(req);
       if (st == KV_CALL_OK)
         r->bench_ref_ms =
@@ -517,7 +471,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
       free(sm[k].in[p]);
     }
   free(sm);
-  kv_worker_stop(&w);
+  kv_session_release(&s);
   kv_build_release(&b);
   return rc;
 }
