@@ -296,6 +296,17 @@ struct kv_session {
 int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
                     char *err, size_t errlen);
 void kv_session_release(struct kv_session *s);
+/* Starts a worker, sends it the task and loads `so` into slot 0 (the
+ * candidate's worker, s->cw, locks itself first): 0, 1 with the loader's
+ * message in detail, or -1 with err. */
+int kv_session_start_worker(struct kv_session *s, struct kv_worker *w, int *up, const char *so,
+                            char *detail, size_t detlen, char *err, size_t errlen);
+/* Correctness (checks.c): every check size x seeds against the reference in
+ * s->rw, the candidate in s->cw (replaced when it died). Each check goes into
+ * r, the worst verdict into *worst and r's verdict. 0, or -1 with err when
+ * kevo cannot judge (the reference fails, a worker cannot start). */
+int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so,
+                   struct kv_gate_result *r, enum kv_verdict *worst, char *err, size_t errlen);
 /* Starts a worker of the session's surface and sends it the task (rw: the
  * torch worker when s->torch). */
 int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,

@@ -1,0 +1,172 @@
+/* The gate's correctness checks (kv_gate_eval's second stage): every check
+ * size x seeds, two calls each at the same addresses, the second with new
+ * contents; the reference in its own worker; guard zones, replays across
+ * calls and across jobs judged here. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kevo/runtime.h"
+
+/* A guard zone the worker found changed after call `call` of a CHECK job
+ * (its reply's "guard": call, param, before, byte): the verdict, with detail,
+ * else KV_V_OK. Around an input (role in) the candidate wrote through a
+ * pointer it may only read, which is what input_mutated means; around an
+ * output (out, inout) it wrote past what it was asked to compute, which is a
+ * wrong output whatever its elements hold. */
+static enum kv_verdict guard_verdict(const struct kv_task *t, const int64_t *nelem, json_t *rep,
+                                     int call, char *detail, size_t cap) {
+  size_t i;
+  json_t *g;
+  json_array_foreach(json_object_get(rep, "guard"), i, g) {
+    int p = (int)json_integer_value(json_object_get(g, "param"));
+    if (json_integer_value(json_object_get(g, "call")) != call || p < 0 || p >= t->nparams)
+      continue;
+    kv_guard_detail(t, p, nelem[p], json_is_true(json_object_get(g, "before")),
+                    (long)json_integer_value(json_object_get(g, "byte")), detail, cap);
+    return t->params[p].role == KV_ROLE_IN ? KV_V_INPUT_MUTATED : KV_V_WRONG_OUTPUT;
+  }
+  return KV_V_OK;
+}
+
+int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so,
+                   struct kv_gate_result *r, enum kv_verdict *worst, char *err, size_t errlen) {
+  const struct kv_task *t = s->t;
+  const struct kv_gate_opts *o = s->o;
+  uint8_t *prev_got = NULL, *prev_exp = NULL; /* the last call of the previous job */
+  uint64_t base = o->seed ? o->seed : kv_random_u64() >> 8;
+  int nseeds = o->nseeds >= 2 ? o->nseeds : 2;
+  for (int i = 0; i < t->ncheck && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++) {
+    const struct kv_sizeset *ss = &t->check[i];
+    int64_t nelem[KV_MAX_PARAMS];
+    if (kv_layout(t, ss, nelem, err, errlen) < 0)
+      goto fail;
+    size_t ob = kv_call_bytes(t, nelem, 0), cb = kv_call_bytes(t, nelem, 1);
+    free(prev_got);
+    free(prev_exp);
+    prev_got = prev_exp = NULL;
+    for (int j = 0; j < nseeds && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; j++) {
+      if (r->nchecks >= KV_GATE_MAX_CHECKS)
+        break;
+      struct kv_check *ck = &r->checks[r->nchecks++];
+      kv_sizeset_format(t, ss, ck->sizes, sizeof ck->sizes);
+      uint64_t seeds[2] = {base + (uint64_t)i * 1000 + (uint64_t)j * 2,
+                           base + (uint64_t)i * 1000 + (uint64_t)j * 2 + 1};
+      int poisons[2] = {0, 1};
+      ck->seed = seeds[0];
+      uint8_t *exp = NULL, *got = NULL;
+      char d[1024];
+      enum kv_call_status st = kv_run_check(&s->rw, 0, "check", i, seeds, poisons, 2, 0, 2 * ob,
+                                            o->job_deadline_s, &exp, NULL, d, sizeof d);
+      if (st != KV_CALL_OK) {
+        kv_error(err, errlen, "%s: the reference failed at %s: %s; run 'kevo task check %s'",
+                 refsrc, ck->sizes, d, t->dir);
+        goto fail;
+      }
+      if (!s->cw_up || !s->cw.alive) {
+        /* Replace a dead worker. */
+        if (s->cw_up)
+          kv_worker_stop(&s->cw);
+        s->cw_up = 0;
+        if (kv_session_start_worker(s, &s->cw, &s->cw_up, cand_so, d, sizeof d, err, errlen) != 0) {
+          free(exp);
+          goto fail;
+        }
+      }
+      json_t *crep = NULL;
+      st = kv_run_check(&s->cw, 0, "check", i, seeds, poisons, 2, 1, 2 * cb, o->job_deadline_s,
+                        &got, &crep, d, sizeof d);
+      char tail[300], sizes[256];
+      int first_ok = 0;
+      snprintf(sizes, sizeof sizes, "%s", ck->sizes);
+      if (st == KV_CALL_TIMEOUT) {
+        ck->verdict = KV_V_TIMEOUT;
+        snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, d);
+      } else if (st != KV_CALL_OK) {
+        kv_tail_of(&s->cw.err, tail, sizeof tail);
+        ck->verdict = KV_V_CRASH;
+        snprintf(ck->detail, sizeof ck->detail, "at %s: %s%s", sizes, d, tail);
+      } else {
+        struct kv_cmp c1, c2;
+        kv_judge_call(t, ss, exp, got, got + ob, NULL, nelem, seeds[0], 0, &c1);
+        kv_judge_call(t, ss, exp + ob, got + cb, got + cb + ob, NULL, nelem, seeds[1], 1, &c2);
+        ck->max_abs_err = fmax(c1.max_abs, c2.max_abs);
+        ck->max_rel_err = fmax(c1.max_rel, c2.max_rel);
+        first_ok = c1.verdict == KV_V_OK;
+        /* A write outside a buffer (its guard zones changed) is judged first:
+         * it says more than the elements it shifted or left wrong. */
+        char gd[512];
+        enum kv_verdict g1 = guard_verdict(t, nelem, crep, 0, gd, sizeof gd);
+        enum kv_verdict g2 = g1 != KV_V_OK ? g1 : guard_verdict(t, nelem, crep, 1, gd, sizeof gd);
+        /* A wrong first call that repeats a right answer of the previous job
+         * (to other inputs): cached across jobs by an address the allocator
+         * handed out again. */
+        int replay_prev = c1.verdict != KV_V_OK && prev_got && ob > 0 &&
+                          memcmp(got, prev_got, ob) == 0 && memcmp(exp, prev_exp, ob) != 0;
+        if (g1 != KV_V_OK || g2 != KV_V_OK) {
+          first_ok = 0;
+          ck->verdict = g1 != KV_V_OK ? g1 : g2;
+          snprintf(ck->detail, sizeof ck->detail, "at %s%s: %s", sizes,
+                   g1 != KV_V_OK ? "" : ", second call", gd);
+        } else if (replay_prev) {
+          ck->verdict = KV_V_STALE_OUTPUT;
+          snprintf(ck->detail, sizeof ck->detail,
+                   "at %s: returned the previous call's results for new inputs (cached across "
+                   "calls?); %s",
+                   sizes, c1.detail);
+        } else if (c1.verdict != KV_V_OK) {
+          ck->verdict = c1.verdict;
+          snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, c1.detail);
+        } else if (c2.verdict != KV_V_OK) {
+          /* The first call was right: is the second a replay of it? */
+          int replay = memcmp(got, got + cb, ob) == 0 && memcmp(exp, exp + ob, ob) != 0;
+          ck->verdict = replay ? KV_V_STALE_OUTPUT : c2.verdict;
+          snprintf(ck->detail, sizeof ck->detail,
+                   "at %s, second call at the same addresses with "
+                   "new contents: %s%s",
+                   sizes,
+                   replay ? "returned the first call's results "
+                            "(cached by address?); "
+                          : "",
+                   c2.detail);
+        } else {
+          ck->verdict = KV_V_OK;
+          snprintf(ck->detail, sizeof ck->detail, "max |diff| %.3g", ck->max_abs_err);
+        }
+      }
+      /* Remember the job's last right answer (for the next job's replay test). */
+      int keep = st == KV_CALL_OK && ob > 0 ? (ck->verdict == KV_V_OK ? 2 : first_ok) : 0;
+      if (keep) {
+        free(prev_got);
+        free(prev_exp);
+        prev_got = malloc(ob);
+        prev_exp = malloc(ob);
+        if (prev_got && prev_exp) {
+          memcpy(prev_got, keep == 2 ? got + cb : got, ob);
+          memcpy(prev_exp, keep == 2 ? exp + ob : exp, ob);
+        } else {
+          free(prev_got);
+          free(prev_exp);
+          prev_got = prev_exp = NULL;
+        }
+      }
+      json_decref(crep);
+      free(exp);
+      free(got);
+      if (ck->verdict < *worst) {
+        *worst = ck->verdict;
+        kv_set_verdict(r, *worst, "%s", ck->detail);
+      }
+    }
+  }
+  free(prev_got);
+  free(prev_exp);
+  return 0;
+fail:
+  free(prev_got);
+  free(prev_exp);
+  return -1;
+}
