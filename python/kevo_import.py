@@ -563,55 +563,40 @@ def main():
             return r
         return None
 
+    def add_probe(base, new):
+        """A probe with the constants in `new` changed; where that breaks the
+        module (GroupNorm(40, 32): its channels must divide by its groups),
+        the changes one at a time, keeping each that still runs, so that
+        in_features = out_features = 8 are still told apart when
+        num_groups = 8 must stay as it is."""
+        probe = dict(base, **new)
+        r = probe_run(probe)
+        if r is None:
+            probe = dict(base)
+            for name, v in new.items():
+                trial = dict(probe, **{name: v})
+                t = probe_run(trial)
+                if t is not None:
+                    probe, r = trial, t
+        if r is not None and all(x["constants"] != probe for x in runs):
+            runs.append({"kind": "probe", "device": "meta", "constants": probe})
+            results.append(r)
+
     if len(runs) > 1:
         base = runs[1]["constants"]
         for only_scaled in (False, True):
             changed = [name for name, v in base.items()
                        if ((v != consts[name]) if only_scaled else v >= 2)]
-            if not changed:
-                continue
-            probe = dict(base)
-            for k, name in enumerate(changed):
-                probe[name] = base[name] * (k + 2)
-            r = probe_run(probe)
-            if r is None:
-                # Some multiples break the module (GroupNorm(40, 32): its
-                # channels must divide by its groups): change the constants
-                # one at a time, keeping each multiple that still runs, so
-                # that in_features = out_features = 8 are still told apart
-                # when num_groups = 8 must stay as it is.
-                probe = dict(base)
-                for k, name in enumerate(changed):
-                    trial = dict(probe, **{name: base[name] * (k + 2)})
-                    t = probe_run(trial)
-                    if t is not None:
-                        probe, r = trial, t
-            if r is None or any(x["constants"] == probe for x in runs):
-                continue
-            runs.append({"kind": "probe", "device": "meta", "constants": probe})
-            results.append(r)
-
+            if changed:
+                add_probe(base, {name: base[name] * (k + 2) for k, name in enumerate(changed)})
         # Probes at odd sizes: where every size is a power of two (or a
         # multiple of a pooling window), (height - kernel_size + 1) / 4 and
         # (height - in_channels + 4) / 4 give the same numbers, and the
         # import could take the wrong one. Each scaled constant plus 1, 2
-        # and 3 (one at a time where that breaks the module) makes floors
-        # differ.
+        # and 3 makes floors differ.
         grown = [name for name, v in base.items() if v != consts[name]]
         for off in (1, 2, 3) if grown else ():
-            probe = {name: v + off if name in grown else v for name, v in base.items()}
-            r = probe_run(probe)
-            if r is None:
-                probe = dict(base)
-                for name in grown:
-                    trial = dict(probe, **{name: base[name] + off})
-                    t = probe_run(trial)
-                    if t is not None:
-                        probe, r = trial, t
-            if r is None or any(x["constants"] == probe for x in runs):
-                continue
-            runs.append({"kind": "probe", "device": "meta", "constants": probe})
-            results.append(r)
+            add_probe(base, {name: base[name] + off for name in grown})
 
     tensors = []
     for j, (kind, name, t0_, owner) in enumerate(bench):

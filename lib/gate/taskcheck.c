@@ -269,8 +269,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   /* An imported task: reference.py runs in the torch reference worker,
    * loaded as it is (nothing to compile). */
   s.torch = kv_torch_reference(t, refsrc, sizeof refsrc);
-  int torch = s.torch;
-  if (torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
+  if (s.torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
     return -1;
   if (!kv_path_exists(refsrc))
     return kv_error(err, errlen,
@@ -278,7 +277,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
                     sf->name);
   struct kv_build b;
   memset(&b, 0, sizeof b);
-  if (torch) {
+  if (s.torch) {
     b.ok = 1;
     snprintf(b.so_path, sizeof b.so_path, "%s", refsrc);
   } else if (sf->build(t, refsrc, s.cache, o->compile_deadline_s, &b, err, errlen) < 0) {
@@ -432,7 +431,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
      * RNG) cannot judge anything. */
     if (have > 0)
       same_inputs_twice(t, w, base, o->job_deadline_s, r);
-    if (!torch)
+    if (!s.torch)
       reordered_reference(t, o, sf, refsrc, s.cache, s.scratch, w, sm, have, r);
   }
   /* One reference call at the bench size, to show what timing will cost:
