@@ -11,6 +11,9 @@
 #     bench/nvrtc/rowsum_tune.cu (nvcc) and rowsum_tune_k.cu (NVRTC) on
 #     tests/gpu/rowsum, variants judged per minute (the reference cached first).
 # usage: bench/nvrtc_latency.sh [BUILD_DIR] [OUT_MD]     (OUT_MD: the tables appended there)
+# env:   RUNS (3), BUDGET (0.5 s per side), STEPS (20 tune variants),
+#        CACHES ("new cold": which of the two; "new" alone for a quick
+#        before/after), TUNE (1; 0 skips part 2)
 set -eu
 B=${1:-build}
 OUTMD=${2:-}
@@ -18,6 +21,8 @@ K="$B/kevo"
 RUNS=${RUNS:-3}
 BUDGET=${BUDGET:-0.5}
 STEPS=${STEPS:-20}
+CACHES=${CACHES:-new cold}
+TUNE=${TUNE:-1}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export KEVO_DB="$T/bench.db"
@@ -29,8 +34,8 @@ out="$T/table.md"
 {
   echo "### Kernel-only (NVRTC) vs host-entry (nvcc), cuda surface ($(date -u +%Y-%m-%d), $dev, $(nproc) CPU cores, CUDA $tk (nvcc and NVRTC), budget $BUDGET s per side, median of $RUNS)"
   echo
-  echo "| task | form | cache | total s | compile s | check s | timing s | verdict | cand us | speedup |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| task | form | cache | total s | compile s | check s | timing s | warm-up / loop / validate / alone s | verdict | cand us | speedup |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$out"
 cat "$out"
 : >"$T/all"
@@ -45,7 +50,7 @@ for d in examples/tasks/*/; do
     export KEVO_CACHE_DIR="$T/new-$name"
     mkdir -p "$KEVO_CACHE_DIR" && cp "$T/calib/calib-cuda.json" "$KEVO_CACHE_DIR/"
     "$K" eval --surface cuda --json --no-timing "$d" "$src" >/dev/null 2>&1 || true
-    for cache in new cold; do
+    for cache in $CACHES; do
       for i in $(seq "$RUNS"); do
         cand="$T/$form-$name-$cache-$i.cu"
         { cat "$src"; echo "// a new candidate $i $$ $cache"; } >"$cand"
@@ -76,16 +81,18 @@ for cache in ("new", "cold"):
                 except Exception:
                     pass
         if not rs:
-            print("| %s | %s | %s | kevo failed | | | | | | |" % (sys.argv[2], form, cache))
+            print("| %s | %s | %s | kevo failed | | | | | | | |" % (sys.argv[2], form, cache))
             continue
         med = lambda f: st.median(f(w, j) for w, j in rs)
         j = rs[-1][1]
         t = j.get("timing") or {}
         tot, comp = med(lambda w, j: w), med(lambda w, j: j["seconds"]["compile"])
         allf.write("%s %s %s %.4f %.4f\n" % (sys.argv[2], form, cache, tot, comp))
-        print("| %s | %s | %s | %.2f | %.3f | %.2f | %.2f | %s | %s | %s |" % (
+        sg = lambda k: med(lambda w, j: ((j.get("timing") or {}).get("stages") or {}).get(k, 0))
+        print("| %s | %s | %s | %.2f | %.3f | %.2f | %.2f | %s | %s | %s | %s |" % (
             sys.argv[2], form, cache, tot, comp, med(lambda w, j: j["seconds"]["check"]),
-            med(lambda w, j: j["seconds"]["timing"]), j["verdict"],
+            med(lambda w, j: j["seconds"]["timing"]),
+            " / ".join("%.2f" % sg(k) for k in ("warmup", "loop", "validate", "alone")), j["verdict"],
             "%.1f" % med(lambda w, j: j["timing"]["median_us"]) if t else "",
             "%.2fx" % med(lambda w, j: j["timing"]["speedup"]) if t else ""))
 PY
@@ -105,6 +112,10 @@ for cache in ("new", "cold"):
 PY
 
 # Tune throughput: the same 20 variants, each form; the reference cached first.
+if [ "$TUNE" = 0 ]; then
+  [ -z "$OUTMD" ] || { echo; cat "$out"; } >>"$OUTMD"
+  exit 0
+fi
 {
   echo
   echo "| tune (tests/gpu/rowsum, $STEPS variants) | wall s | variants/min | accepted | best speedup |"

@@ -205,7 +205,14 @@ static void print_human(const struct kv_gate_result *r, struct shown *sh) {
     if (t->cand_host_timer)
       printf("           note: the candidate's work ran outside the stream's events; timed by "
              "the host clock\n");
-    printf("           speedup   %10.2fx", t->speedup);
+    printf("           stages    warm-up %.2f s, loop %.2f s, validations %.2f s, alone %.2f s\n",
+           t->stage_warmup_s, t->stage_loop_s, t->stage_validate_s, t->stage_alone_s);
+    for (int i = 0; t->nsizes > 1 && i < t->nsizes; i++)
+      printf("           at %-40s %10.1f us against %.1f us: %.2fx (%.2f-%.2fx), %.2f s\n",
+             t->size[i].sizes, t->size[i].cand_us, t->size[i].ref_us, t->size[i].speedup,
+             t->size[i].lo, t->size[i].hi, t->size[i].stages_s);
+    printf("           speedup   %10.2fx%s", t->speedup,
+           t->nsizes > 1 ? " (geometric mean over the sizes)" : "");
     if (t->roofline > 0)
       printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
              t->gflops);

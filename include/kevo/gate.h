@@ -63,6 +63,14 @@ struct kv_kernel_res {
   struct kv_sass_mix sass; /* from cuobjdump -sass of the candidate's own object */
 };
 
+/* One bench size's timing, when a task lists several (kv_timing.size). */
+struct kv_size_timing {
+  char sizes[256];
+  double cand_us, ref_us; /* medians */
+  double speedup, lo, hi; /* and its 95% interval */
+  double stages_s;        /* the timing stage's seconds at this size */
+};
+
 struct kv_timing {
   char sizes[256];
   struct kv_stats cand, ref;
@@ -104,6 +112,16 @@ struct kv_timing {
   double ci_target;           /* 0: a fixed budget */
   int min_phases, max_phases; /* adaptive: the fewest and most rounds (phases per side) */
   char stop[16];              /* "fixed", "ci", "max" or "deadline" */
+  /* Where the timing stage's seconds went: warm-up (pricing a call, buffers),
+   * the interleaved loop's phases, validating timed calls, and the phases
+   * of the reference and kevo's empty entry alone. */
+  double stage_warmup_s, stage_loop_s, stage_validate_s, stage_alone_s;
+  /* A task with several bench sizes: each timed in turn (size[0..nsizes)),
+   * the figures above are the first size's except the speedup and its
+   * interval (speedup_lo, speedup_hi), the geometric means over the sizes.
+   * 0 with one size. */
+  int nsizes;
+  struct kv_size_timing size[KV_MAX_BENCH];
 };
 
 struct kv_gate_result;

@@ -15,6 +15,8 @@
 #define KV_MAX_PARAMS 32
 #define KV_MAX_DIMS 8
 #define KV_MAX_SIZESETS 64
+/* bench: each size is timed on its own, so fewer */
+#define KV_MAX_BENCH 16
 #define KV_NAME_MAX 64
 #define KV_MAX_ALLOW 16
 /* Largest single buffer and largest sum of buffers for one size set. A task

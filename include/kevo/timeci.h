@@ -23,6 +23,15 @@
 #define KV_TIMING_MIN_ROUNDS 6
 /* The default target: the 95% interval of the speedup within +-1%. */
 #define KV_TIMING_CI_DEFAULT 0.01
+/* Adaptive timing splits the budget's count into about this many rounds, so
+ * that a stop at the fewest (6) saves three quarters of it. */
+#define KV_TIMING_ADAPT_ROUNDS 24
+/* The candidate's time by kevo's own clock must be steady within the target
+ * or this, whichever is wider, for an early stop. kevo's clock bounds the
+ * reported times (a forgery below 0.87 of it is rejected), so it needs a few
+ * percent of precision, not the speedup's 1%: around 30-100 us calls the
+ * host's launch and synchronization jitter alone is more than 1% a round. */
+#define KV_TIMING_CLOCK_CI 0.03
 
 struct kv_median_ci {
   int n;
@@ -49,8 +58,8 @@ struct kv_timing_plan {
  * buffers fit a phase; target: 0 for the fixed budget, else the adaptive
  * target (relative half-width). The fixed plan is the gate's historical one
  * (n = budget / per in [10, 1000], m = n / 4, >= 2 rounds); the adaptive one
- * takes that as its maximum and stops no sooner than KV_TIMING_MIN_ROUNDS
- * rounds nor KV_TIMING_MIN_CALLS calls. */
+ * takes n as its maximum, in about KV_TIMING_ADAPT_ROUNDS rounds, and stops
+ * no sooner than KV_TIMING_MIN_ROUNDS rounds nor KV_TIMING_MIN_CALLS calls. */
 void kv_timing_plan(double per_ns, double budget_s, int m_mem, double target,
                     struct kv_timing_plan *p);
 
@@ -67,9 +76,10 @@ const char *kv_timing_stop_name(enum kv_timing_stop s);
  * (the reference's median over the candidate's, as reported, bounded
  * afterwards by kevo's clock); clock[j]: round j's candidate time per call
  * by kevo's own clock around its phase, less kevo's overhead (<= 0: kevo's
- * clock cannot resolve it). Both intervals must be within target: the
- * candidate cannot make the loop stop by reporting steady times, only by
- * being steady by kevo's clock. *hw, *hw_clock: the relative half-widths
+ * clock cannot resolve it). The speedup's interval must be within target
+ * and the clock's within max(target, KV_TIMING_CLOCK_CI): the candidate
+ * cannot make the loop stop by reporting steady times, only by being
+ * steady by kevo's clock. *hw, *hw_clock: the relative half-widths
  * (may be NULL). elapsed_s / deadline_s: the loop's time so far and its
  * deadline (0: none). Never stops before p->min_rounds, always at
  * p->rounds. */

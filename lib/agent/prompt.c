@@ -433,7 +433,10 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   case KV_PB_PERFORMANCE:
     snprintf(n1, sizeof n1, "%.1f", r->timing.cand.median_us);
     snprintf(n2, sizeof n2, "%.1f", r->timing.ref.median_us);
-    snprintf(n3, sizeof n3, "%.2f", r->timing.speedup);
+    /* Several bench sizes: the medians are the first size's, so is the
+     * speedup beside them; the others and the geometric mean follow it. */
+    snprintf(n3, sizeof n3, "%.2f",
+             r->timing.nsizes > 1 ? r->timing.size[0].speedup : r->timing.speedup);
     if (r->timing.roofline > 0)
       snprintf(n4, sizeof n4, "%.0f%%", 100 * r->timing.roofline);
     else
@@ -441,7 +444,16 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
     var(&v, "median_us", n1);
     var(&v, "reference_us", n2);
     var(&v, "speedup", n3);
-    var(&v, "sizes", r->timing.sizes);
+    if (r->timing.nsizes > 1) {
+      kv_buf_appendf(&lb, "%s (and %d more bench sizes:", r->timing.sizes, r->timing.nsizes - 1);
+      for (int i = 1; i < r->timing.nsizes; i++)
+        kv_buf_appendf(&lb, "%s %.2fx at %s", i > 1 ? ";" : "", r->timing.size[i].speedup,
+                       r->timing.size[i].sizes);
+      kv_buf_appendf(&lb, "; geometric mean %.2fx over all)", r->timing.speedup);
+      var(&v, "sizes", lb.data ? lb.data : r->timing.sizes);
+    } else {
+      var(&v, "sizes", r->timing.sizes);
+    }
     var(&v, "roofline", n4);
     break;
   case KV_PB_PROFILE:

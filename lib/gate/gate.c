@@ -772,13 +772,19 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       /* The baseline: the task's baseline.cu, or its PyTorch module under
        * torch.compile. */
       const char *base = basesrc[0] ? bas->so_path : s.torch && o->torch_compile ? refsrc : NULL;
-      int tr = kv_time_candidate(&s, base, calp, r, err, errlen);
+      int tr = kv_time_candidate(&s, base, cand->so_path, calp, r, err, errlen);
       kv_devlock_release(&lock);
       if (tr < 0)
         goto out;
     }
     r->time_s = kv_now_s() - t2;
-    if (r->verdict == KV_V_OK && r->timed)
+    if (r->verdict == KV_V_OK && r->timed && r->timing.nsizes > 1)
+      kv_set_verdict(r, KV_V_OK,
+                     "passed %d checks; %.2fx the reference (geometric mean over %d sizes; "
+                     "%.2fx at %s)",
+                     r->nchecks, r->timing.speedup, r->timing.nsizes, r->timing.size[0].speedup,
+                     r->timing.sizes);
+    else if (r->verdict == KV_V_OK && r->timed)
       kv_set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s", r->nchecks,
                      r->timing.speedup, r->timing.sizes);
   }
@@ -921,6 +927,21 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                   t->ci_clock_half_width >= 0 ? json_real(t->ci_clock_half_width) : json_null(),
                   "target", t->ci_target, "stop", t->stop, "phases", t->phases, "min_phases",
                   t->min_phases, "max_phases", t->max_phases));
+    json_object_set_new(tj, "stages",
+                        json_pack("{s:f,s:f,s:f,s:f}", "warmup", t->stage_warmup_s, "loop",
+                                  t->stage_loop_s, "validate", t->stage_validate_s, "alone",
+                                  t->stage_alone_s));
+    if (t->nsizes > 1) {
+      json_t *ps = json_array();
+      for (int i = 0; i < t->nsizes; i++) {
+        const struct kv_size_timing *z = &t->size[i];
+        json_array_append_new(ps, json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes", z->sizes,
+                                            "median_us", z->cand_us, "reference_median_us",
+                                            z->ref_us, "speedup", z->speedup, "low", z->lo, "high",
+                                            z->hi, "seconds", z->stages_s));
+      }
+      json_object_set_new(tj, "per_size", ps);
+    }
     if (t->has_baseline) {
       json_object_set_new(tj, "baseline", stats_json(&t->base));
       json_object_set_new(tj, "baseline_kind", json_string(t->baseline_kind));

@@ -347,11 +347,13 @@ void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r);
  * checks overlap. */
 int kv_gate_lock_device(const struct kv_surface *sf, const struct kv_gate_opts *o, json_t *hello,
                         const char *what, struct kv_devlock *l, char *err, size_t errlen);
-/* Times the candidate (cw, slot 0) against the reference (rw, slot 0, loaded
- * for the checks) and
- * the baseline (base_so: loaded into rw slot 2; NULL: none) on bench[0];
- * may change r's verdict. -1 when kevo itself failed (err says why). */
-int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv_calib *cal,
-                      struct kv_gate_result *r, char *err, size_t errlen);
+/* Times the candidate (cw, slot 0; cand_so, loaded again into a fresh cw for
+ * each bench size after the first) against the reference (rw, slot 0, loaded
+ * for the checks) and the baseline (base_so: loaded into rw slot 2; NULL:
+ * none) at every bench size (kv_timing.size); may change r's verdict. -1 when
+ * kevo itself failed (err says why). */
+int kv_time_candidate(struct kv_session *s, const char *base_so, const char *cand_so,
+                      const struct kv_calib *cal, struct kv_gate_result *r, char *err,
+                      size_t errlen);
 
 #endif

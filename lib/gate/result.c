@@ -152,6 +152,23 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     str_into(ci, "stop", tm->stop, sizeof tm->stop);
     tm->min_phases = (int)json_integer_value(json_object_get(ci, "min_phases"));
     tm->max_phases = (int)json_integer_value(json_object_get(ci, "max_phases"));
+    json_t *sg = json_object_get(t, "stages");
+    tm->stage_warmup_s = num(sg, "warmup");
+    tm->stage_loop_s = num(sg, "loop");
+    tm->stage_validate_s = num(sg, "validate");
+    tm->stage_alone_s = num(sg, "alone");
+    json_array_foreach(json_object_get(t, "per_size"), i, k) {
+      if (tm->nsizes >= KV_MAX_BENCH)
+        break;
+      struct kv_size_timing *z = &tm->size[tm->nsizes++];
+      str_into(k, "sizes", z->sizes, sizeof z->sizes);
+      z->cand_us = num(k, "median_us");
+      z->ref_us = num(k, "reference_median_us");
+      z->speedup = num(k, "speedup");
+      z->lo = num(k, "low");
+      z->hi = num(k, "high");
+      z->stages_s = num(k, "seconds");
+    }
   }
   json_t *ce = json_object_get(j, "ceilings");
   if (json_is_object(ce)) {

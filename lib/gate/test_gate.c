@@ -270,6 +270,95 @@ static void test_prebuild_fills_the_cache(void **state) {
   kv_task_free(t);
 }
 
+/* Every bench size is timed (issue 17): per-size figures, the speedup their
+ * geometric mean; and a candidate that skips its work only at the second
+ * bench size (never a check size) is caught there. */
+static void test_every_bench_size(void **state) {
+  (void)state;
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char tmp[4096], path[4300], err[1024];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-sizes", tmp, sizeof tmp, err, sizeof err), 0);
+  char *ref = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/tests/adversarial/rowsum/reference.c", src);
+  assert_int_equal(kv_read_file(path, 1 << 20, &ref, &len, err, sizeof err), 0);
+  snprintf(path, sizeof path, "%s/reference.c", tmp);
+  assert_int_equal(kv_write_file(path, ref, len, err, sizeof err), 0);
+  free(ref);
+  const char *task =
+      "{\"name\":\"rowsum\",\"entry\":\"rowsum\",\"params\":["
+      "{\"name\":\"x\",\"role\":\"in\",\"dtype\":\"f32\",\"shape\":[\"rows\",\"cols\"]},"
+      "{\"name\":\"y\",\"role\":\"out\",\"dtype\":\"f32\",\"shape\":[\"rows\"]},"
+      "{\"name\":\"rows\",\"role\":\"size\"},{\"name\":\"cols\",\"role\":\"size\"}],"
+      "\"check\":[{\"rows\":7,\"cols\":1001},{\"rows\":130,\"cols\":333}],"
+      "\"bench\":[{\"rows\":512,\"cols\":1024},{\"rows\":96,\"cols\":4096}],"
+      "\"tolerance\":{\"atol\":1e-4,\"rtol\":1e-4}}";
+  snprintf(path, sizeof path, "%s/task.json", tmp);
+  assert_int_equal(kv_write_file(path, task, strlen(task), err, sizeof err), 0);
+  struct kv_task *t;
+  if (kv_task_load(tmp, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_int_equal(t->nbench, 2);
+  const char *body = "  for (int r = 0; r < rows; r++) { double s = 0; for (int c = 0; c < cols; "
+                     "c++) s += x[(long)r * cols + c]; y[r] = (float)s; } }\n";
+  char good[4300], cheat[4300], code[1024];
+  snprintf(good, sizeof good, "%s/good.c", tmp);
+  snprintf(code, sizeof code, "void rowsum(const float *x, float *y, int rows, int cols) {\n%s",
+           body);
+  assert_int_equal(kv_write_file(good, code, strlen(code), err, sizeof err), 0);
+  snprintf(cheat, sizeof cheat, "%s/cheat.c", tmp);
+  snprintf(code, sizeof code,
+           "void rowsum(const float *x, float *y, int rows, int cols) {\n"
+           "  if (rows == 96) return; /* the second bench size: never checked before */\n%s",
+           body);
+  assert_int_equal(kv_write_file(cheat, code, strlen(code), err, sizeof err), 0);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.time_budget_s = 0.1;
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  if (kv_gate_eval(t, good, &o, r, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  print_message("good: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
+  assert_string_equal(kv_verdict_name(r->verdict), "ok");
+  const struct kv_timing *tm = &r->timing;
+  assert_true(r->timed && tm->nsizes == 2);
+  assert_non_null(strstr(tm->size[0].sizes, "rows=512"));
+  assert_non_null(strstr(tm->size[1].sizes, "rows=96"));
+  assert_string_equal(tm->sizes, tm->size[0].sizes);
+  for (int i = 0; i < 2; i++)
+    assert_true(tm->size[i].speedup > 0 && tm->size[i].cand_us > 0 && tm->size[i].ref_us > 0 &&
+                tm->size[i].lo <= tm->size[i].speedup && tm->size[i].speedup <= tm->size[i].hi);
+  assert_true(fabs(tm->speedup - sqrt(tm->size[0].speedup * tm->size[1].speedup)) <
+              1e-9 * tm->speedup);
+  assert_non_null(strstr(r->detail, "geometric mean over 2 sizes"));
+  char *js = kv_gate_result_json(r);
+  assert_non_null(js);
+  assert_non_null(strstr(js, "\"per_size\""));
+  assert_non_null(strstr(js, "\"stages\""));
+  /* ... and back from the JSON the store keeps. */
+  struct kv_gate_result *back = calloc(1, sizeof *back);
+  assert_int_equal(kv_gate_result_from_json(js, back, err, sizeof err), 0);
+  assert_int_equal(back->timing.nsizes, 2);
+  assert_true(fabs(back->timing.size[1].speedup - tm->size[1].speedup) < 1e-6);
+  kv_gate_result_release(back);
+  free(back);
+  free(js);
+  kv_gate_result_release(r);
+  memset(r, 0, sizeof *r);
+  assert_int_equal(kv_gate_eval(t, cheat, &o, r, err, sizeof err), 0);
+  print_message("cheat: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
+  assert_true(r->verdict == KV_V_STALE_OUTPUT || r->verdict == KV_V_WRONG_OUTPUT ||
+              r->verdict == KV_V_UNWRITTEN_OUTPUT);
+  assert_non_null(strstr(r->detail, "rows=96") ? strstr(r->detail, "rows=96")
+                                               : strstr(r->timing.sizes, "rows=96"));
+  kv_gate_result_release(r);
+  free(r);
+  kv_rmtree(tmp);
+  kv_task_free(t);
+}
+
 /* The compiler runs in kevo-sandbox (entered after exec, not in a child of
  * the compile pool's threads): its Landlock confines what the compiler can
  * read, and a sandbox that fails is kevo's error, never a compile_error
@@ -488,6 +577,7 @@ int main(void) {
       cmocka_unit_test(test_prebuild_fills_the_cache),
       cmocka_unit_test(test_compile_jail),
       cmocka_unit_test(test_cuda_arch_memo),
+      cmocka_unit_test(test_every_bench_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

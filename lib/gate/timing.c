@@ -171,6 +171,7 @@ struct timing {
   struct kv_session *s;
   struct kv_gate_result *r;
   const struct kv_sizeset *ss;
+  int index; /* of ss in the task's bench sizes */
   int64_t nelem[KV_MAX_PARAMS];
   int cuda;
   struct side sd[NSIDES];
@@ -186,7 +187,8 @@ struct timing {
   size_t flush_bytes;
   uint64_t fill_ns; /* when the last fill_phase had written its inputs */
   int threads;
-  int rw_filled; /* calls of the clean worker's shared memory filled so far */
+  int rw_filled;     /* calls of the clean worker's shared memory filled so far */
+  double validate_s; /* spent validating timed calls */
 };
 
 /* cpu: call c's buffers in a worker's shared memory. */
@@ -291,7 +293,7 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   }
   only(tm, side);
   json_t *req = json_pack("{s:i,s:s,s:i,s:i,s:I,s:b,s:I}", "slot", sd->slot, "set", "bench",
-                          "index", 0, "calls", m, "seed", (json_int_t)seed, "alloc_only",
+                          "index", tm->index, "calls", m, "seed", (json_int_t)seed, "alloc_only",
                           alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
   json_t *rep = NULL;
   uint64_t t0 = kv_now_ns();
@@ -363,8 +365,8 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
       kv_poison_fill(t->params[p].dtype, rb[p], (size_t)tm->nelem[p], c & 1);
   }
   json_t *req =
-             json_pack("{s:i,s:s,s:i,s:i,s:I,s:I}", "slot", 0, "set", "bench", "index", 0, "calls",
-                       1, "seed", (json_int_t)seed, "shm_bytes", (json_int_t)tm->shm_len),
+             json_pack("{s:i,s:s,s:i,s:i,s:I,s:I}", "slot", 0, "set", "bench", "index", tm->index,
+                       "calls", 1, "seed", (json_int_t)seed, "shm_bytes", (json_int_t)tm->shm_len),
          *rep = NULL;
   enum kv_call_status st =
       kv_worker_call(rw, KV_MSG_TIME, req, deadline, &rep, NULL, 0, tm->d, sizeof tm->d);
@@ -378,7 +380,7 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
 /* Fetches call c of the candidate's last phase and compares it with the
  * reference's outputs on the same fresh inputs (clean worker). Returns 0
  * with r's verdict changed when it is wrong, -1 when kevo failed. */
-static int validate(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
+static int validate_call(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
   uint64_t seed = tm->cand_seed + (uint64_t)c;
@@ -433,8 +435,8 @@ static int validate(struct timing *tm, int c, double deadline, char *err, size_t
   if (!tm->cuda)
     st = reference_on(tm, c, seed, deadline, &exp);
   else
-    st = kv_run_check(&s->rw, 0, "bench", 0, &seed, &poison, 1, inputs, cb, deadline, &exp, NULL,
-                      tm->d, sizeof tm->d);
+    st = kv_run_check(&s->rw, 0, "bench", tm->index, &seed, &poison, 1, inputs, cb, deadline, &exp,
+                      NULL, tm->d, sizeof tm->d);
   if (st != KV_CALL_OK) {
     free(got);
     return kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
@@ -524,23 +526,66 @@ static void speedup_ci(struct timing *tm, int m, int P, double overhead) {
   T->ci_clock_half_width = hc >= 0 && hc < 1e6 ? hc : -1;
 }
 
+/* validate_call, its seconds counted (the timing stage's breakdown). */
+static int validate(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
+  double t0 = kv_now_s();
+  int rc = validate_call(tm, c, deadline, err, errlen);
+  tm->validate_s += kv_now_s() - t0;
+  return rc;
+}
+
 static double rand01(void) {
   return (double)(kv_random_u64() >> 11) * 0x1p-53;
 }
 
-int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv_calib *cal,
-                      struct kv_gate_result *r, char *err, size_t errlen) {
+/* The most calls a phase holds buffers for at these sizes. */
+static int phase_calls(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS], int cuda) {
+  size_t call_bytes = kv_call_bytes(t, nelem, 1);
+  for (int p = 0; p < t->nparams; p++) /* kv_call_bytes leaves out inouts' inputs */
+    if (t->params[p].role == KV_ROLE_INOUT)
+      call_bytes += kv_param_bytes(t, p, nelem);
+  double cap = cuda ? 8.0 * (1 << 30) : 1.0 * (1 << 30);
+  return call_bytes ? (int)fmin(MAX_PER_PHASE, fmax(1, cap / (double)call_bytes)) : MAX_PER_PHASE;
+}
+
+/* cpu: the shared memory every bench size's phases fit in (a worker's is
+ * sized once). */
+static int shm_bytes(const struct kv_task *t, int n, int cuda, size_t *len, char *err,
+                     size_t errlen) {
+  *len = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t nelem[KV_MAX_PARAMS];
+    size_t off[KV_MAX_PARAMS], per_call;
+    if (kv_layout(t, &t->bench[i], nelem, err, errlen) < 0)
+      return -1;
+    kv_shm_layout(t, nelem, off, &per_call);
+    size_t b = per_call * (size_t)phase_calls(t, nelem, cuda);
+    *len = b > *len ? b : *len;
+  }
+  return 0;
+}
+
+/* The candidate at bench size `index` into r->timing (its verdict into r).
+ * base_so: the baseline, timed too, loaded into the reference worker's slot 2
+ * first when load_base. */
+static int time_size(struct kv_session *s, int index, const char *base_so, int load_base,
+                     size_t shm_len, const struct kv_calib *cal, struct kv_gate_result *r,
+                     char *err, size_t errlen) {
   const struct kv_task *t = s->t;
   struct timing tm;
   memset(&tm, 0, sizeof tm);
   tm.s = s;
   tm.r = r;
-  tm.ss = &t->bench[0];
+  tm.index = index;
+  tm.ss = &t->bench[index];
   tm.cuda = s->sf->device_in_worker;
   kv_sizeset_format(t, tm.ss, r->timing.sizes, sizeof r->timing.sizes);
   if (kv_layout(t, tm.ss, tm.nelem, err, errlen) < 0)
     return -1;
-  if (base_so && s->torch) {
+  if (base_so && s->torch && !load_base) {
+    snprintf(r->timing.baseline_kind, sizeof r->timing.baseline_kind, "torch.compile(mode=%s)",
+             s->o->torch_compile);
+  } else if (base_so && s->torch) {
     /* The module under torch.compile: compiled at the bench size now, so
      * that no timed call pays for it (at most 10 minutes). */
     const char *mode = s->o->torch_compile;
@@ -552,7 +597,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
                       base_so, mode, tm.d);
   } else if (base_so) {
     snprintf(r->timing.baseline_kind, sizeof r->timing.baseline_kind, "baseline.cu");
-    if (kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
+    if (load_base && kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
       return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm.d);
   }
   /* cpu: the parent flushes 2x the last-level cache once per phase (cuda:
@@ -578,15 +623,9 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
   int nsides = base_so ? 4 : 3;
   double budget = s->o->time_budget_s > 0 ? s->o->time_budget_s : 1.0;
   double job = s->o->job_deadline_s > 0 ? s->o->job_deadline_s : 10;
-  size_t call_bytes = kv_call_bytes(t, tm.nelem, 1);
-  for (int p = 0; p < t->nparams; p++) /* kv_call_bytes leaves out inouts' inputs */
-    if (t->params[p].role == KV_ROLE_INOUT)
-      call_bytes += kv_param_bytes(t, p, tm.nelem);
-  double cap = tm.cuda ? 8.0 * (1 << 30) : 1.0 * (1 << 30);
-  int m_mem =
-      call_bytes ? (int)fmin(MAX_PER_PHASE, fmax(1, cap / (double)call_bytes)) : MAX_PER_PHASE;
+  int m_mem = phase_calls(t, tm.nelem, tm.cuda);
   kv_shm_layout(t, tm.nelem, tm.off, &tm.per_call);
-  tm.shm_len = tm.per_call * (size_t)m_mem;
+  tm.shm_len = shm_len; /* >= tm.per_call * m_mem */
   if (!tm.cuda) {
     tm.flush = tm.flush_bytes ? malloc(tm.flush_bytes) : NULL;
     tm.pristine = malloc(tm.shm_len);
@@ -598,6 +637,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
   }
   tm.threads = kv_fill_threads();
   int rc = 0, kevo_failed = 0;
+  double t_warm = kv_now_s();
   enum kv_call_status st;
 
   /* Warm-up: one phase of (up to) two calls each, which also prices a call
@@ -661,6 +701,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
     round_ns += m * (tm.sd[sides[k]].per_call + tm.sd[sides[k]].fill_per_call);
   double loop_dl = 3.0 * P * round_ns * 1e-9 + job;
   uint64_t loop_t0 = kv_now_ns();
+  r->timing.stage_warmup_s = kv_now_s() - t_warm;
   enum kv_timing_stop stop = KV_TSTOP_GO;
   int rounds = 0;
   for (int j = 0; j < P && r->verdict == KV_V_OK && stop == KV_TSTOP_GO; j++) {
@@ -713,6 +754,8 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
     goto done;
   P = rounds;
   r->timing.phases = P;
+  r->timing.stage_validate_s = tm.validate_s;
+  r->timing.stage_loop_s = (double)(kv_now_ns() - loop_t0) * 1e-9 - tm.validate_s;
   snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(stop));
   r->timing.validated_calls = tm.validated;
 
@@ -720,6 +763,7 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
    * running: stopping a process does not stop its kernels). The reference
    * and the empty entry alone give the baselines that the interleaved times
    * must agree with, and the empty entry alone prices kevo's overhead. */
+  double t_alone = kv_now_s();
   kv_session_stop_candidate(s, r);
   int PB = P / 2 > 2 ? P / 2 : 2;
   for (int j = 0; j < 2 * PB; j++) {
@@ -731,6 +775,8 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const struct kv
       goto done;
     }
   }
+
+  r->timing.stage_alone_s = kv_now_s() - t_alone;
 
   /* The times. cuda: events unless the host clock says work escaped them. */
   struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *E = &tm.sd[SIDE_EMPTY_ALONE],
@@ -914,4 +960,69 @@ done:
   for (int i = 0; i < NSIDES; i++)
     side_free(&tm.sd[i]);
   return rc;
+}
+
+/* Every bench size in turn, each in a candidate process of its own (the
+ * last one was stopped for the reference-alone phases, which must run with
+ * nothing of the candidate alive). One size: r->timing is that size's. Several:
+ * r->timing holds the first size's figures, with the speedup and its interval
+ * the geometric means over the sizes, and each size's in r->timing.size[]. The
+ * first size that fails decides the verdict (its figures in r->timing). */
+int kv_time_candidate(struct kv_session *s, const char *base_so, const char *cand_so,
+                      const struct kv_calib *cal, struct kv_gate_result *r, char *err,
+                      size_t errlen) {
+  const struct kv_task *t = s->t;
+  int n = t->nbench < KV_MAX_BENCH ? t->nbench : KV_MAX_BENCH;
+  struct kv_timing first;
+  double lg = 0, llo = 0, lhi = 0;
+  memset(&first, 0, sizeof first);
+  size_t shm_len;
+  if (shm_bytes(t, n, s->sf->device_in_worker, &shm_len, err, errlen) < 0)
+    return -1;
+  for (int i = 0; i < n; i++) {
+    if (i > 0) {
+      memset(&r->timing, 0, sizeof r->timing);
+      char detail[1024];
+      int lr = kv_session_start_worker(s, &s->cw, &s->cw_up, cand_so, detail, sizeof detail, err,
+                                       errlen);
+      if (lr < 0)
+        return -1;
+      if (lr > 0) {
+        kv_set_verdict(r, KV_V_LOAD_ERROR,
+                       "timing at a second size: the candidate does not load: %s", detail);
+        return 0;
+      }
+    }
+    if (time_size(s, i, base_so, i == 0, shm_len, cal, r, err, errlen) < 0)
+      return -1;
+    if (r->verdict != KV_V_OK)
+      return 0;
+    struct kv_size_timing *z = &first.size[i];
+    snprintf(z->sizes, sizeof z->sizes, "%s", r->timing.sizes);
+    z->cand_us = r->timing.cand.median_us;
+    z->ref_us = r->timing.ref.median_us;
+    z->speedup = r->timing.speedup;
+    z->lo = r->timing.speedup_lo > 0 ? r->timing.speedup_lo : r->timing.speedup;
+    z->hi = r->timing.speedup_hi > 0 ? r->timing.speedup_hi : r->timing.speedup;
+    z->stages_s = r->timing.stage_warmup_s + r->timing.stage_loop_s + r->timing.stage_validate_s +
+                  r->timing.stage_alone_s;
+    if (!(z->speedup > 0))
+      return kv_error(err, errlen, "timing at %s gave no speedup", z->sizes);
+    lg += log(z->speedup);
+    llo += log(z->lo);
+    lhi += log(z->hi);
+    if (i == 0) {
+      struct kv_size_timing keep = first.size[0];
+      first = r->timing;
+      first.size[0] = keep;
+    }
+  }
+  if (n > 1) {
+    first.nsizes = n;
+    first.speedup = exp(lg / n);
+    first.speedup_lo = exp(llo / n);
+    first.speedup_hi = exp(lhi / n);
+  }
+  r->timing = first;
+  return 0;
 }

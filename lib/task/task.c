@@ -776,6 +776,11 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
   if (bench) {
     if (parse_sets(c, t, bench, "bench", t->bench, &t->nbench) < 0)
       return -1;
+    if (t->nbench > KV_MAX_BENCH)
+      return fail(c,
+                  "bench: %d size sets; use at most %d (each is timed on its own: move the "
+                  "others to check)",
+                  t->nbench, KV_MAX_BENCH);
   } else {
     t->bench[0] = t->check[t->ncheck - 1];
     t->nbench = 1;
