@@ -13,7 +13,7 @@
 # usage: bench/nvrtc_latency.sh [BUILD_DIR] [OUT_MD]     (OUT_MD: the tables appended there)
 # env:   RUNS (3), BUDGET (0.5 s per side), STEPS (20 tune variants),
 #        CACHES ("new cold": which of the two; "new" alone for a quick
-#        before/after), TUNE (1; 0 skips part 2)
+#        before/after; empty skips part 1), TUNE (1; 0 skips part 2)
 set -eu
 B=${1:-build}
 OUTMD=${2:-}
@@ -39,7 +39,7 @@ out="$T/table.md"
 } >"$out"
 cat "$out"
 : >"$T/all"
-for d in examples/tasks/*/; do
+for d in $([ -n "$CACHES" ] && echo examples/tasks/*/); do
   [ -f "$d/good_k.cu" ] || continue
   name=$(basename "$d")
   : >"$T/runs"
