@@ -85,16 +85,30 @@ med=$(echo "$ratios" | awk '{a[NR] = $1} END { if (NR) printf "%.3f", (NR % 2) ?
 lo=$(echo "$ratios" | head -1 | awk '{printf "%.3f", $1}')
 hi=$(echo "$ratios" | tail -1 | awk '{printf "%.3f", $1}')
 device=$(q "SELECT device FROM evaluations WHERE device != '' LIMIT 1")
+# Where each way's time went: the mean per candidate of each part of a
+# verdict (seconds.*), and how many each GPU judged.
+parts() {
+  q "SELECT printf('%.2f / %.2f / %.2f / %.2f', avg(json_extract(e.result_json, '$.seconds.compile')),
+            avg(json_extract(e.result_json, '$.seconds.check')),
+            avg(json_extract(e.result_json, '$.seconds.timing')),
+            avg(json_extract(e.result_json, '$.seconds.lock_wait')))
+     FROM nodes n JOIN evaluations e ON e.id = n.eval_id WHERE n.run_id = $(cat "$T/$1.run")"
+}
+pergpu() {
+  q "SELECT group_concat(g || ': ' || c, ', ') FROM (SELECT coalesce(json_extract(e.result_json,
+       '$.executor.gpu'), '-') g, count(*) c FROM nodes n JOIN evaluations e ON e.id = n.eval_id
+       WHERE n.run_id = $(cat "$T/$1.run") GROUP BY 1)"
+}
 report=$(cat <<EOF
 ### Executors: two GPUs vs one (issue 14), $(date -u +%Y-%m-%d)
 
 \`bench/gpus.sh\` on $device: $STEPS $SURFACE candidates (rowsum, BLOCK x an inert PAD), budget ${BUDGET} s.
 
-| way | wall | candidates/min |
-|---|---|---|
-| \`--executor gpus --gpus $GPUS --concurrency 8\` (GPUs used: $used) | $(cat "$T/two.s") s | $(per_min two) |
-| \`--executor gpus --gpus $FIRST --concurrency 4\` | $(cat "$T/one.s") s | $(per_min one) |
-| serial (no executor) | $(cat "$T/serial.s") s | $(per_min serial) |
+| way | wall | candidates/min | per candidate: compile / check / timing / lock wait s | judged per GPU |
+|---|---|---|---|---|
+| \`--executor gpus --gpus $GPUS --concurrency 8\` (GPUs used: $used) | $(cat "$T/two.s") s | $(per_min two) | $(parts two) | $(pergpu two) |
+| \`--executor gpus --gpus $FIRST --concurrency 4\` | $(cat "$T/one.s") s | $(per_min one) | $(parts one) | $(pergpu one) |
+| serial (no executor) | $(cat "$T/serial.s") s | $(per_min serial) | $(parts serial) | $(pergpu serial) |
 
 Medians of the same $n kernels, judged concurrently on two GPUs over judged serially:
 median ratio $med, range $lo to $hi.
