@@ -21,7 +21,8 @@ K="$B/kevo"
 RUNS=${RUNS:-3}
 BUDGET=${BUDGET:-0.5}
 STEPS=${STEPS:-20}
-CACHES=${CACHES:-new cold}
+CACHES=${CACHES-new cold}
+export CACHES
 TUNE=${TUNE:-1}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -68,10 +69,10 @@ for d in $([ -n "$CACHES" ] && echo examples/tasks/*/); do
     done
   done
   python3 - "$T/runs" "$name" "$T/all" <<'PY' | tee -a "$out"
-import json, sys, statistics as st
+import json, os, sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 allf = open(sys.argv[3], "a")
-for cache in ("new", "cold"):
+for cache in os.environ.get("CACHES", "new cold").split():
     for form in ("nvcc", "nvrtc"):
         rs = []
         for f, c, s, e, p in rows:

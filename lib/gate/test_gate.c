@@ -77,6 +77,66 @@ static void test_compare_names_first_failure(void **state) {
   kv_task_free(t);
 }
 
+/* Outputs of millions of elements are scanned in chunks on several
+ * threads: the same verdict, the first failure by index, the counts and the
+ * largest differences as one pass would give, f32 and f64 alike. */
+static void test_compare_large_in_chunks(void **state) {
+  (void)state;
+  struct kv_task *t = load();
+  const int64_t n = 3 << 20; /* 48 chunks of 64K and more */
+  float *exp = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+  double *e64 = malloc(sizeof(double) * (size_t)n), *g64 = malloc(sizeof(double) * (size_t)n);
+  assert_true(exp && got && e64 && g64);
+  for (int64_t i = 0; i < n; i++) {
+    exp[i] = got[i] = (float)(i % 977) * 0.25f + 1.0f;
+    e64[i] = g64[i] = exp[i];
+  }
+  struct kv_cmp c;
+  kv_compare(t, &t->check[0], 1, exp, got, n, 0, &c);
+  assert_int_equal(c.verdict, KV_V_OK);
+  assert_true(c.max_abs == 0);
+  /* Within tolerance everywhere (rtol 0.1): ok, the largest difference kept. */
+  got[n - 5] = exp[n - 5] * 1.05f;
+  kv_compare(t, &t->check[0], 1, exp, got, n, 0, &c);
+  assert_int_equal(c.verdict, KV_V_OK);
+  assert_true(c.max_rel > 0.04 && c.max_rel < 0.06);
+  /* Wrong in a late chunk and an early one: the early one is named. */
+  got[n - 100] = -1000;
+  got[70000] = 500;
+  kv_compare(t, &t->check[0], 1, exp, got, n, 0, &c);
+  assert_int_equal(c.verdict, KV_V_WRONG_OUTPUT);
+  assert_int_equal(c.first_bad, 70000);
+  char want[64];
+  snprintf(want, sizeof want, "2 of %lld elements differ", (long long)n);
+  assert_non_null(strstr(c.detail, want));
+  assert_true(c.max_abs >= 1000);
+  /* Poison in the last chunk beats the wrong values: unwritten, counted. */
+  kv_poison_fill(KV_F32, &got[n - 1], 1, 1);
+  kv_poison_fill(KV_F32, &got[n - 2], 1, 1);
+  kv_compare(t, &t->check[0], 1, exp, got, n, 1, &c);
+  assert_int_equal(c.verdict, KV_V_UNWRITTEN_OUTPUT);
+  assert_int_equal(c.first_bad, n - 2);
+  assert_non_null(strstr(c.detail, "2 of"));
+  /* f64 (the generic path) on the same chunks. */
+  struct kv_task *t64;
+  char err[512];
+  const char *spec64 = "{\"name\":\"t\",\"entry\":\"f\",\"params\":["
+                       "{\"name\":\"y\",\"role\":\"out\",\"dtype\":\"f64\",\"shape\":[\"n\"]},"
+                       "{\"name\":\"n\",\"role\":\"size\"}],\"check\":[{\"n\":8}]}";
+  assert_int_equal(kv_task_parse(spec64, strlen(spec64), "t.json", &t64, err, sizeof err), 0);
+  g64[n / 2] = 7e9;
+  g64[n - 3] = -2;
+  kv_compare(t64, &t64->check[0], 0, e64, g64, n, 0, &c);
+  assert_int_equal(c.verdict, KV_V_WRONG_OUTPUT);
+  assert_int_equal(c.first_bad, n / 2);
+  kv_task_free(t64);
+  free(exp);
+  free(got);
+  free(e64);
+  free(g64);
+  kv_task_free(t);
+}
+
 static void test_compare_nan_expected(void **state) {
   (void)state;
   struct kv_task *t = load();
@@ -568,6 +628,7 @@ int main(void) {
       cmocka_unit_test(test_worker_start_failure_leaks_nothing),
       cmocka_unit_test(test_close_rule),
       cmocka_unit_test(test_compare_names_first_failure),
+      cmocka_unit_test(test_compare_large_in_chunks),
       cmocka_unit_test(test_compare_nan_expected),
       cmocka_unit_test(test_perturb_roundtrip),
       cmocka_unit_test(test_verdict_names),
