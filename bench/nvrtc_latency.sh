@@ -35,8 +35,8 @@ out="$T/table.md"
 {
   echo "### Kernel-only (NVRTC) vs host-entry (nvcc), cuda surface ($(date -u +%Y-%m-%d), $dev, $(nproc) CPU cores, CUDA $tk (nvcc and NVRTC), budget $BUDGET s per side, median of $RUNS)"
   echo
-  echo "| task | form | cache | total s | compile s | check s | timing s | warm-up / loop / validate / alone s | verdict | cand us | speedup |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| task | form | cache | total s | compile s | check s | timing s | warm-up / loop / validate / alone s | rounds (stop), validated | verdict | cand us | speedup |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$out"
 cat "$out"
 : >"$T/all"
@@ -82,7 +82,7 @@ for cache in os.environ.get("CACHES", "new cold").split():
                 except Exception:
                     pass
         if not rs:
-            print("| %s | %s | %s | kevo failed | | | | | | | |" % (sys.argv[2], form, cache))
+            print("| %s | %s | %s | kevo failed | | | | | | | | |" % (sys.argv[2], form, cache))
             continue
         med = lambda f: st.median(f(w, j) for w, j in rs)
         j = rs[-1][1]
@@ -90,10 +90,16 @@ for cache in os.environ.get("CACHES", "new cold").split():
         tot, comp = med(lambda w, j: w), med(lambda w, j: j["seconds"]["compile"])
         allf.write("%s %s %s %.4f %.4f\n" % (sys.argv[2], form, cache, tot, comp))
         sg = lambda k: med(lambda w, j: ((j.get("timing") or {}).get("stages") or {}).get(k, 0))
-        print("| %s | %s | %s | %.2f | %.3f | %.2f | %.2f | %s | %s | %s | %s |" % (
+        rounds = ", ".join("%s (%s)" % (((j.get("timing") or {}).get("ci") or {}).get("phases", "?"),
+                                        ((j.get("timing") or {}).get("ci") or {}).get("stop", "?"))
+                           for w, j in rs)
+        valid = ", ".join(str(((j.get("timing") or {}).get("clock") or {}).get("validated_calls", "?"))
+                          for w, j in rs)
+        print("| %s | %s | %s | %.2f | %.3f | %.2f | %.2f | %s | %s; %s | %s | %s | %s |" % (
             sys.argv[2], form, cache, tot, comp, med(lambda w, j: j["seconds"]["check"]),
             med(lambda w, j: j["seconds"]["timing"]),
-            " / ".join("%.2f" % sg(k) for k in ("warmup", "loop", "validate", "alone")), j["verdict"],
+            " / ".join("%.2f" % sg(k) for k in ("warmup", "loop", "validate", "alone")), rounds,
+            valid, j["verdict"],
             "%.1f" % med(lambda w, j: j["timing"]["median_us"]) if t else "",
             "%.2fx" % med(lambda w, j: j["timing"]["speedup"]) if t else ""))
 PY
