@@ -530,7 +530,9 @@ int cmd_run(int argc, char **argv) {
     h.skill_ud = &skx;
   }
   int64_t run_id = 0;
+  g.warm = x ? NULL : kv_gate_warm_new(); /* judged here: workers kept warm */
   int rc = kv_run_new(s, t, starter, &c, &g, &h, &run_id, err, sizeof err);
+  kv_gate_warm_free(g.warm);
   kv_exec_close(x);
   if (llm) {
     struct kv_llm_spend sp;
@@ -701,7 +703,10 @@ int cmd_resume(int argc, char **argv) {
       h.skill_used = cli_skill_used;
       h.skill_ud = &skx;
     }
+    g.warm = x ? NULL : kv_gate_warm_new();
     rc = kv_run_resume(s, id, &g, &h, err, sizeof err);
+    kv_gate_warm_free(g.warm);
+    g.warm = NULL;
     if (rc < 0)
       code = cli_fail("%s", err);
     else

@@ -124,6 +124,20 @@ struct kv_timing {
   struct kv_size_timing size[KV_MAX_BENCH];
 };
 
+/* Workers kept warm across evaluations: a caller that judges many
+ * candidates (kevo run, a gate server) owns one and names it in
+ * kv_gate_opts.warm. The reference's workers (which never load candidate
+ * code) go on from one evaluation of the same task and settings to the
+ * next, reference loaded; each candidate still gets a process of its own,
+ * but one spawned (exec, sandbox, cuInit) when the previous evaluation
+ * ended. Safe to share between threads (one evaluation takes what it
+ * holds). kv_gate_warm_free stops what it holds. */
+struct kv_gate_warm;
+struct kv_gate_warm *kv_gate_warm_new(void);
+void kv_gate_warm_free(struct kv_gate_warm *w);
+/* How many evaluations took a warm reference worker, a warm candidate worker. */
+void kv_gate_warm_stats(const struct kv_gate_warm *w, int *rw_reused, int *cw_reused);
+
 struct kv_gate_result;
 struct kv_gate_opts {
   const char *surface;   /* "cpu" (default) or "cuda" */
@@ -169,6 +183,7 @@ struct kv_gate_opts {
    * phases as they happen with it.) */
   void (*on_phase)(void *ud, const char *phase, const struct kv_gate_result *r);
   void *phase_ud;
+  struct kv_gate_warm *warm; /* NULL: every evaluation starts its own workers */
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 

@@ -200,10 +200,27 @@ static int worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char
   return 0;
 }
 
-static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
+/* A candidate worker kept warm (spawned by an earlier evaluation) is only
+ * readied; if it cannot be, a fresh one is spawned. */
+static int worker_ready_or_respawn(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                                   size_t errlen) {
+  int fresh = w == &s->cw && s->cw_fresh;
+  s->cw_fresh = w == &s->cw ? 0 : s->cw_fresh;
+  if (fresh) {
+    w->start_deadline = kv_now_s() + (s->sf->worker_start_s > 0 ? s->sf->worker_start_s : 10);
+    if (worker_ready(s, w, up, err, errlen) == 0)
+      return 0;
+    if (*up)
+      kv_worker_stop(w);
+    *up = 0;
+  }
   if (worker_spawn(s, w, up, err, errlen) < 0)
     return -1;
   return worker_ready(s, w, up, err, errlen);
+}
+
+static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
+  return worker_ready_or_respawn(s, w, up, err, errlen);
 }
 
 int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,
@@ -257,20 +274,48 @@ int kv_session_start_worker(struct kv_session *s, struct kv_worker *w, int *up, 
   return session_load(w, 0, so, w == &s->cw, detail, detlen);
 }
 
+/* What a warm reference worker must have been started for (the surface,
+ * worker, cache, sandbox, task and the reference's source, by content) and
+ * what a warm candidate worker must have been spawned with. */
+static void content_hash(const char *path, char out[65]) {
+  char *text = NULL, e[256];
+  size_t len = 0;
+  out[0] = 0;
+  if (path[0] && kv_read_file(path, 64u << 20, &text, &len, e, sizeof e) == 0)
+    kv_sha256_hex(text, len, out);
+  free(text);
+}
+
+static void warm_keys(const struct kv_session *s, const char *refsrc, const char *basesrc,
+                      char ref_key[65], char cand_key[65]) {
+  char rh[65], bh[65];
+  content_hash(refsrc, rh);
+  content_hash(basesrc, bh);
+  struct kv_buf b;
+  kv_buf_init(&b, 1u << 24);
+  kv_buf_appendf(&b, "%s|%s|%s|%s|%s|%d|", s->sf->name, s->worker_path, s->objdir, s->scratch,
+                 s->o->torch_compile ? s->o->torch_compile : "", s->o->sandbox);
+  kv_sha256_hex(b.data, b.len, cand_key);
+  kv_buf_appendf(&b, "%s|%s|%s|%s|%s", refsrc, rh, basesrc, bh, s->t->json ? s->t->json : "");
+  kv_sha256_hex(b.data, b.len, ref_key);
+  kv_buf_release(&b);
+}
+
 /* Workers started on threads while the compile pool runs (cuda: cuInit and
  * a context take about as long as a compilation). */
 struct up_job {
   struct kv_session *s;
   struct kv_worker *w;
   int *up;
-  int rc, started;
+  int rc, started, warm;
   pthread_t th;
   char err[1024];
 };
 
 static void *up_main(void *arg) {
   struct up_job *j = arg;
-  j->rc = worker_ready(j->s, j->w, j->up, j->err, sizeof j->err);
+  j->rc = j->warm ? worker_ready_or_respawn(j->s, j->w, j->up, j->err, sizeof j->err)
+                  : worker_ready(j->s, j->w, j->up, j->err, sizeof j->err);
   return NULL;
 }
 
@@ -278,7 +323,9 @@ static void *up_main(void *arg) {
  * short-lived thread only waits for it to be ready). */
 static void up_start(struct up_job *j) {
   j->started = 0;
-  j->rc = worker_spawn(j->s, j->w, j->up, j->err, sizeof j->err);
+  /* (a warm candidate worker is spawned already: up_main readies it) */
+  j->warm = j->w == &j->s->cw && j->s->cw_fresh;
+  j->rc = j->warm ? 0 : worker_spawn(j->s, j->w, j->up, j->err, sizeof j->err);
   if (j->rc < 0)
     return;
   j->rc = -1;
@@ -558,6 +605,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   struct up_job ups[2];
   memset(ups, 0, sizeof ups);
   struct an_job an = {.sf = sf, .b = cand, .cache_dir = s.cache};
+  char ref_key[65] = "", cand_key[65] = "";
   char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
   const char *dir = t->dir && *t->dir ? t->dir : ".";
   snprintf(refsrc, sizeof refsrc, "%s/%s", dir, sf->reference);
@@ -587,13 +635,21 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     goto out;
   }
 
+  /* Workers kept warm by an earlier evaluation (kv_gate_warm). */
+  if (o->warm) {
+    warm_keys(&s, refsrc, basesrc, ref_key, cand_key);
+    kv_warm_take_ref(o->warm, ref_key, &s);
+    s.cw_fresh = s.cw_up = kv_warm_take_cand(o->warm, cand_key, &s.cw);
+  }
+
   /* Compile reference, candidate (and baseline) at once; cuda workers start
    * meanwhile. */
   double t0 = kv_now_s();
   if (sf->device_in_worker) {
     ups[0] = (struct up_job){.s = &s, .w = &s.rw, .up = &s.rw_up};
     ups[1] = (struct up_job){.s = &s, .w = &s.cw, .up = &s.cw_up};
-    up_start(&ups[0]);
+    if (!s.rw_up)
+      up_start(&ups[0]);
     up_start(&ups[1]);
   }
   const char *srcs[3] = {refsrc, candidate_path, basesrc};
@@ -695,12 +751,24 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
    * addresses (the second with new contents), reference in its own worker. */
   double t1 = kv_now_s() - up_wait;
   char detail[1024];
-  int lr;
-  if (sf->device_in_worker)
+  int lr = 0;
+  if (s.rw_up && s.rw_slot0[0] && strcmp(s.rw_slot0, ref->so_path)) {
+    /* a warm reference worker with another build loaded (the reference
+     * changed): a fresh one */
+    kv_worker_stop(&s.rw);
+    s.rw_up = 0;
+    if (sf->device_in_worker && kv_session_worker_up(&s, &s.rw, &s.rw_up, err, errlen) < 0)
+      goto out;
+  }
+  if (!strcmp(s.rw_slot0, ref->so_path))
+    ; /* handed on warm, loaded */
+  else if (sf->device_in_worker)
     lr = kv_session_load(&s.rw, 0, ref->so_path, detail, sizeof detail);
   else
     lr = kv_session_start_worker(&s, &s.rw, &s.rw_up, ref->so_path, detail, sizeof detail, err,
                                  errlen);
+  if (lr == 0)
+    snprintf(s.rw_slot0, sizeof s.rw_slot0, "%s", ref->so_path);
   if (lr != 0) {
     if (lr > 0)
       kv_error(err, errlen, "%s: the reference does not load: %s", refsrc, detail);
@@ -790,9 +858,23 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   }
   rc = 0;
 out:
+  if (o->warm && s.cw_fresh && s.cw_up) { /* never readied: as good as new */
+    kv_warm_put_cand(o->warm, cand_key, &s.cw);
+    s.cw_up = s.cw_fresh = 0;
+  }
   kv_session_stop_candidate(&s, r);
   up_join(&ups[0]);
   up_join(&ups[1]);
+  if (o->warm && ref_key[0]) {
+    if (rc == 0)
+      kv_warm_put_ref(o->warm, ref_key, &s);
+    /* The next candidate's process, started now, off its evaluation's path. */
+    char e2[256];
+    if (!s.cw_up && worker_spawn(&s, &s.cw, &s.cw_up, e2, sizeof e2) == 0) {
+      kv_warm_put_cand(o->warm, cand_key, &s.cw);
+      s.cw_up = 0;
+    }
+  }
   if (an.ran) {
     an_join(&an);
     r->nkernels = cand->nkernels; /* static analysis (kevo/sass.h): mixes are in kernels */

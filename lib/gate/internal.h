@@ -272,6 +272,7 @@ void kv_format_index(const struct kv_task *t, const struct kv_sizeset *s, int p,
 int kv_close(const struct kv_task *t, enum kv_dtype d, double exp, double got);
 
 /* ---- one evaluation (gate.c) and its timing (timing.c) ---- */
+#define KV_SLOT_KEY 4200 /* a slot's path and mode */
 struct kv_session {
   const struct kv_task *t;
   const struct kv_gate_opts *o;
@@ -289,7 +290,20 @@ struct kv_session {
   struct kv_torch_paths tp;
   struct kv_worker ew;
   int ew_up;
+  /* o->warm: cw was spawned by an earlier evaluation (its HELLO not yet
+   * read, never given a candidate); what rw's slots 0 and 2 hold ("" none),
+   * so that a reference worker handed on is not loaded again. */
+  int cw_fresh;
+  char rw_slot0[KV_SLOT_KEY], rw_slot2[KV_SLOT_KEY];
 };
+/* Workers kept warm across evaluations (warm.c, kevo/gate.h kv_gate_warm):
+ * take moves what the warm holds for `key` into the session (1) or drops it
+ * (0); put moves the session's live workers into it (the session no longer
+ * owns them). */
+int kv_warm_take_ref(struct kv_gate_warm *w, const char *key, struct kv_session *s);
+void kv_warm_put_ref(struct kv_gate_warm *w, const char *key, struct kv_session *s);
+int kv_warm_take_cand(struct kv_gate_warm *w, const char *key, struct kv_worker *cw);
+void kv_warm_put_cand(struct kv_gate_warm *w, const char *key, struct kv_worker *cw);
 /* The session's surface, cache and scratch directories and worker path from
  * the options (the workers are started apart); release stops every worker
  * started. Used by kv_gate_eval, kv_gate_prebuild and kv_task_check. */

@@ -301,8 +301,8 @@ static int bundle_dir(const char *root, const struct kv_job *job, char *dir, siz
 
 /* Judges one job: the verdict's JSON (the "result" of kv_gate_result_json),
  * or NULL with err (and *need_task when the server lacks the bundle). */
-static json_t *judge(const struct kv_serve_opts *so, const char *root, const struct kv_job *job,
-                     int *need_task, char *err, size_t errlen) {
+static json_t *judge(const struct kv_serve_opts *so, struct kv_gate_warm *warm, const char *root,
+                     const struct kv_job *job, int *need_task, char *err, size_t errlen) {
   *need_task = 0;
   char dir[PATH_MAX];
   int b = bundle_dir(root, job, dir, sizeof dir, err, errlen);
@@ -344,6 +344,7 @@ static json_t *judge(const struct kv_serve_opts *so, const char *root, const str
     if (job->deadline_s > 0)
       o.job_deadline_s = job->deadline_s;
     o.calib = so->calib;
+    o.warm = warm; /* this server's workers, kept warm from job to job */
     if (kv_gate_eval(t, cand, &o, r, err, errlen) == 0) {
       char *s = kv_gate_result_json(r);
       res = s ? json_loads(s, 0, NULL) : NULL;
@@ -359,7 +360,8 @@ static json_t *judge(const struct kv_serve_opts *so, const char *root, const str
   return res;
 }
 
-int kv_gate_serve(int in_fd, int out_fd, const struct kv_serve_opts *so, char *err, size_t errlen) {
+static int serve(int in_fd, int out_fd, const struct kv_serve_opts *so, struct kv_gate_warm *warm,
+                 char *err, size_t errlen) {
   struct kv_serve_opts defaults = {0};
   if (!so)
     so = &defaults;
@@ -406,7 +408,7 @@ int kv_gate_serve(int in_fd, int out_fd, const struct kv_serve_opts *so, char *e
       int need = 0;
       json_t *res = NULL;
       if (kv_job_parse(fp.json, fp.blob, fp.h.blob_len, &job, e, sizeof e) == 0)
-        res = judge(so, root, &job, &need, e, sizeof e);
+        res = judge(so, warm, root, &job, &need, e, sizeof e);
       if (res)
         reply = json_pack("{s:s,s:o}", "id", job.id, "result", res);
       else {
@@ -419,4 +421,11 @@ int kv_gate_serve(int in_fd, int out_fd, const struct kv_serve_opts *so, char *e
     if (send_json(out_fd, KV_GATE_VERDICT, token, reply, err, errlen) < 0)
       return -1;
   }
+}
+
+int kv_gate_serve(int in_fd, int out_fd, const struct kv_serve_opts *so, char *err, size_t errlen) {
+  struct kv_gate_warm *warm = kv_gate_warm_new(); /* NULL: none kept warm */
+  int rc = serve(in_fd, out_fd, so, warm, err, errlen);
+  kv_gate_warm_free(warm);
+  return rc;
 }

@@ -419,6 +419,65 @@ static void test_every_bench_size(void **state) {
   kv_task_free(t);
 }
 
+/* Warm workers (kv_gate_warm): the reference's worker goes on from one
+ * evaluation of a task to the next and each candidate gets a fresh,
+ * pre-spawned process; hostile candidates in between (one that tries to
+ * kill its parent, one that caches by content) get their usual verdicts and
+ * break nothing; another task does not get this task's reference worker. */
+static void test_warm_workers(void **state) {
+  (void)state;
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char dir[4096], other[4096], c[4][4300], err[1024];
+  snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", src);
+  snprintf(other, sizeof other, "%s/examples/tasks/rowsum", src);
+  const char *names[4] = {"good", "kill_parent", "content_cache", "good"};
+  for (int i = 0; i < 4; i++)
+    snprintf(c[i], sizeof c[i], "%s/tests/adversarial/cands/%s.c", src, names[i]);
+  struct kv_task *t, *t2;
+  assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
+  assert_int_equal(kv_task_load(other, &t2, err, sizeof err), 0);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.time_budget_s = 0.1;
+  o.warm = kv_gate_warm_new();
+  assert_non_null(o.warm);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  int rw = -1, cw = -1;
+  for (int i = 0; i < 4; i++) {
+    if (kv_gate_eval(t, c[i], &o, r, err, sizeof err) != 0)
+      fail_msg("%s: %s", names[i], err);
+    print_message("%s: %s: %s\n", names[i], kv_verdict_name(r->verdict), r->detail);
+    if (i == 1)
+      assert_true(r->verdict == KV_V_OK || r->verdict == KV_V_CRASH);
+    else if (i == 2)
+      assert_true(r->verdict == KV_V_OK || r->verdict == KV_V_STALE_OUTPUT ||
+                  r->verdict == KV_V_WRONG_OUTPUT);
+    else
+      assert_string_equal(kv_verdict_name(r->verdict), "ok");
+    assert_true(i == 1 || r->timed);
+    kv_gate_result_release(r);
+    kv_gate_warm_stats(o.warm, &rw, &cw);
+    assert_int_equal(rw, i);
+    assert_int_equal(cw, i);
+  }
+  /* Another task: its own reference worker (a candidate worker is not
+   * tied to a task). */
+  snprintf(c[0], sizeof c[0], "%s/examples/tasks/rowsum/good.c", src);
+  if (kv_gate_eval(t2, c[0], &o, r, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_string_equal(kv_verdict_name(r->verdict), "ok");
+  kv_gate_result_release(r);
+  kv_gate_warm_stats(o.warm, &rw, &cw);
+  assert_int_equal(rw, 3);
+  assert_int_equal(cw, 4);
+  kv_gate_warm_free(o.warm);
+  free(r);
+  kv_task_free(t);
+  kv_task_free(t2);
+}
+
 /* The compiler runs in kevo-sandbox (entered after exec, not in a child of
  * the compile pool's threads): its Landlock confines what the compiler can
  * read, and a sandbox that fails is kevo's error, never a compile_error
@@ -639,6 +698,7 @@ int main(void) {
       cmocka_unit_test(test_compile_jail),
       cmocka_unit_test(test_cuda_arch_memo),
       cmocka_unit_test(test_every_bench_size),
+      cmocka_unit_test(test_warm_workers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
