@@ -153,17 +153,16 @@ static void test_plan(void **state) {
         assert_true(most >= fixed - f.m);
         assert_true(p.rounds >= f.rounds || p.m == mems[c]);
       }
-  /* Fast calls: 1000 calls in 24 rounds of 42, at least 6 rounds (a
-   * quarter of them). */
+  /* Fast calls: 1000 calls in 16 rounds of 63, at least 6 rounds. */
   struct kv_timing_plan p;
   kv_timing_plan(5e4, 1.0, 64, 0.01, &p);
-  assert_true(p.m == 42 && p.rounds == 24 && p.min_rounds == 6);
+  assert_true(p.m == 63 && p.rounds == 16 && p.min_rounds == 6);
   /* Buffers for 16 calls a phase: 63 rounds of 16, at least 6. */
   kv_timing_plan(5e4, 1.0, 16, 0.01, &p);
   assert_true(p.m == 16 && p.rounds == 63 && p.min_rounds == 6);
-  /* 5 ms calls, 0.5 s: 100 calls in 20 rounds of 5, at least 6. */
+  /* 5 ms calls, 0.5 s: 100 calls in 15 rounds of 7, at least 6. */
   kv_timing_plan(5e6, 0.5, 64, 0.01, &p);
-  assert_true(p.m == 5 && p.rounds == 20 && p.min_rounds == 6);
+  assert_true(p.m == 7 && p.rounds == 15 && p.min_rounds == 6);
   /* Slow calls: 10 calls as 10 rounds of 1 (not 4 of 3). */
   kv_timing_plan(2e8, 1.0, 64, 0.01, &p);
   assert_true(p.m == 1 && p.rounds == 10 && p.min_rounds == 10);
@@ -180,7 +179,7 @@ static void fill(double *x, int n, double v, double amp) {
 static void test_decide(void **state) {
   (void)state;
   struct kv_timing_plan p;
-  kv_timing_plan(5e4, 1.0, 64, 0.01, &p); /* 6..24 rounds */
+  kv_timing_plan(5e4, 1.0, 64, 0.01, &p); /* 6..16 rounds */
   const int most = p.rounds;
   double ratio[64], clock[64], hw, hc;
   /* Steady by both: stops at the fewest rounds, not before, and on no odd
