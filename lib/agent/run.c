@@ -274,7 +274,7 @@ static int take_done(struct kv_exec_done *d, struct kv_gate_result *r, char *err
 }
 
 /* A job's key in an executor: the source's hash (never NULL, never a small
- * number like run_batch's). */
+ * number like drive_window's steps). */
 static void *source_key(const char *src, size_t len) {
   char h[65];
   kv_sha256_hex(src, len, h);
@@ -345,124 +345,122 @@ int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
   return kv__run_step_on(NULL, st, t, task_id, node, src, len, g, r, want_reward, out, err, errlen);
 }
 
-/* Evaluates n sources at once through an executor, then records them in
- * step order (rc[i]: 0 judged into rs[i], 1 unjudged). A run killed
- * meanwhile records none of them: a resumed run proposes them again. */
-static int run_batch(struct kv_exec *x, struct kv_store *st, const struct kv_task *t,
-                     int64_t task_id, const struct kv_node_record *nodes, char **srcs,
-                     const size_t *lens, int n, const struct kv_gate_opts *g,
-                     struct kv_gate_result *rs, int *rcs, char *err, size_t errlen) {
-  struct kv_exec_done *d = calloc((size_t)n, sizeof *d);
-  if (!d)
-    return kv_error(err, errlen, "out of memory");
-  int rc = 0;
-  for (int i = 0; i < n && rc == 0; i++)
-    rc = kv_exec_submit(x, t, srcs[i], lens[i], g, (void *)(intptr_t)i, err, errlen);
-  while (rc == 0 && kv_exec_pending(x) > 0) {
+/* tune through an executor: up to its width of candidates in flight, a new
+ * one proposed as soon as one is judged (no batch waits for its slowest
+ * member while the other GPUs idle). Results are recorded in step order as
+ * the prefix completes, so a run killed meanwhile has recorded a prefix and
+ * a resumed run proposes the rest again. 0, or -1 with err. */
+enum { WINDOW_MAX = 64 };
+struct inflight {
+  char *src;
+  size_t len;
+  char params[512];
+  const char *action;
+  struct kv_exec_done d;
+  int done;
+};
+
+static int drive_window(struct kv_store *st, struct search *s, const struct strategy *strat,
+                        int64_t task_id, int64_t run_id, const struct kv_gate_opts *g,
+                        const struct kv_run_hooks *h, struct kv_run_progress *pr, int limit,
+                        char *err, size_t errlen) {
+  struct kv_exec *x = h->exec;
+  int width = kv_exec_width(x) < WINDOW_MAX ? kv_exec_width(x) : WINDOW_MAX;
+  struct inflight *w = calloc(WINDOW_MAX, sizeof *w);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  int rc = w && r ? 0 : kv_error(err, errlen, "out of memory");
+  int next = s->npts, end = s->npts, exhausted = 0;
+  while (rc == 0) {
+    /* Propose while there is room (in flight or judged, not yet recorded). */
+    while (!exhausted && end - next < width && s->npts < limit && !(h->stop && *h->stop)) {
+      struct proposal p;
+      memset(&p, 0, sizeof p);
+      if (s->ntun == 0)
+        p.action = "starter";
+      else if (strat->propose(s, &p) != 0) {
+        exhausted = 1;
+        break;
+      }
+      /* in flight: counted as visited so the next proposal differs */
+      memcpy(s->pts[s->npts].idx, p.idx, sizeof p.idx);
+      s->pts[s->npts++].speedup = 0;
+      struct inflight *f = &w[end % WINDOW_MAX];
+      memset(f, 0, sizeof *f);
+      f->action = p.action;
+      format_params(s, p.idx, f->params, sizeof f->params);
+      if (!(f->src = variant_source(s, p.idx, &f->len))) {
+        rc = kv_error(err, errlen, "out of memory");
+        break;
+      }
+      if ((rc = kv_exec_submit(x, s->task, f->src, f->len, g, (void *)(intptr_t)(end + 1), err,
+                               errlen)) < 0)
+        break;
+      end++;
+    }
+    if (rc < 0 || next == end)
+      break;
     struct kv_exec_done one;
     int k = kv_exec_next(x, 5, &one, err, errlen);
-    if (k < 0)
+    if (k < 0) {
       rc = -1;
-    else if (k == 1) {
-      intptr_t i = (intptr_t)one.ud;
-      if (i >= 0 && i < n && !d[i].ud && !d[i].result_json && !d[i].error[0]) {
-        d[i] = one;
-        d[i].ud = (void *)1; /* taken: a job is recorded once */
-      } else
-        kv_exec_done_release(&one);
-    }
-  }
-  for (int i = 0; i < n && rc == 0; i++) {
-    if (!d[i].ud) {
-      rc = kv_error(err, errlen, "the executor lost candidate %d of %d", i + 1, n);
       break;
     }
-    memset(&rs[i], 0, sizeof rs[i]);
-    rcs[i] = take_done(&d[i], &rs[i], err, errlen);
-    if (rcs[i] == 0)
-      rc = record_step(st, task_id, &nodes[i], srcs[i], lens[i], &rs[i], d[i].result_json, 0, NULL,
-                       err, errlen);
-    else if (rcs[i] == 1)
-      rc = record_unjudged(st, &nodes[i], srcs[i], lens[i], 0, NULL, err, errlen) < 0 ? -1 : 0;
-    else
-      rc = -1;
+    if (k == 1) {
+      intptr_t step = (intptr_t)one.ud - 1;
+      if (step >= next && step < end && !w[step % WINDOW_MAX].done) {
+        w[step % WINDOW_MAX].d = one;
+        w[step % WINDOW_MAX].done = 1;
+      } else {
+        kv_exec_done_release(&one); /* not this window's (a prefetch) */
+      }
+    }
+    /* Record the judged prefix, in step order. */
+    while (rc == 0 && next < end && w[next % WINDOW_MAX].done) {
+      struct inflight *f = &w[next % WINDOW_MAX];
+      struct kv_node_record node = {
+          .run_id = run_id, .step = next, .action = f->action, .params = f->params};
+      memset(r, 0, sizeof *r);
+      int judged = take_done(&f->d, r, err, errlen);
+      if (judged == 0)
+        rc = record_step(st, task_id, &node, f->src, f->len, r, f->d.result_json, 0, NULL, err,
+                         errlen);
+      else if (judged == 1)
+        rc = record_unjudged(st, &node, f->src, f->len, 0, NULL, err, errlen) < 0 ? -1 : 0;
+      else
+        rc = -1;
+      if (rc == 0) {
+        struct point *pt = &s->pts[next];
+        pt->speedup = judged == 0 && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
+        pr->step = next + 1;
+        if (judged == 0)
+          pr->counts[r->verdict]++;
+        if (pt->speedup > pr->best_speedup)
+          pr->best_speedup = pt->speedup;
+        pr->last_verdict = judged == 0 ? kv_verdict_name(r->verdict) : "unjudged";
+        snprintf(s->last_params, sizeof s->last_params, "%s", f->params);
+        pr->last_params = s->last_params;
+        if (h->progress)
+          h->progress(h->ud, pr);
+      }
+      kv_gate_result_release(r);
+      kv_exec_done_release(&f->d);
+      free(f->src);
+      memset(f, 0, sizeof *f);
+      next++;
+    }
+    if (rc == 0 && next == end && !kv_exec_alive(x, err, errlen))
+      rc = -1; /* every candidate is recorded; nothing more can be judged */
   }
-  for (int i = 0; i < n; i++)
-    kv_exec_done_release(&d[i]);
-  free(d);
-  if (rc == 0 && !kv_exec_alive(x, err, errlen))
-    rc = -1; /* every candidate is recorded; nothing more can be judged */
-  return rc;
-}
-
-/* tune through an executor: up to its width of proposals judged at once,
- * recorded in step order. 1 when some were judged, 0 when nothing is left
- * to try, -1 with err. */
-static int drive_batch(struct kv_store *st, struct search *s, const struct strategy *strat,
-                       int64_t task_id, int64_t run_id, const struct kv_gate_opts *g,
-                       const struct kv_run_hooks *h, struct kv_run_progress *pr, int limit,
-                       char *err, size_t errlen) {
-  enum { BATCH_MAX = 64 };
-  int width = kv_exec_width(h->exec), n = 0, base = s->npts;
-  if (width > BATCH_MAX)
-    width = BATCH_MAX;
-  struct proposal ps[BATCH_MAX];
-  while (n < width && s->npts < limit) {
-    memset(&ps[n], 0, sizeof ps[n]);
-    if (s->ntun == 0)
-      ps[n].action = "starter";
-    else if (strat->propose(s, &ps[n]) != 0)
-      break;
-    /* in flight: counted as visited so the next proposal differs */
-    memcpy(s->pts[s->npts].idx, ps[n].idx, sizeof ps[n].idx);
-    s->pts[s->npts++].speedup = 0;
-    n++;
+  /* What was not recorded is proposed again by a resumed run. */
+  for (int i = next; w && i < end; i++) {
+    kv_exec_done_release(&w[i % WINDOW_MAX].d);
+    free(w[i % WINDOW_MAX].src);
   }
-  if (n == 0)
-    return 0;
-  char *srcs[BATCH_MAX] = {0};
-  size_t lens[BATCH_MAX];
-  char params[BATCH_MAX][512];
-  struct kv_node_record nodes[BATCH_MAX];
-  int rcs[BATCH_MAX];
-  struct kv_gate_result *rs = calloc((size_t)n, sizeof *rs);
-  int rc = rs ? 0 : kv_error(err, errlen, "out of memory");
-  for (int i = 0; i < n && rc == 0; i++) {
-    if (!(srcs[i] = variant_source(s, ps[i].idx, &lens[i])))
-      rc = kv_error(err, errlen, "out of memory");
-    format_params(s, ps[i].idx, params[i], sizeof params[i]);
-    memset(&nodes[i], 0, sizeof nodes[i]);
-    nodes[i].run_id = run_id;
-    nodes[i].step = base + i;
-    nodes[i].action = ps[i].action;
-    nodes[i].params = params[i];
-  }
-  if (rc == 0)
-    rc = run_batch(h->exec, st, s->task, task_id, nodes, srcs, lens, n, g, rs, rcs, err, errlen);
-  for (int i = 0; i < n && rc == 0; i++) {
-    struct point *pt = &s->pts[base + i];
-    const struct kv_gate_result *r = &rs[i];
-    pt->speedup = rcs[i] == 0 && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
-    pr->step = base + i + 1;
-    if (rcs[i] == 0)
-      pr->counts[r->verdict]++;
-    if (pt->speedup > pr->best_speedup)
-      pr->best_speedup = pt->speedup;
-    pr->last_verdict = rcs[i] == 0 ? kv_verdict_name(r->verdict) : "unjudged";
-    snprintf(s->last_params, sizeof s->last_params, "%s", params[i]);
-    pr->last_params = s->last_params;
-    if (h->progress)
-      h->progress(h->ud, pr);
-  }
-  for (int i = 0; i < n; i++) {
-    free(srcs[i]);
-    if (rs)
-      kv_gate_result_release(&rs[i]);
-  }
-  free(rs);
   if (rc < 0)
-    s->npts = base;
-  return rc < 0 ? -1 : 1;
+    s->npts = next;
+  free(w);
+  free(r);
+  return rc;
 }
 
 /* tune on the local gate, when the whole space will be tried: every variant
@@ -521,12 +519,9 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
       break;
     }
     if (h && h->exec && kv_exec_width(h->exec) > 1 && limit > 1) {
-      int k = drive_batch(st, s, strat, task_id, run_id, g, h, pr, limit, err, errlen);
-      if (k < 0)
-        rc = -1;
-      if (k <= 0)
-        break;
-      continue;
+      rc = drive_window(st, s, strat, task_id, run_id, g, h, pr, limit, err, errlen);
+      stopped = rc == 0 && h->stop && *h->stop;
+      break;
     }
     struct proposal p;
     memset(&p, 0, sizeof p);
