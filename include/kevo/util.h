@@ -34,6 +34,11 @@ char *kv_buf_detach(struct kv_buf *b);
 int kv_read_file(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen);
 /* Writes atomically (temporary file in the same directory, then rename). */
 int kv_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* write(2) that never raises SIGPIPE in the process (a worker that died
+ * makes it fail with EPIPE instead): SIGPIPE is blocked in the calling
+ * thread around the write and one it raised is taken back. The library sets
+ * no signal dispositions. */
+long kv_write_nosigpipe(int fd, const void *buf, size_t n);
 /* mkdir -p with the given mode for created directories. */
 int kv_mkdirs(const char *path, mode_t mode, char *err, size_t errlen);
 /* rm -rf of a directory tree (or a file, or a symlink: never followed), with at

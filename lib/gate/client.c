@@ -109,7 +109,7 @@ static enum kv_call_status pump(struct kv_worker *w, const uint8_t *out, size_t 
       return KV_CALL_DIED;
     }
     if (ireq >= 0 && (p[ireq].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t n = write(w->req_fd, out + sent, outlen - sent);
+      ssize_t n = kv_write_nosigpipe(w->req_fd, out + sent, outlen - sent);
       if (n > 0)
         sent += (size_t)n;
       else if (n < 0 && errno != EAGAIN && errno != EINTR)
@@ -529,7 +529,7 @@ static void worker_stop(struct kv_worker *w, int keep_output) {
       struct kv_frame_header h = {KV_WIRE_MAGIC, KV_MSG_QUIT, 0, 0, 0};
       uint8_t hdr[KV_WIRE_HEADER];
       kv_wire_pack_header(&h, hdr);
-      ssize_t n = write(w->req_fd, hdr, sizeof hdr);
+      ssize_t n = kv_write_nosigpipe(w->req_fd, hdr, sizeof hdr);
       (void)n;
     }
     reap(w, 1);

@@ -49,7 +49,6 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
   memset(s, 0, sizeof(*s));
   s->t = t;
   s->o = o;
-  signal(SIGPIPE, SIG_IGN); /* a dying worker must not take kevo with it */
   s->sf = kv_surface_find(o->surface);
   if (!s->sf)
     return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,

@@ -75,8 +75,7 @@ static void stop_under_tool(struct kv_worker *w, double exit_s, int *exited) {
       struct kv_frame_header h = {KV_WIRE_MAGIC, KV_MSG_QUIT, 0, 0, 0};
       uint8_t hdr[KV_WIRE_HEADER];
       kv_wire_pack_header(&h, hdr);
-      ssize_t n = write(w->req_fd, hdr, sizeof hdr);
-      (void)n;
+      kv_write_nosigpipe(w->req_fd, hdr, sizeof hdr);
       close(w->req_fd);
       w->req_fd = -1;
     }

@@ -1,3 +1,4 @@
+#include "kevo/util.h"
 #include "kevo/wire.h"
 
 #include <errno.h>
@@ -114,7 +115,7 @@ size_t kv_frame_parser_feed(struct kv_frame_parser *p, const uint8_t *data, size
 static int write_all(int fd, const void *buf, size_t n) {
   const uint8_t *p = buf;
   while (n) {
-    ssize_t w = write(fd, p, n);
+    ssize_t w = kv_write_nosigpipe(fd, p, n);
     if (w < 0) {
       if (errno == EINTR)
         continue;

@@ -6,6 +6,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +345,45 @@ static void test_rmtree_stops_at_mounts(void **state) {
   assert_false(kv_path_exists(dir));
 }
 
+/* The library sets no signal dispositions: with SIGPIPE at its default
+ * (which kills the process), a write to a pipe nobody reads fails with EPIPE
+ * and the process goes on; nothing is left pending, and a SIGPIPE pending
+ * from before stays pending. */
+static void test_write_nosigpipe(void **state) {
+  (void)state;
+  signal(SIGPIPE, SIG_DFL);
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  close(p[0]);
+  errno = 0;
+  assert_int_equal(kv_write_nosigpipe(p[1], "x", 1), -1);
+  assert_int_equal(errno, EPIPE);
+  sigset_t pending, pipe_set, old;
+  assert_int_equal(sigpending(&pending), 0);
+  assert_false(sigismember(&pending, SIGPIPE));
+  /* One pending from before (blocked here) is not taken. */
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  raise(SIGPIPE);
+  assert_int_equal(kv_write_nosigpipe(p[1], "x", 1), -1);
+  assert_int_equal(sigpending(&pending), 0);
+  assert_true(sigismember(&pending, SIGPIPE));
+  struct timespec zero = {0, 0};
+  assert_int_equal(sigtimedwait(&pipe_set, NULL, &zero), SIGPIPE);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* A pipe that is read: the bytes arrive. */
+  int q[2];
+  char b[4] = {0};
+  assert_int_equal(pipe(q), 0);
+  assert_int_equal(kv_write_nosigpipe(q[1], "abc", 3), 3);
+  assert_int_equal(read(q[0], b, 3), 3);
+  assert_string_equal(b, "abc");
+  close(q[0]);
+  close(q[1]);
+  close(p[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buf_cap),
@@ -355,6 +397,7 @@ int main(void) {
       cmocka_unit_test(test_rmtree_wide),
       cmocka_unit_test(test_rmtree_symlinks_not_followed),
       cmocka_unit_test(test_rmtree_stops_at_mounts),
+      cmocka_unit_test(test_write_nosigpipe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

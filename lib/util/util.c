@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -598,4 +600,23 @@ int kv_find_shipped(const char *name, const char *dir, int source_too, char *out
 const char *kv_python(void) {
   const char *py = getenv("KEVO_PYTHON");
   return py && *py ? py : "python3";
+}
+
+long kv_write_nosigpipe(int fd, const void *buf, size_t n) {
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  /* One already pending (raised before, by someone else) is left pending. */
+  int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+  ssize_t r = write(fd, buf, n);
+  int e = errno;
+  if (r < 0 && e == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+      ;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = e;
+  return (long)r;
 }
