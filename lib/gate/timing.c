@@ -565,6 +565,186 @@ static int shm_bytes(const struct kv_task *t, int n, int cuda, size_t *len, char
   return 0;
 }
 
+/* After the phases: each side's times (cuda: events unless the host clock
+ * says work escaped them), the candidate's bounded by kevo's clock, the
+ * interval, the reference beside the candidate against alone, and the
+ * roofline. May change r's verdict; -1 only when kevo failed. */
+static int judge_times(struct timing *tm, int m, int P, int has_base, const struct kv_calib *cal,
+                       char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  const struct kv_task *t = tm->s->t;
+  struct side *C = &tm->sd[SIDE_CAND], *R = &tm->sd[SIDE_REF], *E = &tm->sd[SIDE_EMPTY_ALONE],
+              *EI = &tm->sd[SIDE_EMPTY], *B = &tm->sd[SIDE_BASE], *A = &tm->sd[SIDE_ALONE];
+  double empty_host = median_ns(E->host, E->n); /* launch + sync of nothing (cpu: ~0) */
+  if (tm->cuda) {
+    int dummy;
+    r->timing.sync_overhead_us = empty_host / 1000.0;
+    choose_times(C, empty_host, &r->timing.cand_host_timer);
+    choose_times(R, empty_host, &r->timing.ref_host_timer);
+    choose_times(A, empty_host, &dummy);
+    if (has_base)
+      choose_times(B, empty_host, &dummy);
+  }
+  stats_of(C->ev, C->n, &r->timing.cand);
+  stats_of(R->ev, R->n, &r->timing.ref);
+  stats_of(A->ev, A->n, &r->timing.ref_alone);
+  if (has_base) {
+    stats_of(B->ev, B->n, &r->timing.base);
+    r->timing.has_baseline = 1;
+  }
+  r->timed = 1;
+  r->timing.wall_s = sum_of(C->wall, C->nph) * 1e-9;
+  r->timing.covered_s = sum_of(C->host, C->n) * 1e-9;
+  r->timing.speedup =
+      r->timing.cand.median_us > 0 ? r->timing.ref.median_us / r->timing.cand.median_us : 0;
+  if (r->timing.has_baseline && r->timing.cand.median_us > 0)
+    r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
+
+  /* The parent's clock bounds the candidate's: what the phases took beyond
+   * kevo's own overhead (the empty entry's phases, clean worker) is what the
+   * calls took. */
+  /* Per phase: the parent's wall less the clean overhead (the empty entry's
+   * median phase) against what the worker reported for the phase. The
+   * median over phases is robust to one disturbed phase; a forger has to
+   * forge most of them, and then the sum shows it too. */
+  double overhead = median_ns(E->wall, E->nph);
+  double *ratio = calloc((size_t)C->nph + 1, sizeof *ratio),
+         *pe = calloc((size_t)C->nph + 1, sizeof *pe);
+  if (!ratio || !pe) {
+    free(ratio);
+    free(pe);
+    return kv_error(err, errlen, "out of memory");
+  }
+  /* Slack per phase: 2 us a call, or twice the spread of the clean phases'
+   * walls where the machine is noisier than that (a busy CPU host). */
+  double emin = E->nph ? E->wall[0] : 0, emax = emin;
+  for (int j = 1; j < E->nph; j++) {
+    emin = fmin(emin, E->wall[j]);
+    emax = fmax(emax, E->wall[j]);
+  }
+  /* cpu: the interleaved empty phases ran with the candidate stopped, so
+   * they are clean samples of the machine's noise too (cuda: GPU work the
+   * candidate left running could widen them; only the ones alone count). */
+  for (int j = 0; !tm->cuda && j < EI->nph; j++) {
+    emin = fmin(emin, EI->wall[j]);
+    emax = fmax(emax, EI->wall[j]);
+  }
+  double parent = 0, reported = 0, slack = fmax(2000.0 * m, 2 * (emax - emin));
+  r->timing.clock_slack_us = slack / m / 1000.0;
+  for (int j = 0; j < C->nph; j++) {
+    double e = C->wall[j] - overhead;
+    double rep = sum_of(C->host + j * m, m) - m * empty_host;
+    parent += e;
+    reported += rep;
+    pe[j] = e / m;
+    ratio[j] = e > slack ? (rep + slack) / e : 1.0;
+  }
+  double per_parent = median_ns(pe, C->nph), phase_ratio = median_ns(ratio, C->nph);
+  /* How much the candidate's phases vary by kevo's clock (never by what the
+   * candidate reports: it could claim noise to escape the rejection below). */
+  struct kv_stats spread;
+  stats_of(pe, C->nph, &spread);
+  free(ratio);
+  free(pe);
+  r->timing.clock_ratio = phase_ratio;
+  r->timing.parent_us = per_parent / 1000.0;
+  double med_host = median_ns(C->host, C->n) - empty_host;
+  /* Where kevo's clock is precise (a quiet GPU: the slack is a few percent
+   * of a call, and the candidate's phases differ by under 10% on kevo's
+   * clock), reported times below CLOCK_FLOOR of it are a forgery; on a noisy
+   * host an honest phase can fall far below (the process waited for a core
+   * outside its calls), so there the candidate's median is raised to the
+   * floor instead (below): a forger gains at most 1 / CLOCK_FLOOR, and can
+   * make the clock imprecise only by really spending time in its phases. */
+  int precise = slack / m < 0.05 * per_parent &&
+                (spread.median_us <= 0 || spread.iqr_us < 0.10 * spread.median_us);
+  if (sum_of(C->host, C->n) > sum_of(C->wall, C->nph) * 1.001 + 1e6) {
+    kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                   "the candidate's worker reported %.3f s of calls in phases that took %.3f s "
+                   "by kevo's clock: its clock is forged",
+                   sum_of(C->host, C->n) * 1e-9, r->timing.wall_s);
+  } else if (precise &&
+             (phase_ratio < CLOCK_FLOOR || reported < SUM_FLOOR * parent - slack * C->nph)) {
+    kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                   "the candidate's worker reported %.1f us per call (median %.1f us), but "
+                   "kevo's own clock around its phases, less kevo's overhead measured in a clean "
+                   "process, leaves %.1f us per call: its clock is forged or work escaped it",
+                   reported / C->n / 1000.0, med_host / 1000.0, per_parent / 1000.0);
+  }
+  if (r->verdict != KV_V_OK)
+    return 0;
+  /* The sums agree, but the median may still be skewed (most calls reported
+   * fast, a few slow): the candidate's median is never taken below what
+   * kevo's clock allows (a noisy host can make an honest median that low:
+   * it is raised, not rejected). */
+  double floor_us =
+      ((phase_ratio < CLOCK_FLOOR ? CLOCK_FLOOR : MEDIAN_FLOOR) * per_parent - slack / m) / 1000.0;
+  if (med_host / 1000.0 < floor_us && r->timing.cand.median_us < floor_us) {
+    r->timing.cand_clamped = 1;
+    r->timing.cand.median_us = floor_us;
+    r->timing.speedup = r->timing.ref.median_us / floor_us;
+    if (r->timing.has_baseline)
+      r->timing.speedup_vs_baseline = r->timing.base.median_us / floor_us;
+  }
+  speedup_ci(tm, m, P, overhead);
+
+  /* The reference beside the candidate against the reference alone. */
+  double ra = r->timing.ref_alone.median_us, ri = r->timing.ref.median_us;
+  double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
+  double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
+  double ea = median_ns(E->wall, E->nph) / 1000.0, ei = median_ns(EI->wall, EI->nph) / 1000.0;
+  r->timing.empty_beside_us = ei;
+  r->timing.empty_alone_us = ea;
+  /* cuda only: a stopped process's GPU work goes on. On the cpu surface
+   * nothing of the candidate can run while the reference does (its process
+   * is stopped), and what a stopped process leaves behind (caches, memory)
+   * is not an attack: there the figures are reported, not judged. */
+  if (tm->cuda && ea > 0 && ei > ea * (1 + INTERFERENCE_TOL) + 2 * slack / 1000.0) {
+    kv_set_verdict(r, KV_V_INTERFERENCE,
+                   "kevo's own empty phases took %.1f us while the candidate's process existed "
+                   "and %.1f us alone (%.0f%% slower): the candidate left work running that "
+                   "slows everything beside it",
+                   ei, ea, (ei / ea - 1) * 100);
+    return 0;
+  }
+  if (tm->cuda && ra > 0 && ri > ra * (1 + tol) + 2.0) {
+    kv_set_verdict(r, KV_V_INTERFERENCE,
+                   "the reference took %.1f us (median) while the candidate's process existed "
+                   "and %.1f us alone (%.0f%% slower; noise allows %.0f%%): the candidate "
+                   "slowed the reference down",
+                   ri, ra, (ri / ra - 1) * 100, tol * 100);
+    return 0;
+  }
+
+  /* Roofline against this device's measured ceilings. */
+  char e2[256];
+  int64_t v;
+  if (t->cost_bytes && kv_expr_eval(t, tm->ss, t->cost_bytes, &v, e2, sizeof e2) == 0)
+    r->timing.bytes = (double)v;
+  if (t->cost_flops && kv_expr_eval(t, tm->ss, t->cost_flops, &v, e2, sizeof e2) == 0)
+    r->timing.flops = (double)v;
+  double sec = r->timing.cand.median_us * 1e-6;
+  if (sec > 0) {
+    r->timing.gbs = r->timing.bytes / sec / 1e9;
+    r->timing.gflops = r->timing.flops / sec / 1e9;
+  }
+  if (cal && sec > 0 && cal->bandwidth_gbs > 0 && cal->fma_gflops > 0) {
+    double fb = r->timing.gbs / cal->bandwidth_gbs, ff = r->timing.gflops / cal->fma_gflops;
+    r->timing.roofline = fb > ff ? fb : ff;
+    if (fb > IMPLAUSIBLE_FACTOR)
+      kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                     "achieved %.1f GB/s is %.1fx this device's measured %.1f GB/s: the candidate "
+                     "cannot have done the work it claims",
+                     r->timing.gbs, fb, cal->bandwidth_gbs);
+    else if (ff > IMPLAUSIBLE_FACTOR)
+      kv_set_verdict(r, KV_V_IMPLAUSIBLE,
+                     "achieved %.1f GFLOP/s is %.1fx this device's measured FP32 peak of %.1f "
+                     "GFLOP/s: the candidate cannot have done the work it claims",
+                     r->timing.gflops, ff, cal->fma_gflops);
+  }
+  return 0;
+}
+
 /* The candidate at bench size `index` into r->timing (its verdict into r).
  * base_so: the baseline, timed too, in the reference worker's slot 2 (loaded
  * there unless s->rw_slot2 says it is). */
@@ -783,177 +963,8 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
 
   r->timing.stage_alone_s = kv_now_s() - t_alone;
 
-  /* The times. cuda: events unless the host clock says work escaped them. */
-  struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *E = &tm.sd[SIDE_EMPTY_ALONE],
-              *EI = &tm.sd[SIDE_EMPTY], *B = &tm.sd[SIDE_BASE], *A = &tm.sd[SIDE_ALONE];
-  double empty_host = median_ns(E->host, E->n); /* launch + sync of nothing (cpu: ~0) */
-  if (tm.cuda) {
-    int dummy;
-    r->timing.sync_overhead_us = empty_host / 1000.0;
-    choose_times(C, empty_host, &r->timing.cand_host_timer);
-    choose_times(R, empty_host, &r->timing.ref_host_timer);
-    choose_times(A, empty_host, &dummy);
-    if (base_so)
-      choose_times(B, empty_host, &dummy);
-  }
-  stats_of(C->ev, C->n, &r->timing.cand);
-  stats_of(R->ev, R->n, &r->timing.ref);
-  stats_of(A->ev, A->n, &r->timing.ref_alone);
-  if (base_so) {
-    stats_of(B->ev, B->n, &r->timing.base);
-    r->timing.has_baseline = 1;
-  }
-  r->timed = 1;
-  r->timing.wall_s = sum_of(C->wall, C->nph) * 1e-9;
-  r->timing.covered_s = sum_of(C->host, C->n) * 1e-9;
-  r->timing.speedup =
-      r->timing.cand.median_us > 0 ? r->timing.ref.median_us / r->timing.cand.median_us : 0;
-  if (r->timing.has_baseline && r->timing.cand.median_us > 0)
-    r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
-
-  /* The parent's clock bounds the candidate's: what the phases took beyond
-   * kevo's own overhead (the empty entry's phases, clean worker) is what the
-   * calls took. */
-  /* Per phase: the parent's wall less the clean overhead (the empty entry's
-   * median phase) against what the worker reported for the phase. The
-   * median over phases is robust to one disturbed phase; a forger has to
-   * forge most of them, and then the sum shows it too. */
-  double overhead = median_ns(E->wall, E->nph);
-  double *ratio = calloc((size_t)C->nph + 1, sizeof *ratio),
-         *pe = calloc((size_t)C->nph + 1, sizeof *pe);
-  if (!ratio || !pe) {
-    free(ratio);
-    free(pe);
-    kevo_failed = kv_error(err, errlen, "out of memory") < 0;
-    goto done;
-  }
-  /* Slack per phase: 2 us a call, or twice the spread of the clean phases'
-   * walls where the machine is noisier than that (a busy CPU host). */
-  double emin = E->nph ? E->wall[0] : 0, emax = emin;
-  for (int j = 1; j < E->nph; j++) {
-    emin = fmin(emin, E->wall[j]);
-    emax = fmax(emax, E->wall[j]);
-  }
-  /* cpu: the interleaved empty phases ran with the candidate stopped, so
-   * they are clean samples of the machine's noise too (cuda: GPU work the
-   * candidate left running could widen them; only the ones alone count). */
-  for (int j = 0; !tm.cuda && j < EI->nph; j++) {
-    emin = fmin(emin, EI->wall[j]);
-    emax = fmax(emax, EI->wall[j]);
-  }
-  double parent = 0, reported = 0, slack = fmax(2000.0 * m, 2 * (emax - emin));
-  r->timing.clock_slack_us = slack / m / 1000.0;
-  for (int j = 0; j < C->nph; j++) {
-    double e = C->wall[j] - overhead;
-    double rep = sum_of(C->host + j * m, m) - m * empty_host;
-    parent += e;
-    reported += rep;
-    pe[j] = e / m;
-    ratio[j] = e > slack ? (rep + slack) / e : 1.0;
-  }
-  double per_parent = median_ns(pe, C->nph), phase_ratio = median_ns(ratio, C->nph);
-  /* How much the candidate's phases vary by kevo's clock (never by what the
-   * candidate reports: it could claim noise to escape the rejection below). */
-  struct kv_stats spread;
-  stats_of(pe, C->nph, &spread);
-  free(ratio);
-  free(pe);
-  r->timing.clock_ratio = phase_ratio;
-  r->timing.parent_us = per_parent / 1000.0;
-  double med_host = median_ns(C->host, C->n) - empty_host;
-  /* Where kevo's clock is precise (a quiet GPU: the slack is a few percent
-   * of a call, and the candidate's phases differ by under 10% on kevo's
-   * clock), reported times below CLOCK_FLOOR of it are a forgery; on a noisy
-   * host an honest phase can fall far below (the process waited for a core
-   * outside its calls), so there the candidate's median is raised to the
-   * floor instead (below): a forger gains at most 1 / CLOCK_FLOOR, and can
-   * make the clock imprecise only by really spending time in its phases. */
-  int precise = slack / m < 0.05 * per_parent &&
-                (spread.median_us <= 0 || spread.iqr_us < 0.10 * spread.median_us);
-  if (sum_of(C->host, C->n) > sum_of(C->wall, C->nph) * 1.001 + 1e6) {
-    kv_set_verdict(r, KV_V_IMPLAUSIBLE,
-                   "the candidate's worker reported %.3f s of calls in phases that took %.3f s "
-                   "by kevo's clock: its clock is forged",
-                   sum_of(C->host, C->n) * 1e-9, r->timing.wall_s);
-  } else if (precise &&
-             (phase_ratio < CLOCK_FLOOR || reported < SUM_FLOOR * parent - slack * C->nph)) {
-    kv_set_verdict(r, KV_V_IMPLAUSIBLE,
-                   "the candidate's worker reported %.1f us per call (median %.1f us), but "
-                   "kevo's own clock around its phases, less kevo's overhead measured in a clean "
-                   "process, leaves %.1f us per call: its clock is forged or work escaped it",
-                   reported / C->n / 1000.0, med_host / 1000.0, per_parent / 1000.0);
-  }
-  if (r->verdict != KV_V_OK)
-    goto done;
-  /* The sums agree, but the median may still be skewed (most calls reported
-   * fast, a few slow): the candidate's median is never taken below what
-   * kevo's clock allows (a noisy host can make an honest median that low:
-   * it is raised, not rejected). */
-  double floor_us =
-      ((phase_ratio < CLOCK_FLOOR ? CLOCK_FLOOR : MEDIAN_FLOOR) * per_parent - slack / m) / 1000.0;
-  if (med_host / 1000.0 < floor_us && r->timing.cand.median_us < floor_us) {
-    r->timing.cand_clamped = 1;
-    r->timing.cand.median_us = floor_us;
-    r->timing.speedup = r->timing.ref.median_us / floor_us;
-    if (r->timing.has_baseline)
-      r->timing.speedup_vs_baseline = r->timing.base.median_us / floor_us;
-  }
-  speedup_ci(&tm, m, P, overhead);
-
-  /* The reference beside the candidate against the reference alone. */
-  double ra = r->timing.ref_alone.median_us, ri = r->timing.ref.median_us;
-  double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
-  double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
-  double ea = median_ns(E->wall, E->nph) / 1000.0, ei = median_ns(EI->wall, EI->nph) / 1000.0;
-  r->timing.empty_beside_us = ei;
-  r->timing.empty_alone_us = ea;
-  /* cuda only: a stopped process's GPU work goes on. On the cpu surface
-   * nothing of the candidate can run while the reference does (its process
-   * is stopped), and what a stopped process leaves behind (caches, memory)
-   * is not an attack: there the figures are reported, not judged. */
-  if (tm.cuda && ea > 0 && ei > ea * (1 + INTERFERENCE_TOL) + 2 * slack / 1000.0) {
-    kv_set_verdict(r, KV_V_INTERFERENCE,
-                   "kevo's own empty phases took %.1f us while the candidate's process existed "
-                   "and %.1f us alone (%.0f%% slower): the candidate left work running that "
-                   "slows everything beside it",
-                   ei, ea, (ei / ea - 1) * 100);
-    goto done;
-  }
-  if (tm.cuda && ra > 0 && ri > ra * (1 + tol) + 2.0) {
-    kv_set_verdict(r, KV_V_INTERFERENCE,
-                   "the reference took %.1f us (median) while the candidate's process existed "
-                   "and %.1f us alone (%.0f%% slower; noise allows %.0f%%): the candidate "
-                   "slowed the reference down",
-                   ri, ra, (ri / ra - 1) * 100, tol * 100);
-    goto done;
-  }
-
-  /* Roofline against this device's measured ceilings. */
-  char e2[256];
-  int64_t v;
-  if (t->cost_bytes && kv_expr_eval(t, tm.ss, t->cost_bytes, &v, e2, sizeof e2) == 0)
-    r->timing.bytes = (double)v;
-  if (t->cost_flops && kv_expr_eval(t, tm.ss, t->cost_flops, &v, e2, sizeof e2) == 0)
-    r->timing.flops = (double)v;
-  double sec = r->timing.cand.median_us * 1e-6;
-  if (sec > 0) {
-    r->timing.gbs = r->timing.bytes / sec / 1e9;
-    r->timing.gflops = r->timing.flops / sec / 1e9;
-  }
-  if (cal && sec > 0 && cal->bandwidth_gbs > 0 && cal->fma_gflops > 0) {
-    double fb = r->timing.gbs / cal->bandwidth_gbs, ff = r->timing.gflops / cal->fma_gflops;
-    r->timing.roofline = fb > ff ? fb : ff;
-    if (fb > IMPLAUSIBLE_FACTOR)
-      kv_set_verdict(r, KV_V_IMPLAUSIBLE,
-                     "achieved %.1f GB/s is %.1fx this device's measured %.1f GB/s: the candidate "
-                     "cannot have done the work it claims",
-                     r->timing.gbs, fb, cal->bandwidth_gbs);
-    else if (ff > IMPLAUSIBLE_FACTOR)
-      kv_set_verdict(r, KV_V_IMPLAUSIBLE,
-                     "achieved %.1f GFLOP/s is %.1fx this device's measured FP32 peak of %.1f "
-                     "GFLOP/s: the candidate cannot have done the work it claims",
-                     r->timing.gflops, ff, cal->fma_gflops);
-  }
+  if (judge_times(&tm, m, P, base_so != NULL, cal, err, errlen) < 0)
+    kevo_failed = 1;
 done:
   if (kevo_failed)
     rc = -1;
