@@ -345,6 +345,27 @@ int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
   return kv__run_step_on(NULL, st, t, task_id, node, src, len, g, r, want_reward, out, err, errlen);
 }
 
+/* Step `step` judged into r (NULL: unjudged): its point's speedup and the
+ * run's progress. */
+static void note_step(struct search *s, int step, const struct kv_gate_result *r,
+                      const char *params, const struct kv_run_hooks *h,
+                      struct kv_run_progress *pr) {
+  struct point *pt = &s->pts[step];
+  pt->speedup = r && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
+  pr->step = step + 1;
+  if (r)
+    pr->counts[r->verdict]++;
+  if (pt->speedup > pr->best_speedup)
+    pr->best_speedup = pt->speedup;
+  pr->last_verdict = r ? kv_verdict_name(r->verdict) : "unjudged";
+  /* The progress outlives the step: it points at the search's copy, not at
+   * the caller's. */
+  snprintf(s->last_params, sizeof s->last_params, "%s", params);
+  pr->last_params = s->last_params;
+  if (h && h->progress)
+    h->progress(h->ud, pr);
+}
+
 /* tune through an executor: up to its width of candidates in flight, a new
  * one proposed as soon as one is judged (no batch waits for its slowest
  * member while the other GPUs idle). Results are recorded in step order as
@@ -428,20 +449,8 @@ static int drive_window(struct kv_store *st, struct search *s, const struct stra
         rc = record_unjudged(st, &node, f->src, f->len, 0, NULL, err, errlen) < 0 ? -1 : 0;
       else
         rc = -1;
-      if (rc == 0) {
-        struct point *pt = &s->pts[next];
-        pt->speedup = judged == 0 && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
-        pr->step = next + 1;
-        if (judged == 0)
-          pr->counts[r->verdict]++;
-        if (pt->speedup > pr->best_speedup)
-          pr->best_speedup = pt->speedup;
-        pr->last_verdict = judged == 0 ? kv_verdict_name(r->verdict) : "unjudged";
-        snprintf(s->last_params, sizeof s->last_params, "%s", f->params);
-        pr->last_params = s->last_params;
-        if (h->progress)
-          h->progress(h->ud, pr);
-      }
+      if (rc == 0)
+        note_step(s, next, judged == 0 ? r : NULL, f->params, h, pr);
       kv_gate_result_release(r);
       kv_exec_done_release(&f->d);
       free(f->src);
@@ -552,21 +561,8 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
     }
     int judged = rc == 0;
     rc = 0;
-    struct point *pt = &s->pts[s->npts++];
-    memcpy(pt->idx, p.idx, sizeof pt->idx);
-    pt->speedup = judged && r->verdict == KV_V_OK && r->timed ? r->timing.speedup : 0;
-    pr->step = s->npts;
-    if (judged)
-      pr->counts[r->verdict]++;
-    if (pt->speedup > pr->best_speedup)
-      pr->best_speedup = pt->speedup;
-    pr->last_verdict = judged ? kv_verdict_name(r->verdict) : "unjudged";
-    /* The progress outlives this iteration: it points at the search's copy,
-     * not at the loop's array. */
-    snprintf(s->last_params, sizeof s->last_params, "%s", params);
-    pr->last_params = s->last_params;
-    if (h && h->progress)
-      h->progress(h->ud, pr);
+    memcpy(s->pts[s->npts].idx, p.idx, sizeof p.idx);
+    note_step(s, s->npts++, judged ? r : NULL, params, h, pr);
     kv_gate_result_release(r);
   }
   free(r);

@@ -199,10 +199,10 @@ static int worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char
   return 0;
 }
 
-/* A candidate worker kept warm (spawned by an earlier evaluation) is only
- * readied; if it cannot be, a fresh one is spawned. */
-static int worker_ready_or_respawn(struct kv_session *s, struct kv_worker *w, int *up, char *err,
-                                   size_t errlen) {
+/* Spawns a worker and readies it. A candidate worker kept warm (spawned by
+ * an earlier evaluation) is only readied; if it cannot be, a fresh one is
+ * spawned. */
+static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
   int fresh = w == &s->cw && s->cw_fresh;
   s->cw_fresh = w == &s->cw ? 0 : s->cw_fresh;
   if (fresh) {
@@ -216,10 +216,6 @@ static int worker_ready_or_respawn(struct kv_session *s, struct kv_worker *w, in
   if (worker_spawn(s, w, up, err, errlen) < 0)
     return -1;
   return worker_ready(s, w, up, err, errlen);
-}
-
-static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
-  return worker_ready_or_respawn(s, w, up, err, errlen);
 }
 
 int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,
@@ -273,9 +269,7 @@ int kv_session_start_worker(struct kv_session *s, struct kv_worker *w, int *up, 
   return session_load(w, 0, so, w == &s->cw, detail, detlen);
 }
 
-/* What a warm reference worker must have been started for (the surface,
- * worker, cache, sandbox, task and the reference's source, by content) and
- * what a warm candidate worker must have been spawned with. */
+/* The SHA-256 of a file's contents ("" when it cannot be read). */
 static void content_hash(const char *path, char out[65]) {
   char *text = NULL, e[256];
   size_t len = 0;
@@ -285,6 +279,9 @@ static void content_hash(const char *path, char out[65]) {
   free(text);
 }
 
+/* What a warm reference worker must have been started for (the surface,
+ * worker, cache, sandbox, task, the reference's and the baseline's sources
+ * by content) and what a warm candidate worker must have been spawned with. */
 static void warm_keys(const struct kv_session *s, const char *refsrc, const char *basesrc,
                       char ref_key[65], char cand_key[65]) {
   char rh[65], bh[65];
@@ -313,7 +310,7 @@ struct up_job {
 
 static void *up_main(void *arg) {
   struct up_job *j = arg;
-  j->rc = j->warm ? worker_ready_or_respawn(j->s, j->w, j->up, j->err, sizeof j->err)
+  j->rc = j->warm ? worker_up(j->s, j->w, j->up, j->err, sizeof j->err)
                   : worker_ready(j->s, j->w, j->up, j->err, sizeof j->err);
   return NULL;
 }
