@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "kevo/run.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
 
@@ -86,25 +87,11 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
     kv_sha256_hex(text, len, h);
     rc = strcmp(h, r->source_hash)
              ? kv_error(err, sizeof err, "%s changed during the evaluation", cand)
-             : kv_store_put_source(s, h, text, len, err, sizeof err);
+             : kv_run_record_eval(s, task_id, cand, text, len, r, json, NULL, err, sizeof err);
   } else {
     rc = -1;
   }
   free(text);
-  if (rc == 0) {
-    struct kv_eval_record e = {0};
-    e.task_id = task_id;
-    e.source_hash = r->source_hash;
-    e.candidate_path = cand;
-    e.surface = r->surface;
-    e.device = r->device;
-    e.verdict = kv_verdict_name(r->verdict);
-    e.detail = r->detail;
-    e.median_us = r->timed ? r->timing.cand.median_us : -1;
-    e.speedup = r->timed ? r->timing.speedup : -1;
-    e.result_json = json;
-    rc = kv_store_add_eval(s, &e, NULL, err, sizeof err);
-  }
   if (rc < 0)
     fprintf(stderr, "kevo: warning: the verdict was not recorded in %s: %s\n", path, err);
   kv_store_close(s);

@@ -83,6 +83,14 @@ struct kv_run_hooks {
   void *skill_ud;
 };
 
+/* Records one judged candidate: its source (src, len) and the evaluation (r,
+ * js: r's JSON as kv_gate_result_json wrote it) for task_id;
+ * candidate_path may be NULL (a search's variant). *eval_id may be NULL.
+ * kevo eval and a run's steps record through this one function. */
+int kv_run_record_eval(struct kv_store *st, int64_t task_id, const char *candidate_path,
+                       const char *src, size_t len, const struct kv_gate_result *r, const char *js,
+                       int64_t *eval_id, char *err, size_t errlen);
+
 /* Starts a run of `starter` (a kernel that may declare `// kevo:tune` lines;
  * LLM strategies: may be NULL, else it becomes the first node). */
 int kv_run_new(struct kv_store *s, const struct kv_task *t, const char *starter,

@@ -209,12 +209,13 @@ static int load_tunables(struct search *s, char *err, size_t errlen) {
 /* Records an evaluated source: the source, the evaluation (js: its result's
  * JSON) and the node (n's source_hash, eval_id, verdict and speedup are
  * filled in here). */
-static int record_step(struct kv_store *st, int64_t task_id, const struct kv_node_record *node,
+int kv_run_record_eval(struct kv_store *st, int64_t task_id, const char *candidate_path,
                        const char *src, size_t len, const struct kv_gate_result *r, const char *js,
-                       int want_reward, struct kv_step_out *out, char *err, size_t errlen) {
+                       int64_t *eval_id, char *err, size_t errlen) {
   struct kv_eval_record e = {0};
   e.task_id = task_id;
   e.source_hash = r->source_hash;
+  e.candidate_path = candidate_path;
   e.surface = r->surface;
   e.device = r->device;
   e.verdict = kv_verdict_name(r->verdict);
@@ -222,15 +223,20 @@ static int record_step(struct kv_store *st, int64_t task_id, const struct kv_nod
   e.median_us = r->timed ? r->timing.cand.median_us : -1;
   e.speedup = r->timed ? r->timing.speedup : -1;
   e.result_json = js;
-  int64_t eval_id = 0, node_id = 0;
   int rc = kv_store_put_source(st, r->source_hash, src, len, err, errlen);
-  if (rc == 0)
-    rc = kv_store_add_eval(st, &e, &eval_id, err, errlen);
+  return rc < 0 ? rc : kv_store_add_eval(st, &e, eval_id, err, errlen);
+}
+
+static int record_step(struct kv_store *st, int64_t task_id, const struct kv_node_record *node,
+                       const char *src, size_t len, const struct kv_gate_result *r, const char *js,
+                       int want_reward, struct kv_step_out *out, char *err, size_t errlen) {
+  int64_t eval_id = 0, node_id = 0;
+  int rc = kv_run_record_eval(st, task_id, NULL, src, len, r, js, &eval_id, err, errlen);
   if (rc == 0) {
     struct kv_node_record n = *node;
     n.source_hash = r->source_hash;
     n.eval_id = eval_id;
-    n.verdict = e.verdict;
+    n.verdict = kv_verdict_name(r->verdict);
     n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
     n.reward = want_reward ? kv_ada_reward((int)r->verdict, n.speedup) : -1;
     rc = kv_store_node_add(st, &n, &node_id, err, errlen);
