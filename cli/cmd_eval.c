@@ -43,7 +43,7 @@ static int stdin_candidate(int cuda, char *path, size_t cap, char *dir, size_t d
   if (kv_mkdtemp(base, "stdin", dir, dircap, err, errlen) < 0)
     return -1;
   struct kv_buf b;
-  kv_buf_init(&b, 1 << 20);
+  kv_buf_init(&b, KV_SOURCE_MAX);
   char chunk[65536];
   size_t n;
   int over = 0;
@@ -82,7 +82,7 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
   char *text = NULL;
   size_t len = 0;
   int rc = kv_store_put_task(s, t->name, t->dir, spec_hash, t->json, &task_id, err, sizeof err);
-  if (rc == 0 && kv_read_file(cand, 1 << 20, &text, &len, err, sizeof err) == 0) {
+  if (rc == 0 && kv_read_file(cand, KV_SOURCE_MAX, &text, &len, err, sizeof err) == 0) {
     char h[65];
     kv_sha256_hex(text, len, h);
     rc = strcmp(h, r->source_hash)

@@ -398,7 +398,7 @@ static int skills_match(struct kv_store *s, int argc, char **argv, int start) {
     return cli_fail("%s", err);
   char *cand = NULL, *ref = NULL;
   size_t len;
-  if (pos[1] && kv_read_file(pos[1], 1 << 20, &cand, &len, err, sizeof err) != 0) {
+  if (pos[1] && kv_read_file(pos[1], KV_SOURCE_MAX, &cand, &len, err, sizeof err) != 0) {
     kv_task_free(t);
     return cli_fail("%s", err);
   }

@@ -15,6 +15,9 @@
 #define KV_MAX_PARAMS 32
 #define KV_MAX_DIMS 8
 #define KV_MAX_SIZESETS 64
+/* A candidate's (or a reference's) source: at most this many bytes, wherever
+ * it is read, sent or parsed. */
+#define KV_SOURCE_MAX (1 << 20)
 /* bench: each size is timed on its own, so fewer */
 #define KV_MAX_BENCH 16
 #define KV_NAME_MAX 64

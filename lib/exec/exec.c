@@ -1254,8 +1254,9 @@ static const struct bundle *bundle_of(struct kv_exec *x, const struct kv_task *t
 
 int kv_exec_submit(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
                    const struct kv_gate_opts *g, void *ud, char *err, size_t errlen) {
-  if (len > (1 << 20))
-    return kv_error(err, errlen, "a candidate of %zu bytes; a job carries at most 1 MiB", len);
+  if (len > KV_SOURCE_MAX)
+    return kv_error(err, errlen, "a candidate of %zu bytes; a job carries at most %d", len,
+                    KV_SOURCE_MAX);
   const struct bundle *b = bundle_of(x, t, err, errlen);
   if (!b)
     return -1;

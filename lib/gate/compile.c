@@ -12,8 +12,6 @@
 
 #include "internal.h"
 
-#define KV_SOURCE_MAX (1 << 20)
-
 static const char *cc_flags[] = {"-std=gnu11", "-O3",   "-march=native",
                                  "-fopenmp",   "-fPIC", "-shared"};
 

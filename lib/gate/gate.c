@@ -617,7 +617,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   /* The candidate must be readable before anything else happens. */
   char *text = NULL;
   size_t len = 0;
-  if (kv_read_file(candidate_path, 1 << 20, &text, &len, err, errlen) < 0)
+  if (kv_read_file(candidate_path, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
     goto out;
   kv_sha256_hex(text, len, r->source_hash);
   free(text);

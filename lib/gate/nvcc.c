@@ -18,8 +18,6 @@
 #include "internal.h"
 #include "nvrtc.h"
 
-#define KV_SOURCE_MAX (1 << 20)
-
 /* Linked into every cuda object: the worker calls it after each call, so a
  * launch the runtime refused (too much shared memory, no kernel image for
  * this device, a bad configuration) is reported instead of guessed. */

@@ -19,7 +19,6 @@
 
 #include "kevo/launch.h"
 
-#define KV_SOURCE_MAX (1 << 20)
 #define KV_CUBIN_MAX ((size_t)64 << 20)
 
 static int find_in(const char *dir, char *out, size_t cap) {
@@ -292,7 +291,7 @@ int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *
     int ok = pr.exited && pr.status == 0;
     size_t clen = 0, llen = 0;
     if (ok && (kv_read_file(f_cubin, KV_CUBIN_MAX, &cubin, &clen, err, errlen) < 0 ||
-               kv_read_file(f_low, 1 << 20, &lowered_txt, &llen, err, errlen) < 0)) {
+               kv_read_file(f_low, KV_SOURCE_MAX, &lowered_txt, &llen, err, errlen) < 0)) {
       kv_buf_release(&log);
       rc = -1;
       goto cleanup;

@@ -603,7 +603,7 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   kv_cuda_arch_flag(arch, aflag, sizeof aflag);
   char *text = NULL;
   size_t len = 0;
-  if (kv_read_file(src, 1 << 20, &text, &len, err, errlen) < 0)
+  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
     return -1;
   char *proto = malloc(65536), *shim = malloc(65536 + strlen(kv_cuda_guard_cu) + 1);
   char dir[PATH_MAX];
@@ -720,7 +720,7 @@ static int build_asan(const struct kv_session *s, const struct kv_build *cand, c
   size_t len = 0;
   char dir[PATH_MAX];
   int rc = -1;
-  if (!proto || !shim || kv_read_file(src, 1 << 20, &text, &len, err, errlen) < 0)
+  if (!proto || !shim || kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
     goto done;
   if (kv_task_prototype(s->t, KV_LANG_C, proto, 65536) < 0 ||
       kv_task_shim(s->t, KV_LANG_C, shim, 65536) < 0) {

@@ -148,7 +148,7 @@ int kv_job_parse(const char *json, const uint8_t *blob, uint64_t blob_len, struc
       goto out;
     }
   }
-  if (take_file(json_object_get(j, "candidate"), "candidate", blob, blob_len, &off, 1 << 20,
+  if (take_file(json_object_get(j, "candidate"), "candidate", blob, blob_len, &off, KV_SOURCE_MAX,
                 &job->candidate, err, errlen) < 0)
     goto out;
   if (off != blob_len) {

@@ -167,7 +167,7 @@ static void reordered_reference(const struct kv_task *t, const struct kv_gate_op
     return;
   char *text = NULL, dir[PATH_MAX], path[PATH_MAX + 16], e[512], d[1024];
   size_t len = 0;
-  if (kv_read_file(refsrc, 1 << 20, &text, &len, e, sizeof e) < 0)
+  if (kv_read_file(refsrc, KV_SOURCE_MAX, &text, &len, e, sizeof e) < 0)
     return;
   if (kv_mkdtemp(scratch, "reorder", dir, sizeof dir, e, sizeof e) < 0) {
     free(text);

@@ -8,7 +8,6 @@
 
 #include "task_internal.h"
 
-#define KV_LAUNCH_SRC_MAX (1 << 20)
 #define TAG "kevo:launch"
 
 struct def {
@@ -504,8 +503,8 @@ int kv_launch_parse(const struct kv_task *t, const char *src, size_t len, const 
   struct lctx c = {t, file, 0, "", err, errlen};
   if (!t || !src)
     return lfail(&c, NULL, "no task or no source");
-  if (len > KV_LAUNCH_SRC_MAX)
-    return lfail(&c, NULL, "the source is larger than %d bytes; shorten it", KV_LAUNCH_SRC_MAX);
+  if (len > KV_SOURCE_MAX)
+    return lfail(&c, NULL, "the source is larger than %d bytes; shorten it", KV_SOURCE_MAX);
   static __thread struct defs d;
   d.n = 0;
   /* Pass 1: the integer #defines; pass 2: the launch lines. */
