@@ -23,12 +23,6 @@
 #define KV_TIMING_MIN_ROUNDS 6
 /* The default target: the 95% interval of the speedup within +-1%. */
 #define KV_TIMING_CI_DEFAULT 0.01
-/* Adaptive timing splits the budget's count into about this many rounds, so
- * that a stop at the fewest (6) saves most of it. Not more: on an H200, 24
- * rounds (phases of 42 calls instead of 64) raised the good kernels' medians
- * by 1-2% against the same fixed-budget gate (a pause between phases
- * costs the next call). */
-#define KV_TIMING_ADAPT_ROUNDS 16
 /* The candidate's time by kevo's own clock must be steady within the target
  * or this, whichever is wider, for an early stop. kevo's clock bounds the
  * reported times (a forgery below 0.87 of it is rejected), so it needs a few
@@ -61,8 +55,11 @@ struct kv_timing_plan {
  * buffers fit a phase; target: 0 for the fixed budget, else the adaptive
  * target (relative half-width). The fixed plan is the gate's historical one
  * (n = budget / per in [10, 1000], m = n / 4, >= 2 rounds); the adaptive one
- * takes n as its maximum, in about KV_TIMING_ADAPT_ROUNDS rounds, and stops
- * no sooner than KV_TIMING_MIN_ROUNDS rounds nor KV_TIMING_MIN_CALLS calls. */
+ * takes that as its maximum and stops no sooner than KV_TIMING_MIN_ROUNDS
+ * rounds nor KV_TIMING_MIN_CALLS calls. (Splitting the count into more,
+ * smaller rounds so that an early stop saves more was tried on 2026-11-26:
+ * phases of 42 calls instead of 64 raised an H200's medians by 1-2%, and
+ * validation, not the loop, is where a verdict's time goes; BENCHMARKS.md.) */
 void kv_timing_plan(double per_ns, double budget_s, int m_mem, double target,
                     struct kv_timing_plan *p);
 

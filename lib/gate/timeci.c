@@ -78,12 +78,13 @@ void kv_timing_plan(double per_ns, double budget_s, int m_mem, double target,
     p->valid_calls = P * m;
     return;
   }
-  /* Adaptive: the budget's count is the most, in rounds small enough that
-   * stopping at the fewest saves most of it (the fixed plan's 4 rounds of
-   * n / 4 would leave nothing to stop early from). */
-  m = (n + KV_TIMING_ADAPT_ROUNDS - 1) / KV_TIMING_ADAPT_ROUNDS;
-  m = m > m_mem ? m_mem : m < 1 ? 1 : m;
-  P = (n + m - 1) / m;
+  /* Adaptive: the budget's count is the most; split it finer where it
+   * makes fewer rounds than an interval needs (slow calls). */
+  if (P < KV_TIMING_MIN_ROUNDS) {
+    m = (n + KV_TIMING_MIN_ROUNDS - 1) / KV_TIMING_MIN_ROUNDS;
+    m = m > m_mem ? m_mem : m < 1 ? 1 : m;
+    P = (n + m - 1) / m;
+  }
   int mn = (KV_TIMING_MIN_CALLS + m - 1) / m;
   if (mn < KV_TIMING_MIN_ROUNDS)
     mn = KV_TIMING_MIN_ROUNDS;
