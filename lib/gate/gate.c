@@ -204,8 +204,8 @@ static int worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char
  * spawned. */
 static int worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err, size_t errlen) {
   int fresh = w == &s->cw && s->cw_fresh;
-  s->cw_fresh = w == &s->cw ? 0 : s->cw_fresh;
   if (fresh) {
+    s->cw_fresh = 0;
     w->start_deadline = kv_now_s() + (s->sf->worker_start_s > 0 ? s->sf->worker_start_s : 10);
     if (worker_ready(s, w, up, err, errlen) == 0)
       return 0;

@@ -987,15 +987,14 @@ done:
 int kv_time_candidate(struct kv_session *s, const char *base_so, const char *cand_so,
                       const struct kv_calib *cal, struct kv_gate_result *r, char *err,
                       size_t errlen) {
-  const struct kv_task *t = s->t;
-  int n = t->nbench < KV_MAX_BENCH ? t->nbench : KV_MAX_BENCH;
-  struct kv_timing first;
+  const struct kv_task *t = s->t; /* nbench <= KV_MAX_BENCH: the task parser's rule */
+  struct kv_size_timing sz[KV_MAX_BENCH];
+  struct kv_timing first = {0};
   double lg = 0, llo = 0, lhi = 0;
-  memset(&first, 0, sizeof first);
   size_t shm_len;
-  if (shm_bytes(t, n, s->sf->device_in_worker, &shm_len, err, errlen) < 0)
+  if (shm_bytes(t, t->nbench, s->sf->device_in_worker, &shm_len, err, errlen) < 0)
     return -1;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < t->nbench; i++) {
     if (i > 0) {
       memset(&r->timing, 0, sizeof r->timing);
       char detail[1024];
@@ -1013,31 +1012,29 @@ int kv_time_candidate(struct kv_session *s, const char *base_so, const char *can
       return -1;
     if (r->verdict != KV_V_OK)
       return 0;
-    struct kv_size_timing *z = &first.size[i];
-    snprintf(z->sizes, sizeof z->sizes, "%s", r->timing.sizes);
-    z->cand_us = r->timing.cand.median_us;
-    z->ref_us = r->timing.ref.median_us;
-    z->speedup = r->timing.speedup;
-    z->lo = r->timing.speedup_lo > 0 ? r->timing.speedup_lo : r->timing.speedup;
-    z->hi = r->timing.speedup_hi > 0 ? r->timing.speedup_hi : r->timing.speedup;
-    z->stages_s = r->timing.stage_warmup_s + r->timing.stage_loop_s + r->timing.stage_validate_s +
-                  r->timing.stage_alone_s;
-    if (!(z->speedup > 0))
-      return kv_error(err, errlen, "timing at %s gave no speedup", z->sizes);
+    const struct kv_timing *T = &r->timing;
+    if (!(T->speedup > 0))
+      return kv_error(err, errlen, "timing at %s gave no speedup", T->sizes);
+    struct kv_size_timing *z = &sz[i];
+    snprintf(z->sizes, sizeof z->sizes, "%s", T->sizes);
+    z->cand_us = T->cand.median_us;
+    z->ref_us = T->ref.median_us;
+    z->speedup = T->speedup;
+    z->lo = T->speedup_lo > 0 ? T->speedup_lo : T->speedup;
+    z->hi = T->speedup_hi > 0 ? T->speedup_hi : T->speedup;
+    z->stages_s = T->stage_warmup_s + T->stage_loop_s + T->stage_validate_s + T->stage_alone_s;
     lg += log(z->speedup);
     llo += log(z->lo);
     lhi += log(z->hi);
-    if (i == 0) {
-      struct kv_size_timing keep = first.size[0];
-      first = r->timing;
-      first.size[0] = keep;
-    }
+    if (i == 0)
+      first = *T;
   }
-  if (n > 1) {
-    first.nsizes = n;
-    first.speedup = exp(lg / n);
-    first.speedup_lo = exp(llo / n);
-    first.speedup_hi = exp(lhi / n);
+  if (t->nbench > 1) {
+    first.nsizes = t->nbench;
+    memcpy(first.size, sz, sizeof(sz[0]) * (size_t)t->nbench);
+    first.speedup = exp(lg / t->nbench);
+    first.speedup_lo = exp(llo / t->nbench);
+    first.speedup_hi = exp(lhi / t->nbench);
   }
   r->timing = first;
   return 0;
