@@ -321,6 +321,43 @@ static long dev_guard_changed(CUdeviceptr d, size_t b, uint64_t seed, int p) {
   return kv_guard_changed(g, n, kv_guard_key(seed, p), 0);
 }
 
+/* Param p's n elements at d into dst: all of them, or with `sampled` those
+ * of sample `seed` (kv_sample_indices), gathered on the device when kevo's
+ * kernels are loaded, else picked from a whole copy. */
+static CUresult copy_back(CUdeviceptr d, int p, int64_t n, int sampled, uint64_t seed,
+                          uint8_t *dst) {
+  static int64_t *idx;           /* host indices, KV_SAMPLE_ELEMS */
+  static CUdeviceptr didx, dout; /* device indices and gathered elements */
+  size_t sz = kv_dtype_size(task->params[p].dtype);
+  int64_t k = sampled ? kv_sample_count(n) : n;
+  if (k == n)
+    return n ? cu.MemcpyDtoH(dst, d, (size_t)n * sz) : KV_CU_SUCCESS;
+  if (!idx && !(idx = malloc(KV_SAMPLE_ELEMS * sizeof *idx)))
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  kv_sample_indices(seed, p, n, idx);
+  CUresult r;
+  if (gen_state > 0) {
+    if (!didx && (r = cu.MemAlloc(&didx, KV_SAMPLE_ELEMS * sizeof *idx)) != KV_CU_SUCCESS)
+      return didx = 0, r;
+    if (!dout && (r = cu.MemAlloc(&dout, KV_SAMPLE_ELEMS * 8)) != KV_CU_SUCCESS)
+      return dout = 0, r;
+    if ((r = cu.MemcpyHtoDAsync(didx, idx, (size_t)k * sizeof *idx, stream)) != KV_CU_SUCCESS ||
+        (r = kv_cugen_gather(&cu, stream, d, didx, (size_t)k, (unsigned)sz, dout)) !=
+            KV_CU_SUCCESS ||
+        (r = cu.StreamSynchronize(stream)) != KV_CU_SUCCESS)
+      return r;
+    return cu.MemcpyDtoH(dst, dout, (size_t)k * sz);
+  }
+  uint8_t *whole = malloc((size_t)n * sz);
+  if (!whole)
+    return 2;
+  if ((r = cu.MemcpyDtoH(whole, d, (size_t)n * sz)) == KV_CU_SUCCESS)
+    for (int64_t i = 0; i < k; i++)
+      memcpy(dst + (size_t)i * sz, whole + (size_t)idx[i] * sz, sz);
+  free(whole);
+  return r;
+}
+
 static void free_all(CUdeviceptr *d, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (d[i])
@@ -585,13 +622,19 @@ static int cuda_check(json_t *req) {
   int slot = (int)json_integer_value(json_object_get(req, "slot"));
   json_t *calls = json_object_get(req, "calls");
   int ret_inputs = json_is_true(json_object_get(req, "return_inputs"));
+  /* "sample": only that sample's elements come back (a timed call's
+   * validation). */
+  json_t *js = json_object_get(req, "sample");
+  int sampled = json_is_integer(js);
+  uint64_t sseed = (uint64_t)json_integer_value(js);
   if (!s || slot < 0 || slot >= KV_SLOTS || !slot_entry[slot] || !json_is_array(calls))
     return reply_error("bad CHECK request");
   char err[512];
-  int64_t nelem[KV_MAX_PARAMS];
+  int64_t nelem[KV_MAX_PARAMS], snelem[KV_MAX_PARAMS];
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
-  size_t per_call = kv_call_bytes(task, nelem, ret_inputs);
+  kv_sample_layout(task, nelem, snelem);
+  size_t per_call = kv_call_bytes(task, sampled ? snelem : nelem, ret_inputs);
   size_t ncalls = json_array_size(calls);
   size_t total = per_call * ncalls;
   uint8_t *blob = total > 0 ? malloc(total) : NULL;
@@ -669,10 +712,9 @@ static int cuda_check(json_t *req) {
       for (int p = 0; p < task->nparams; p++) {
         enum kv_role r = task->params[p].role;
         if (pass == 0 ? kv_is_output(r) : (ret_inputs && r == KV_ROLE_IN)) {
-          size_t b = kv_param_bytes(task, p, nelem);
-          if (b)
-            CK(cu.MemcpyDtoH(blob + off, d[p], b), "copying %s back", task->params[p].name);
-          off += b;
+          CK(copy_back(d[p], p, nelem[p], sampled, sseed, blob + off), "copying %s back",
+             task->params[p].name);
+          off += kv_param_bytes(task, p, sampled ? snelem : nelem);
         }
       }
     }
@@ -846,9 +888,14 @@ static int cuda_time(json_t *req) {
 static int cuda_fetch(json_t *req) {
   int c = (int)json_integer_value(json_object_get(req, "call"));
   int inputs = json_is_true(json_object_get(req, "inputs"));
+  json_t *js = json_object_get(req, "sample"); /* as in CHECK */
+  int sampled = json_is_integer(js);
+  uint64_t sseed = (uint64_t)json_integer_value(js);
   if (!ready || c < 0 || c >= cph.m)
     return reply_error("bad FETCH request (call %d of a phase of %d)", c, cph.m);
-  size_t total = kv_call_bytes(task, cph.nelem, inputs), off = 0;
+  int64_t snelem[KV_MAX_PARAMS];
+  kv_sample_layout(task, cph.nelem, snelem);
+  size_t total = kv_call_bytes(task, sampled ? snelem : cph.nelem, inputs), off = 0;
   uint8_t *blob = total ? malloc(total) : NULL;
   if (total && !blob)
     return reply_error("out of memory for %zu bytes", total);
@@ -856,10 +903,9 @@ static int cuda_fetch(json_t *req) {
     for (int p = 0; p < task->nparams; p++) {
       enum kv_role r = task->params[p].role;
       if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
-        size_t b = kv_param_bytes(task, p, cph.nelem);
-        if (b)
-          CK(cu.MemcpyDtoH(blob + off, cph.d[c][p], b), "copying %s back", task->params[p].name);
-        off += b;
+        CK(copy_back(cph.d[c][p], p, cph.nelem[p], sampled, sseed, blob + off), "copying %s back",
+           task->params[p].name);
+        off += kv_param_bytes(task, p, sampled ? snelem : cph.nelem);
       }
     }
   int rc = reply(KV_MSG_REPLY, json_object(), blob, off);

@@ -10,7 +10,7 @@
 #include "gen_core.h"
 
 /* The kernels, by how they walk the sequence. */
-enum { K_F32_UNIFORM, K_H16_UNIFORM, K_NORMAL, K_ELEMS, K_COUNT };
+enum { K_F32_UNIFORM, K_H16_UNIFORM, K_NORMAL, K_ELEMS, K_GATHER, K_COUNT };
 static CUfunction fn[K_COUNT];
 static int ready;
 
@@ -18,7 +18,7 @@ static int ready;
 extern const unsigned char kv_cugen_ptx[]; /* generated: gen_kernels_ptx.c */
 extern const size_t kv_cugen_ptx_len;
 static const char *const kernel_names[K_COUNT] = {"kvg_f32_uniform", "kvg_h16_uniform",
-                                                  "kvg_normal", "kvg_elems"};
+                                                  "kvg_normal", "kvg_elems", "kvg_gather"};
 static CUmodule mod;
 #endif
 
@@ -138,4 +138,19 @@ CUresult kv_cugen_fill_param(const struct kv_cu *cu, CUstream s, const struct kv
     return KV_CU_ERROR_INVALID_VALUE;
   const struct kv_param *pp = &t->params[p];
   return kv_cugen_fill_at(cu, s, pp->dtype, &pp->init, seed, (uint64_t)p, 0, dst, (size_t)nelem);
+}
+
+CUresult kv_cugen_gather(const struct kv_cu *cu, CUstream s, CUdeviceptr src, CUdeviceptr idx,
+                         size_t k, unsigned esize, CUdeviceptr dst) {
+  if (!ready || !cu || !cu->LaunchKernel)
+    return KV_CU_ERROR_NOT_INITIALIZED;
+  if (esize == 0 || esize > 8)
+    return KV_CU_ERROR_INVALID_VALUE;
+  if (k == 0)
+    return KV_CU_SUCCESS;
+  uint64_t blocks = (k + THREADS - 1) / THREADS, count = k;
+  if (blocks > MAX_BLOCKS)
+    blocks = MAX_BLOCKS;
+  void *args[] = {&src, &idx, &count, &esize, &dst};
+  return cu->LaunchKernel(fn[K_GATHER], (unsigned)blocks, 1, 1, THREADS, 1, 1, 0, s, args, NULL);
 }

@@ -42,4 +42,10 @@ CUresult kv_cugen_fill_at(const struct kv_cu *cu, CUstream s, enum kv_dtype d,
 CUresult kv_cugen_fill_param(const struct kv_cu *cu, CUstream s, const struct kv_task *t, int p,
                              int64_t nelem, CUdeviceptr dst, uint64_t seed);
 
+/* dst[i] = src[idx[i]] for i < k (idx: k int64 indices in device memory),
+ * elements of esize bytes (1..8): a sampled validation's gather. Enqueued on
+ * s; the returns of kv_cugen_fill_at. */
+CUresult kv_cugen_gather(const struct kv_cu *cu, CUstream s, CUdeviceptr src, CUdeviceptr idx,
+                         size_t k, unsigned esize, CUdeviceptr dst);
+
 #endif

@@ -133,3 +133,29 @@ extern "C" __global__ void __launch_bounds__(256)
     }
   }
 }
+
+/* Not the generator: the gather of a sampled validation (kv_sample_indices).
+ * dst[i] = src[idx[i]] for i < k, elements of esize bytes (1, 2, 4 or 8). */
+extern "C" __global__ void __launch_bounds__(256)
+    kvg_gather(const unsigned char *src, const long long *idx, uint64_t k, unsigned esize,
+               unsigned char *dst) {
+  KVG_GRID_LOOP(i, k) {
+    const unsigned char *s = src + (uint64_t)idx[i] * esize;
+    unsigned char *d = dst + i * esize;
+    switch (esize) {
+    case 8:
+      *(uint64_t *)d = *(const uint64_t *)s;
+      break;
+    case 4:
+      *(uint32_t *)d = *(const uint32_t *)s;
+      break;
+    case 2:
+      *(uint16_t *)d = *(const uint16_t *)s;
+      break;
+    default:
+      for (unsigned b = 0; b < esize; b++)
+        d[b] = s[b];
+      break;
+    }
+  }
+}

@@ -105,6 +105,28 @@ void kv_shm_call_bufs(const struct kv_task *t, uint8_t *base, size_t per_call,
 size_t kv_pack_call(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                     void *const bufs[KV_MAX_PARAMS], int inputs, uint8_t *dst);
 
+/* ---- Sampled validation of timed calls ----
+ * A timed call is validated on a sample the parent draws after its phase:
+ * a buffer of n elements whole when n <= KV_SAMPLE_ELEMS, else at
+ * KV_SAMPLE_ELEMS indices, one uniform in each of as many equal strata
+ * (ascending). A candidate that skips a share f of an output's elements goes
+ * unseen by one validation with probability at most (1 - f)^KV_SAMPLE_ELEMS
+ * (f = 1e-4: e^-26), however the skipped elements are placed. */
+#define KV_SAMPLE_ELEMS (1 << 18)
+/* How many elements of a buffer of n a sample holds. */
+int64_t kv_sample_count(int64_t n);
+/* The kv_sample_count(n) indices of sample `seed` of param p (n elements). */
+void kv_sample_indices(uint64_t seed, int p, int64_t n, int64_t *idx);
+/* nelem with every count capped as a sample caps it: kv_call_bytes of it is
+ * a sampled call's size, kv_pack_call's layout. */
+void kv_sample_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                      int64_t snelem[KV_MAX_PARAMS]);
+/* kv_pack_call of sample `seed` of a call's whole buffers (nelem): the
+ * layout kv_call_bytes(t, snelem, inputs) counts. 0, or -1 when out of
+ * memory. */
+int kv_pack_sample(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                   void *const bufs[KV_MAX_PARAMS], int inputs, uint64_t seed, uint8_t *dst);
+
 /* Flushes caches by writing and reading a buffer (CPU). */
 void kv_flush_cpu(uint8_t *buf, size_t n, unsigned salt);
 

@@ -131,6 +131,12 @@ static void *scan_worker(void *arg) {
 
 void kv_compare(const struct kv_task *t, const struct kv_sizeset *s, int p, const void *exp,
                 const void *got, int64_t n, int poison, struct kv_cmp *c) {
+  kv_compare_at(t, s, p, exp, got, n, poison, NULL, n, c);
+}
+
+void kv_compare_at(const struct kv_task *t, const struct kv_sizeset *s, int p, const void *exp,
+                   const void *got, int64_t n, int poison, const int64_t *idx, int64_t whole,
+                   struct kv_cmp *c) {
   memset(c, 0, sizeof(*c));
   c->verdict = KV_V_OK;
   c->first_bad = -1;
@@ -166,20 +172,25 @@ void kv_compare(const struct kv_task *t, const struct kv_sizeset *s, int p, cons
     c->max_rel = fmax(c->max_rel, r->max_rel);
   }
   free(j);
-  char where[160], ev[64], gv[64];
+  char where[160], ev[64], gv[64], of[96];
+  /* Sampled: the counts are of the sample. */
+  if (idx)
+    snprintf(of, sizeof of, "%lld sampled (of %lld)", (long long)n, (long long)whole);
+  else
+    snprintf(of, sizeof of, "%lld", (long long)n);
   if (unwritten) {
     c->verdict = KV_V_UNWRITTEN_OUTPUT;
-    c->first_bad = first_unwritten;
-    kv_format_index(t, s, p, first_unwritten, where, sizeof where);
+    c->first_bad = idx ? idx[first_unwritten] : first_unwritten;
+    kv_format_index(t, s, p, c->first_bad, where, sizeof where);
     snprintf(c->detail, sizeof c->detail,
-             "%s was never written (%lld of %lld elements of %s still hold kevo's poison)", where,
-             (long long)unwritten, (long long)n, t->params[p].name);
+             "%s was never written (%lld of %s elements of %s still hold kevo's poison)", where,
+             (long long)unwritten, of, t->params[p].name);
     return;
   }
   if (bad) {
     c->verdict = KV_V_WRONG_OUTPUT;
-    c->first_bad = first_wrong;
-    kv_format_index(t, s, p, first_wrong, where, sizeof where);
+    c->first_bad = idx ? idx[first_wrong] : first_wrong;
+    kv_format_index(t, s, p, c->first_bad, where, sizeof where);
     double e = kv_elem_as_double(d, exp, (size_t)first_wrong);
     double g = kv_elem_as_double(d, got, (size_t)first_wrong);
     fmt_val(d, e, ev, sizeof ev);
@@ -187,10 +198,10 @@ void kv_compare(const struct kv_task *t, const struct kv_sizeset *s, int p, cons
     if (kv_dtype_is_float(d))
       snprintf(c->detail, sizeof c->detail,
                "%s: expected %s, got %s (|diff| %.3g > atol %g + rtol %g * |expected|); %lld of "
-               "%lld elements differ",
-               where, ev, gv, fabs(g - e), t->atol, t->rtol, (long long)bad, (long long)n);
+               "%s elements differ",
+               where, ev, gv, fabs(g - e), t->atol, t->rtol, (long long)bad, of);
     else
-      snprintf(c->detail, sizeof c->detail, "%s: expected %s, got %s; %lld of %lld elements differ",
-               where, ev, gv, (long long)bad, (long long)n);
+      snprintf(c->detail, sizeof c->detail, "%s: expected %s, got %s; %lld of %s elements differ",
+               where, ev, gv, (long long)bad, of);
   }
 }

@@ -401,29 +401,48 @@ void kv_tail_of(const struct kv_buf *b, char *out, size_t cap) {
 }
 
 /* Judges one call of the candidate against the reference. */
+/* The indices of smp's sample of param p, or NULL (whole; *fail set when
+ * out of memory). */
+static int64_t *sample_idx(const struct kv_sample_of *smp, int p, int64_t n, int *fail) {
+  if (!smp || n >= smp->whole[p])
+    return NULL;
+  int64_t *idx = malloc((size_t)n * sizeof *idx);
+  if (idx)
+    kv_sample_indices(smp->seed, p, smp->whole[p], idx);
+  else
+    *fail = 1;
+  return idx;
+}
+
 void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,
                    const uint8_t *got, const uint8_t *got_in, const uint8_t *want_in,
-                   const int64_t *nelem, uint64_t seed, int poison, struct kv_cmp *res) {
+                   const int64_t *nelem, uint64_t seed, int poison, const struct kv_sample_of *smp,
+                   struct kv_cmp *res) {
   memset(res, 0, sizeof(*res));
   res->verdict = KV_V_OK;
   size_t off = 0;
-  for (int p = 0; p < t->nparams; p++) {
+  int oom = 0;
+  for (int p = 0; p < t->nparams && !oom; p++) {
     if (!kv_is_output(t->params[p].role))
       continue;
     struct kv_cmp c;
-    kv_compare(t, ss, p, exp + off, got + off, nelem[p],
-               t->params[p].role == KV_ROLE_OUT ? poison : -1, &c);
+    int64_t *idx = sample_idx(smp, p, nelem[p], &oom);
+    kv_compare_at(t, ss, p, exp + off, got + off, nelem[p],
+                  t->params[p].role == KV_ROLE_OUT ? poison : -1, idx,
+                  idx ? smp->whole[p] : nelem[p], &c);
+    free(idx);
     if (c.max_abs > res->max_abs)
       res->max_abs = c.max_abs;
     if (c.max_rel > res->max_rel)
       res->max_rel = c.max_rel;
     if (c.verdict < res->verdict) {
       res->verdict = c.verdict;
+      res->first_bad = c.first_bad;
       snprintf(res->detail, sizeof res->detail, "%s", c.detail);
     }
     off += kv_param_bytes(t, p, nelem);
   }
-  if (res->verdict != KV_V_OK || !got_in)
+  if (res->verdict != KV_V_OK || !got_in || oom)
     return;
   /* The inputs after the call must be what the worker was given. */
   size_t ioff = 0;
@@ -433,13 +452,18 @@ void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const u
     size_t b = kv_param_bytes(t, p, nelem);
     /* What it was given: the reference worker's copy, else regenerated. */
     uint8_t *regen = want_in ? NULL : malloc(b ? b : 1);
-    if (!want_in && !regen)
+    int64_t *idx = sample_idx(smp, p, nelem[p], &oom);
+    if ((!want_in && !regen) || oom) {
+      free(regen);
+      free(idx);
       return;
+    }
     if (regen)
       kv_fill_param(t, p, nelem[p], regen, seed);
     int changed = kv_input_changed(t, ss, p, want_in ? want_in + ioff : regen, got_in + ioff,
-                                   nelem[p], res->detail, sizeof res->detail);
+                                   nelem[p], idx, res->detail, sizeof res->detail);
     free(regen);
+    free(idx);
     if (changed) {
       res->verdict = KV_V_INPUT_MUTATED;
       return;
@@ -449,7 +473,8 @@ void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const u
 }
 
 int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p,
-                     const uint8_t *want, const uint8_t *got, int64_t n, char *detail, size_t cap) {
+                     const uint8_t *want, const uint8_t *got, int64_t n, const int64_t *idx,
+                     char *detail, size_t cap) {
   size_t sz = kv_dtype_size(t->params[p].dtype);
   if (!memcmp(want, got, (size_t)n * sz))
     return 0;
@@ -457,7 +482,7 @@ int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p
   while (i < n && !memcmp(want + (size_t)i * sz, got + (size_t)i * sz, sz))
     i++;
   char where[160];
-  kv_format_index(t, ss, p, i, where, sizeof where);
+  kv_format_index(t, ss, p, idx ? idx[i] : i, where, sizeof where);
   snprintf(detail, cap, "input %s was modified: it held %.9g before the call and %.9g after", where,
            kv_elem_as_double(t->params[p].dtype, want, (size_t)i),
            kv_elem_as_double(t->params[p].dtype, got, (size_t)i));

@@ -264,6 +264,11 @@ struct kv_cmp {
  * inout: never poisoned). */
 void kv_compare(const struct kv_task *t, const struct kv_sizeset *s, int p, const void *exp,
                 const void *got, int64_t n, int poison, struct kv_cmp *c);
+/* The same over a sample: element i of exp and got is element idx[i] of
+ * the param's `whole` (first_bad and the detail name that one). */
+void kv_compare_at(const struct kv_task *t, const struct kv_sizeset *s, int p, const void *exp,
+                   const void *got, int64_t n, int poison, const int64_t *idx, int64_t whole,
+                   struct kv_cmp *c);
 /* Formats a flat index as name[i,j,...] using the param's shape. */
 void kv_format_index(const struct kv_task *t, const struct kv_sizeset *s, int p, int64_t i,
                      char *out, size_t cap);
@@ -338,15 +343,26 @@ enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set,
                                  const uint64_t *seeds, const int *poisons, int ncalls,
                                  int ret_inputs, size_t want, double deadline, uint8_t **blob,
                                  json_t **reply, char *detail, size_t detlen);
+/* A sampled call (kevo/runtime.h): the whole call's counts and the
+ * sample's seed. */
+struct kv_sample_of {
+  const int64_t *whole;
+  uint64_t seed;
+};
 /* Judges one call's outputs against the reference's and, with got_in, its
- * inputs after the call against want_in (NULL: regenerated from seed). */
+ * inputs after the call against want_in (NULL: regenerated from seed). With
+ * smp, the buffers hold sample smp->seed (nelem its counts; want_in must be
+ * given). */
 void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const uint8_t *exp,
                    const uint8_t *got, const uint8_t *got_in, const uint8_t *want_in,
-                   const int64_t *nelem, uint64_t seed, int poison, struct kv_cmp *res);
+                   const int64_t *nelem, uint64_t seed, int poison, const struct kv_sample_of *smp,
+                   struct kv_cmp *res);
 /* Whether in param p (n elements) got differs from want; detail names the
- * first changed element and both values. */
+ * first changed element (idx[i] when idx is given: a sample's) and both
+ * values. */
 int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p,
-                     const uint8_t *want, const uint8_t *got, int64_t n, char *detail, size_t cap);
+                     const uint8_t *want, const uint8_t *got, int64_t n, const int64_t *idx,
+                     char *detail, size_t cap);
 void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "; its last output: ..." from the candidate's captured stream. */

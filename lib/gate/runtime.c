@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -422,4 +423,52 @@ size_t kv_pack_call(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
       }
     }
   return o;
+}
+
+int64_t kv_sample_count(int64_t n) {
+  return n > KV_SAMPLE_ELEMS ? KV_SAMPLE_ELEMS : n;
+}
+
+void kv_sample_indices(uint64_t seed, int p, int64_t n, int64_t *idx) {
+  int64_t k = kv_sample_count(n);
+  if (k == n) {
+    for (int64_t i = 0; i < n; i++)
+      idx[i] = i;
+    return;
+  }
+  /* Stratum s is [s*n/k, (s+1)*n/k), written so that no product overflows. */
+  int64_t q = n / k, r = n % k;
+  uint64_t st = seed ^ ((uint64_t)(p + 1) * 0xd6e8feb86659fd93ull);
+  for (int64_t s = 0; s < k; s++) {
+    int64_t lo = s * q + s * r / k, hi = (s + 1) * q + (s + 1) * r / k;
+    idx[s] = lo + (int64_t)(kv_splitmix64(&st) % (uint64_t)(hi - lo));
+  }
+}
+
+void kv_sample_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                      int64_t snelem[KV_MAX_PARAMS]) {
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    snelem[p] = p < t->nparams ? kv_sample_count(nelem[p]) : 0;
+}
+
+int kv_pack_sample(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                   void *const bufs[KV_MAX_PARAMS], int inputs, uint64_t seed, uint8_t *dst) {
+  int64_t *idx = malloc(KV_SAMPLE_ELEMS * sizeof *idx);
+  if (!idx)
+    return -1;
+  size_t o = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int p = 0; p < t->nparams; p++) {
+      enum kv_role r = t->params[p].role;
+      if (pass == 0 ? !kv_is_output(r) : !(inputs && r == KV_ROLE_IN))
+        continue;
+      size_t sz = kv_dtype_size(t->params[p].dtype);
+      int64_t k = kv_sample_count(nelem[p]);
+      kv_sample_indices(seed, p, nelem[p], idx);
+      for (int64_t i = 0; i < k; i++)
+        memcpy(dst + o + (size_t)i * sz, (const uint8_t *)bufs[p] + (size_t)idx[i] * sz, sz);
+      o += (size_t)k * sz;
+    }
+  free(idx);
+  return 0;
 }

@@ -137,6 +137,94 @@ static void test_compare_large_in_chunks(void **state) {
   kv_task_free(t);
 }
 
+/* The sample of a validated timed call: whole below KV_SAMPLE_ELEMS; above,
+ * one index per stratum (ascending, in range, the same for a seed, another
+ * for another seed or param), and a skipped share of 1e-4 of an output, put
+ * where a cheater likes, is seen by the sampled judge, which names the real
+ * element. */
+static void test_sample_catches_skipped_elements(void **state) {
+  (void)state;
+  assert_int_equal(kv_sample_count(10), 10);
+  assert_int_equal(kv_sample_count(KV_SAMPLE_ELEMS), KV_SAMPLE_ELEMS);
+  assert_int_equal(kv_sample_count(3 * (int64_t)KV_SAMPLE_ELEMS + 7), KV_SAMPLE_ELEMS);
+  int64_t small[10];
+  kv_sample_indices(42, 1, 10, small);
+  for (int i = 0; i < 10; i++)
+    assert_int_equal(small[i], i);
+  int64_t n = 3 * (int64_t)KV_SAMPLE_ELEMS + 12345, k = KV_SAMPLE_ELEMS;
+  int64_t *a = malloc((size_t)k * sizeof *a), *b = malloc((size_t)k * sizeof *b);
+  assert_non_null(a);
+  assert_non_null(b);
+  kv_sample_indices(7, 1, n, a);
+  for (int64_t i = 0; i < k; i++) {
+    assert_true(a[i] >= i * n / k && a[i] < (i + 1) * n / k + 1 && a[i] < n);
+    if (i)
+      assert_true(a[i] > a[i - 1]);
+  }
+  kv_sample_indices(7, 1, n, b);
+  assert_memory_equal(a, b, (size_t)k * sizeof *a);
+  kv_sample_indices(8, 1, n, b);
+  assert_memory_not_equal(a, b, (size_t)k * sizeof *a);
+  kv_sample_indices(7, 2, n, b);
+  assert_memory_not_equal(a, b, (size_t)k * sizeof *a);
+  free(b);
+
+  /* A task whose output y has n elements: the candidate leaves a run of
+   * n / 10000 of them stale (holding the last call's answers), at the end,
+   * where a fixed-size block sample might not look. */
+  struct kv_task *t = load();
+  int64_t nelem[KV_MAX_PARAMS] = {0}, snelem[KV_MAX_PARAMS];
+  nelem[0] = nelem[1] = n;
+  nelem[2] = 3;
+  kv_sample_layout(t, nelem, snelem);
+  assert_int_equal(snelem[1], k);
+  assert_int_equal(snelem[2], 3);
+  float *exp = malloc((size_t)n * sizeof *exp), *got = malloc((size_t)n * sizeof *got);
+  int32_t kexp[3] = {1, 2, 3}, kgot[3] = {1, 2, 3};
+  assert_non_null(exp);
+  assert_non_null(got);
+  for (int64_t i = 0; i < n; i++)
+    exp[i] = got[i] = (float)(i % 1000) * 0.5f;
+  int64_t skip = n / 10000;
+  for (int64_t i = n - skip; i < n; i++)
+    got[i] = exp[i] + 100;
+  size_t ob = kv_call_bytes(t, snelem, 0);
+  uint8_t *se = malloc(ob), *sg = malloc(ob);
+  assert_non_null(se);
+  assert_non_null(sg);
+  void *eb[KV_MAX_PARAMS] = {NULL, exp, kexp}, *gb[KV_MAX_PARAMS] = {NULL, got, kgot};
+  int caught = 0;
+  for (uint64_t seed = 1; seed <= 20; seed++) {
+    assert_int_equal(kv_pack_sample(t, nelem, eb, 0, seed, se), 0);
+    assert_int_equal(kv_pack_sample(t, nelem, gb, 0, seed, sg), 0);
+    struct kv_sample_of smp = {nelem, seed};
+    struct kv_cmp c;
+    kv_judge_call(t, &t->check[0], se, sg, NULL, NULL, snelem, 0, 0, &smp, &c);
+    if (c.verdict == KV_V_WRONG_OUTPUT) {
+      caught++;
+      assert_true(c.first_bad >= n - skip && c.first_bad < n);
+      assert_non_null(strstr(c.detail, "sampled (of"));
+    }
+  }
+  /* (1 - 1e-4)^262144 = e^-26 per validation: every seed sees it. */
+  assert_int_equal(caught, 20);
+  /* An honest output passes the sampled judge. */
+  for (int64_t i = n - skip; i < n; i++)
+    got[i] = exp[i];
+  assert_int_equal(kv_pack_sample(t, nelem, gb, 0, 3, sg), 0);
+  assert_int_equal(kv_pack_sample(t, nelem, eb, 0, 3, se), 0);
+  struct kv_sample_of smp = {nelem, 3};
+  struct kv_cmp c;
+  kv_judge_call(t, &t->check[0], se, sg, NULL, NULL, snelem, 0, 0, &smp, &c);
+  assert_int_equal(c.verdict, KV_V_OK);
+  free(se);
+  free(sg);
+  free(exp);
+  free(got);
+  free(a);
+  kv_task_free(t);
+}
+
 static void test_compare_nan_expected(void **state) {
   (void)state;
   struct kv_task *t = load();
@@ -689,6 +777,7 @@ int main(void) {
       cmocka_unit_test(test_compare_names_first_failure),
       cmocka_unit_test(test_compare_large_in_chunks),
       cmocka_unit_test(test_compare_nan_expected),
+      cmocka_unit_test(test_sample_catches_skipped_elements),
       cmocka_unit_test(test_perturb_roundtrip),
       cmocka_unit_test(test_verdict_names),
       cmocka_unit_test(test_result_json_survives_binary_output),

@@ -237,7 +237,7 @@ static void check_inputs(struct timing *tm, int m) {
     for (int p = 0; p < t->nparams; p++) {
       char d[512];
       if (t->params[p].role == KV_ROLE_IN &&
-          kv_input_changed(t, tm->ss, p, want[p], got[p], tm->nelem[p], d, sizeof d)) {
+          kv_input_changed(t, tm->ss, p, want[p], got[p], tm->nelem[p], NULL, d, sizeof d)) {
         kv_set_verdict(tm->r, KV_V_INPUT_MUTATED, "timing at %s, timed call %d of a phase: %s",
                        tm->r->timing.sizes, c, d);
         return;
@@ -340,15 +340,14 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
 
 /* cpu: the reference's outputs for call c of the candidate's last phase: its
  * inputs as kevo wrote them, copied into the clean worker's first call
- * buffers (no generating them again), one call there. *exp: the outputs in
- * param order. */
-static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed, double deadline,
-                                        uint8_t **exp) {
+ * buffers (no generating them again), one call there. *exp: sample sseed
+ * of the outputs (ob bytes), in param order. */
+static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed, uint64_t sseed,
+                                        size_t ob, double deadline, uint8_t **exp) {
   const struct kv_task *t = tm->s->t;
   struct kv_worker *rw = &tm->s->rw;
   char e[256];
   uint8_t *base = kv_worker_shm(rw, tm->shm_len, e, sizeof e);
-  size_t ob = kv_call_bytes(t, tm->nelem, 0);
   *exp = base ? malloc(ob ? ob : 1) : NULL;
   if (!*exp) {
     snprintf(tm->d, sizeof tm->d, "%s", base ? "out of memory" : e);
@@ -372,14 +371,64 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
       kv_worker_call(rw, KV_MSG_TIME, req, deadline, &rep, NULL, 0, tm->d, sizeof tm->d);
   json_decref(req);
   json_decref(rep);
-  if (st == KV_CALL_OK)
-    kv_pack_call(t, tm->nelem, rb, 0, *exp);
+  if (st == KV_CALL_OK && kv_pack_sample(t, tm->nelem, rb, 0, sseed, *exp) < 0) {
+    snprintf(tm->d, sizeof tm->d, "out of memory");
+    st = KV_CALL_ERROR;
+  }
+  return st;
+}
+
+/* cuda: the reference's outputs (and with `inputs` its inputs) for seed on
+ * the bench size, sample sseed of them (kevo/runtime.h) in *exp. A torch
+ * reference's worker gives the whole call; the sample is taken here. */
+static enum kv_call_status reference_sampled(struct timing *tm, uint64_t seed, int poison,
+                                             int inputs, uint64_t sseed, size_t cb, double deadline,
+                                             uint8_t **exp) {
+  struct kv_session *s = tm->s;
+  const struct kv_task *t = s->t;
+  if (s->torch) {
+    uint8_t *whole = NULL;
+    enum kv_call_status st = kv_run_check(&s->rw, 0, "bench", tm->index, &seed, &poison, 1, inputs,
+                                          kv_call_bytes(t, tm->nelem, inputs), deadline, &whole,
+                                          NULL, tm->d, sizeof tm->d);
+    if (st != KV_CALL_OK)
+      return st;
+    void *bufs[KV_MAX_PARAMS] = {0};
+    size_t o = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (int p = 0; p < t->nparams; p++) {
+        enum kv_role r = t->params[p].role;
+        if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
+          bufs[p] = whole + o;
+          o += kv_param_bytes(t, p, tm->nelem);
+        }
+      }
+    *exp = malloc(cb ? cb : 1);
+    if (!*exp || kv_pack_sample(t, tm->nelem, bufs, inputs, sseed, *exp) < 0) {
+      free(*exp);
+      *exp = NULL;
+      st = KV_CALL_ERROR;
+      snprintf(tm->d, sizeof tm->d, "out of memory");
+    }
+    free(whole);
+    return st;
+  }
+  json_t *req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b,s:I}", "slot", 0, "set", "bench", "index",
+                          tm->index, "calls", "seed", (json_int_t)seed, "poison", poison,
+                          "return_inputs", inputs, "sample", (json_int_t)sseed),
+         *rep = NULL;
+  enum kv_call_status st =
+      kv_worker_call(&s->rw, KV_MSG_CHECK, req, deadline, &rep, exp, cb, tm->d, sizeof tm->d);
+  json_decref(req);
+  json_decref(rep);
   return st;
 }
 
 /* Fetches call c of the candidate's last phase and compares it with the
- * reference's outputs on the same fresh inputs (clean worker). Returns 0
- * with r's verdict changed when it is wrong, -1 when kevo failed. */
+ * reference's outputs on the same fresh inputs (clean worker), on a sample
+ * of each buffer's elements drawn now (kevo/runtime.h; cuda: gathered on the
+ * device by both workers, cpu: from shared memory). Returns 0 with r's
+ * verdict changed when it is wrong, -1 when kevo failed. */
 static int validate_call(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
@@ -389,7 +438,12 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
    * cuda: the first validated call's inputs come back too (more would cost a
    * transfer of every input per validation). */
   int inputs = tm->cuda && tm->validated == 0;
-  size_t ob = kv_call_bytes(t, tm->nelem, 0), cb = kv_call_bytes(t, tm->nelem, inputs);
+  /* The sample's seed travels as JSON's 63-bit integer. */
+  uint64_t sseed = kv_random_u64() >> 1;
+  int64_t snelem[KV_MAX_PARAMS];
+  kv_sample_layout(t, tm->nelem, snelem);
+  struct kv_sample_of smp = {tm->nelem, sseed};
+  size_t ob = kv_call_bytes(t, snelem, 0), cb = kv_call_bytes(t, snelem, inputs);
   uint8_t *got = NULL, *exp = NULL;
   enum kv_call_status st = KV_CALL_OK;
   if (!tm->cuda) {
@@ -399,9 +453,14 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
       return kv_error(err, errlen, "out of memory");
     void *bufs[KV_MAX_PARAMS];
     call_bufs(tm, s->cw.shm, c, bufs);
-    kv_pack_call(t, tm->nelem, bufs, inputs, got);
+    if (kv_pack_sample(t, tm->nelem, bufs, inputs, sseed, got) < 0) {
+      free(got);
+      return kv_error(err, errlen, "out of memory");
+    }
   } else {
-    json_t *req = json_pack("{s:i,s:b}", "call", c, "inputs", inputs), *rep = NULL;
+    json_t *req =
+               json_pack("{s:i,s:b,s:I}", "call", c, "inputs", inputs, "sample", (json_int_t)sseed),
+           *rep = NULL;
     st = kv_worker_call(&s->cw, KV_MSG_FETCH, req, deadline, &rep, &got, cb, tm->d, sizeof tm->d);
     json_decref(req);
     json_decref(rep);
@@ -433,16 +492,15 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
   }
   only(tm, SIDE_REF);
   if (!tm->cuda)
-    st = reference_on(tm, c, seed, deadline, &exp);
+    st = reference_on(tm, c, seed, sseed, ob, deadline, &exp);
   else
-    st = kv_run_check(&s->rw, 0, "bench", tm->index, &seed, &poison, 1, inputs, cb, deadline, &exp,
-                      NULL, tm->d, sizeof tm->d);
+    st = reference_sampled(tm, seed, poison, inputs, sseed, cb, deadline, &exp);
   if (st != KV_CALL_OK) {
     free(got);
     return kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
   }
   struct kv_cmp cmp;
-  kv_judge_call(t, tm->ss, exp, got, inputs ? got + ob : NULL, exp + ob, tm->nelem, seed, poison,
+  kv_judge_call(t, tm->ss, exp, got, inputs ? got + ob : NULL, exp + ob, snelem, seed, poison, &smp,
                 &cmp);
   free(exp);
   free(got);
@@ -859,8 +917,10 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
     }
   }
   /* About TARGET_VALIDATIONS checked calls (fewer for outputs of many
-   * bytes: each one's outputs travel and are compared). */
-  double out_bytes = (double)kv_call_bytes(t, tm.nelem, 0);
+   * bytes: each one's sample travels and is compared). */
+  int64_t snelem[KV_MAX_PARAMS];
+  kv_sample_layout(t, tm.nelem, snelem);
+  double out_bytes = (double)kv_call_bytes(t, snelem, 0);
   double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(256u << 20) / (out_bytes + 1)));
   /* Adaptive: the rate gives about `want` by the fewest rounds; past them,
    * the fixed budget's rate (about `want` over the most rounds), so a loop

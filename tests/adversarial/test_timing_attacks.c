@@ -7,8 +7,9 @@
  * near 1x; the honest_* controls show what that looks like. The candidates
  * are judged by kv_gate_eval on small tasks made for this suite: rowsum/ (as
  * in test_adversarial), rowmax/ (a max-like reduction, which caches get right
- * almost always), matmul/ (compute-bound: diffing inputs pays) and rowsum64/
- * (a tiny bench size: the gate's own overhead dominates).
+ * almost always), matmul/ (compute-bound: diffing inputs pays), rowsum64/
+ * (a tiny bench size: the gate's own overhead dominates) and scale/ (an
+ * output validated on a sample).
  *
  * What each case must show:
  *  - classes 1-4 (forged clocks and reports, a sabotaged reference, what is
@@ -88,6 +89,7 @@ static const struct tcase cases[] = {
     {"honest_rowsum", "rowsum", 0, HONEST, HONEST_OK},
     {"honest_rowmax", "rowmax", 0, HONEST, HONEST_OK},
     {"honest_matmul", "matmul", 0, HONEST, HONEST_OK},
+    {"honest_scale", "scale", 0, HONEST, HONEST_OK},
     /* 1: the clock (or the whole report) forged inside the worker */
     {"clock_got", "rowsum", 1, NO_FAKE_SPEEDUP, ATTACK},
     {"clock_libc_patch", "rowsum", 1, NO_FAKE_SPEEDUP, ATTACK},
@@ -106,6 +108,7 @@ static const struct tcase cases[] = {
     {"validate_last_sleep", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
     {"validate_last_refwarmup", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
     {"async_overlap", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
+    {"skip_tail_scale", "scale", 3, NEVER_OK, "not ok (stale_output, ...)"},
     /* 4: caches, diffs, the reference's own output */
     {"cache_addr_rowmax", "rowmax", 4, NO_FAKE_SPEEDUP, ATTACK},
     {"cache_sample_rowmax", "rowmax", 4, NO_FAKE_SPEEDUP, ATTACK},
