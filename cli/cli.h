@@ -40,6 +40,26 @@ int cmd_skills(int argc, char **argv);
 int cmd_profile(int argc, char **argv);  /* cmd_profile.c */
 int cmd_sanitize(int argc, char **argv); /* cmd_profile.c */
 
+/* kevo's settings from the environment (README: KEVO_WORKER, KEVO_NVCC,
+ * KEVO_CUDA_ARCH, KEVO_DB, KEVO_CACHE_DIR), read once by main before any
+ * command runs and passed down to the library as options; NULL where unset
+ * or empty (the library's default). */
+struct cli_env {
+  const char *worker;    /* KEVO_WORKER: kv_gate_opts.worker_path */
+  const char *nvcc;      /* KEVO_NVCC: kv_gate_opts.nvcc_path */
+  const char *cuda_arch; /* KEVO_CUDA_ARCH: kv_gate_opts.cuda_arch */
+  const char *db;        /* KEVO_DB: the store, unless --db names one */
+  const char *cache_dir; /* KEVO_CACHE_DIR: kv_gate_opts.cache_dir and kevo's own files */
+};
+extern struct cli_env cli_env;
+void cli_env_read(void);
+/* kv_gate_opts_default with the environment's settings (cli_env). */
+void cli_gate_opts_default(struct kv_gate_opts *o);
+/* The cache directory: KEVO_CACHE_DIR, else kv_cache_dir's default. 0, or -1. */
+int cli_cache_dir(char *out, size_t cap);
+/* The store's path: KEVO_DB, else kv_store_default_path's. 0, or -1. */
+int cli_store_path(char *out, size_t cap);
+
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Usage error naming the command's usage line. */

@@ -152,7 +152,7 @@ int cmd_synthesize(int argc, char **argv) {
   }
   o.model_json = model_json;
   struct kv_gate_opts g;
-  kv_gate_opts_default(&g);
+  cli_gate_opts_default(&g);
   o.gate = &g;
   struct kv_synth_hooks h = {.attempt_end = attempt_end, .stop = &cli_stop_flag};
   signal(SIGINT, cli_on_sigint);

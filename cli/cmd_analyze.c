@@ -198,7 +198,7 @@ int cmd_analyze(int argc, char **argv) {
   struct ui u = {0};
   int fresh = 0, llm_flags = 0;
   struct kv_gate_opts g;
-  kv_gate_opts_default(&g);
+  cli_gate_opts_default(&g);
   struct kv_llm_flags f;
   kv_llm_flags_init(&f);
   for (int i = 1; i < argc; i++) {

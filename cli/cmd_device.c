@@ -22,7 +22,7 @@ int cmd_device(int argc, char **argv) {
   struct kv_calib c;
   if (!strcmp(surface, "cuda")) {
     struct kv_gate_opts o;
-    kv_gate_opts_default(&o);
+    cli_gate_opts_default(&o);
     o.surface = "cuda";
     char err[2048];
     int measured = 0;

@@ -51,7 +51,7 @@ int cmd_doctor(int argc, char **argv) {
     printf("  nvcc      absent   needed only for the cuda surface\n");
 
   struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
+  cli_gate_opts_default(&o);
   struct kv_probe p;
   char err[1024];
   printf("sandbox of the worker\n");
@@ -119,14 +119,19 @@ int cmd_doctor(int argc, char **argv) {
   static const char *const tools[] = {"ncu", "compute-sanitizer"};
   for (int i = 0; i < 2; i++) {
     int ncu = i == 0;
-    const char *path = ncu ? kv_ncu_path() : kv_san_path();
+    char path[4096];
+    if (ncu)
+      kv_ncu_path(&o, path, sizeof path);
+    else
+      kv_san_path(&o, path, sizeof path);
     if (!path[0]) {
       printf("  %-18s absent   %s\n", tools[i],
              ncu ? "no profile feedback; install Nsight Compute or set KEVO_NCU"
                  : "no debug feedback; install compute-sanitizer or set KEVO_COMPUTE_SANITIZER");
       continue;
     }
-    printf("  %-18s ok       %s (%s)\n", tools[i], ncu ? kv_ncu_version() : kv_san_version(), path);
+    printf("  %-18s ok       %s (%s)\n", tools[i], ncu ? kv_ncu_version(&o) : kv_san_version(&o),
+           path);
     if (!gpu_ok) {
       printf("    worker under it: not tried (no GPU for the cuda surface here)\n");
       continue;
@@ -170,7 +175,7 @@ int cmd_doctor(int argc, char **argv) {
   }
   char db[PATH_MAX];
   printf("store\n");
-  if (kv_store_default_path(db, sizeof db) == 0) {
+  if (cli_store_path(db, sizeof db) == 0) {
     struct kv_store *st;
     if (kv_store_open(db, &st, err, sizeof err) == 0) {
       printf("  %s ok (schema %d)\n", db, kv_store_schema_version(st));

@@ -38,7 +38,7 @@ static int eval_fail(int json, const char *fmt, ...) {
 static int stdin_candidate(int cuda, char *path, size_t cap, char *dir, size_t dircap, char *err,
                            size_t errlen) {
   char base[PATH_MAX];
-  if (kv_cache_dir(base, sizeof base) < 0)
+  if (cli_cache_dir(base, sizeof base) < 0)
     return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
   if (kv_mkdtemp(base, "stdin", dir, dircap, err, errlen) < 0)
     return -1;
@@ -67,7 +67,7 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
   char path[PATH_MAX], err[1024];
   if (db)
     snprintf(path, sizeof path, "%s", db);
-  else if (kv_store_default_path(path, sizeof path) < 0) {
+  else if (cli_store_path(path, sizeof path) < 0) {
     fprintf(stderr, "kevo: warning: no store location; set KEVO_DB or pass --db\n");
     return;
   }
@@ -235,7 +235,7 @@ static void print_human(const struct kv_gate_result *r, struct shown *sh) {
 
 int cmd_eval(int argc, char **argv) {
   struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
+  cli_gate_opts_default(&o);
   int json = 0;
   const char *db = NULL, *pos[2] = {NULL, NULL};
   int npos = 0;

@@ -84,6 +84,9 @@ int cmd_gate(int argc, char **argv) {
   int stdio = 0;
   const char *surface = "cpu";
   struct kv_serve_opts o = {0};
+  struct kv_gate_opts base;
+  cli_gate_opts_default(&base);
+  o.gate = &base;
   for (int i = 2; i < argc; i++) {
     double v;
     if (!strcmp(argv[i], "--stdio"))
@@ -127,7 +130,7 @@ int cmd_gate(int argc, char **argv) {
   char device[512] = "";
   if (!strcmp(surface, "cuda")) {
     struct kv_gate_opts g;
-    kv_gate_opts_default(&g);
+    cli_gate_opts_default(&g);
     g.surface = "cuda";
     char host[256] = "?", e[1024];
     gethostname(host, sizeof host - 1);

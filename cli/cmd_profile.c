@@ -11,7 +11,7 @@
 static int devtool(int argc, char **argv, int profile) {
   const char *cmd = profile ? "profile" : "sanitize";
   struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
+  cli_gate_opts_default(&o);
   o.surface = "cuda";
   o.timing = 0;
   if (profile)
@@ -98,7 +98,7 @@ static int devtool(int argc, char **argv, int profile) {
         printf("  profile  not run (the candidate did not load)\n");
       } else {
         printf("  profile  %.2f s (ncu %s, --clock-control none; timing is kevo's, not this)\n",
-               p->seconds, kv_ncu_version());
+               p->seconds, kv_ncu_version(&o));
         kv_ncu_summary(p, line, 65536);
         if (p->nkernels)
           printf("%s\n", line);
@@ -116,7 +116,7 @@ static int devtool(int argc, char **argv, int profile) {
       } else {
         printf("  sanitize %.2f s (%s%s: %s; %d errors)\n", d->seconds,
                strcmp(o.surface, "cpu") ? "compute-sanitizer " : "the C compiler's",
-               strcmp(o.surface, "cpu") ? kv_san_version() : "",
+               strcmp(o.surface, "cpu") ? kv_san_version(&o) : "",
                d->tools[0] ? d->tools : "none ran", d->errors);
         kv_san_summary(d, line, 65536);
         printf("%s\n", line);

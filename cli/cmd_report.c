@@ -66,7 +66,7 @@ int cmd_report(int argc, char **argv) {
   }
   char path[PATH_MAX];
   if (!db) {
-    if (kv_store_default_path(path, sizeof path) != 0)
+    if (cli_store_path(path, sizeof path) != 0)
       return cli_fail("cannot find the store: set KEVO_DB or HOME, or pass --db PATH");
     db = path;
   }

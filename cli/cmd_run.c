@@ -216,7 +216,7 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, 
 
 void cli_run_args_init(struct cli_run_args *r) {
   memset(r, 0, sizeof *r);
-  kv_gate_opts_default(&r->g);
+  cli_gate_opts_default(&r->g);
   r->c.steps = 16;
   kv_run_llm_defaults(&r->c.llm);
   kv_llm_flags_init(&r->f);
@@ -576,7 +576,7 @@ int cmd_resume(int argc, char **argv) {
   const char *db = NULL, *config = NULL, *out = NULL;
   int64_t id = 0;
   struct kv_gate_opts g;
-  kv_gate_opts_default(&g);
+  cli_gate_opts_default(&g);
   struct kv_llm_flags f;
   kv_llm_flags_init(&f);
   int llm_flags = 0, concurrency = 2, budget_given = 0, ci_given = 0;

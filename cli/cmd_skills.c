@@ -19,7 +19,7 @@ static void progress(void *ud, const char *line) {
 
 static int lineage_extract(int argc, char **argv) {
   struct kv_gate_opts g;
-  kv_gate_opts_default(&g);
+  cli_gate_opts_default(&g);
   struct kv_lineage_opts o = {0};
   o.pairs = 6;
   o.seed = 1;
@@ -110,7 +110,7 @@ static int lineage_extract(int argc, char **argv) {
     return 2;
   }
   char cache[PATH_MAX], scratch[PATH_MAX];
-  if (kv_cache_dir(cache, sizeof cache) < 0 || kv_mkdirs(cache, 0700, err, sizeof err) < 0 ||
+  if (cli_cache_dir(cache, sizeof cache) < 0 || kv_mkdirs(cache, 0700, err, sizeof err) < 0 ||
       kv_mkdtemp(cache, "lineage-", scratch, sizeof scratch, err, sizeof err) < 0) {
     kv_store_close(s);
     kv_task_free(t);
@@ -383,7 +383,7 @@ static int skills_match(struct kv_store *s, int argc, char **argv, int start) {
     return cli_usage("skills");
   char archbuf[64];
   if (!arch && !strcmp(mo.surface, "cuda"))
-    arch = getenv("KEVO_CUDA_ARCH");
+    arch = cli_env.cuda_arch;
   if (!arch && !strcmp(mo.surface, "cuda"))
     return cli_fail("skills match --surface cuda: name the GPU's architecture with --arch sm_90 "
                     "(or KEVO_CUDA_ARCH)");
@@ -627,8 +627,8 @@ int cli_skill_pick(void *ud, const char *parent_code, const char *device, const 
   struct cli_skill_ctx *x = ud;
   char err[1024], arch[64];
   kv_rules_arch_of(x->surface, device, arch, sizeof arch);
-  if (!strcmp(x->surface, "cuda") && !arch[0] && getenv("KEVO_CUDA_ARCH"))
-    snprintf(arch, sizeof arch, "%s", getenv("KEVO_CUDA_ARCH"));
+  if (!strcmp(x->surface, "cuda") && !arch[0] && cli_env.cuda_arch)
+    snprintf(arch, sizeof arch, "%s", cli_env.cuda_arch);
   json_t *cards = NULL;
   if (kv_skills_load(x->s, 0, &cards, err, sizeof err) != 0)
     return 0;

@@ -17,7 +17,7 @@ int cmd_task(int argc, char **argv) {
     return cli_usage("task");
   }
   struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
+  cli_gate_opts_default(&o);
   int json = 0;
   const char *dir = NULL;
   for (int i = 2; i < argc; i++) {

@@ -1,14 +1,52 @@
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
 
+struct cli_env cli_env;
+
+static const char *setting(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+void cli_env_read(void) {
+  cli_env.worker = setting("KEVO_WORKER");
+  cli_env.nvcc = setting("KEVO_NVCC");
+  cli_env.cuda_arch = setting("KEVO_CUDA_ARCH");
+  cli_env.db = setting("KEVO_DB");
+  cli_env.cache_dir = setting("KEVO_CACHE_DIR");
+}
+
+void cli_gate_opts_default(struct kv_gate_opts *o) {
+  kv_gate_opts_default(o);
+  o->worker_path = cli_env.worker;
+  o->nvcc_path = cli_env.nvcc;
+  o->cuda_arch = cli_env.cuda_arch;
+  o->cache_dir = cli_env.cache_dir;
+}
+
+int cli_cache_dir(char *out, size_t cap) {
+  if (!cli_env.cache_dir)
+    return kv_cache_dir(out, cap);
+  int n = snprintf(out, cap, "%s", cli_env.cache_dir);
+  return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int cli_store_path(char *out, size_t cap) {
+  if (!cli_env.db)
+    return kv_store_default_path(out, cap);
+  int n = snprintf(out, cap, "%s", cli_env.db);
+  return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
 int cli_calib(struct kv_calib *c, int force, int quiet) {
   char cache[PATH_MAX], path[PATH_MAX + 32], err[512], dev[256];
-  if (kv_cache_dir(cache, sizeof cache) < 0)
+  if (cli_cache_dir(cache, sizeof cache) < 0)
     return cli_fail("cannot find a cache directory; set KEVO_CACHE_DIR");
   if (kv_mkdirs(cache, 0700, err, sizeof err) < 0)
     return cli_fail("%s", err);
@@ -28,7 +66,7 @@ int cli_calib(struct kv_calib *c, int force, int quiet) {
 int cli_open_store(const char *db, struct kv_store **s) {
   char path[PATH_MAX], err[2048];
   if (!db) {
-    if (kv_store_default_path(path, sizeof path) != 0)
+    if (cli_store_path(path, sizeof path) != 0)
       return cli_fail("cannot find the store: set KEVO_DB or HOME, or pass --db PATH");
     db = path;
   }
@@ -40,7 +78,7 @@ int cli_open_store(const char *db, struct kv_store **s) {
 int cli_open_store_readonly(const char *db, struct kv_store **s) {
   char path[PATH_MAX], err[2048];
   if (!db) {
-    if (kv_store_default_path(path, sizeof path) != 0)
+    if (cli_store_path(path, sizeof path) != 0)
       return cli_fail("cannot find the store: set KEVO_DB or HOME, or pass --db PATH");
     db = path;
   }

@@ -256,6 +256,7 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
+  cli_env_read();
   struct args a;
   int rc;
   if (normal_args(argc, argv, &a) < 0) {

@@ -146,9 +146,16 @@ struct kv_gate_opts {
   int timing;            /* 0: correctness only */
   double job_deadline_s; /* per worker job */
   double compile_deadline_s;
-  double time_budget_s;         /* target seconds of timed calls per side */
-  const char *cache_dir;        /* compiled objects; default $XDG_CACHE_HOME/kevo */
-  const char *worker_path;      /* default: $KEVO_WORKER, else kevo-worker beside the executable */
+  double time_budget_s; /* target seconds of timed calls per side */
+  /* Where things are; each NULL for the default. The library never reads
+   * the environment for them: kevo's command line fills them from
+   * KEVO_CACHE_DIR, KEVO_WORKER, KEVO_NVCC and KEVO_CUDA_ARCH. */
+  const char *cache_dir;        /* compiled objects; default kv_cache_dir ($XDG_CACHE_HOME/kevo) */
+  const char *worker_path;      /* default: kevo-worker beside the executable; kevo's helpers
+                                   (kevo-sandbox, kevo-nvrtc) are looked for beside it too */
+  const char *nvcc_path;        /* cuda: the compiler (the CUDA tools are looked for beside it);
+                                   default: nvcc on PATH, else /usr/local/cuda/bin/nvcc */
+  const char *cuda_arch;        /* cuda: "sm_90", "90" or "9.0"; default: the GPU's */
   const struct kv_calib *calib; /* ceilings for `implausible`; NULL: no check (cpu), or
                                    measured once per device and cached by the gate (cuda) */
   int sandbox;                  /* 1 (default): all layers; 0 only for kevo's own diagnostics */

@@ -66,9 +66,11 @@ struct kv_ncu_report *kv_ncu_from_json(const struct json_t *j);
 
 void kv_ncu_report_free(struct kv_ncu_report *r);
 
-/* ncu: $KEVO_NCU, else beside nvcc, else on PATH; "" when there is none. */
-const char *kv_ncu_path(void);
-/* "2025.3.1.0" or "". Cached. */
-const char *kv_ncu_version(void);
+/* ncu, into out: $KEVO_NCU, else beside o's nvcc (kv_gate_opts.nvcc_path;
+ * o NULL: the default nvcc), else on PATH; "" when there is none. */
+struct kv_gate_opts;
+void kv_ncu_path(const struct kv_gate_opts *o, char *out, size_t cap);
+/* "2025.3.1.0" or "". Cached per tool. */
+const char *kv_ncu_version(const struct kv_gate_opts *o);
 
 #endif

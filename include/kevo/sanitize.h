@@ -60,10 +60,12 @@ struct kv_san_report *kv_san_from_json(const struct json_t *j);
 
 void kv_san_report_free(struct kv_san_report *r);
 
-/* compute-sanitizer: $KEVO_COMPUTE_SANITIZER, else beside nvcc (bin/ or
- * ../compute-sanitizer/), else on PATH. "" when there is none. */
-const char *kv_san_path(void);
-/* "2025.3.0" or "" (the tool missing or not answering). Cached. */
-const char *kv_san_version(void);
+/* compute-sanitizer, into out: $KEVO_COMPUTE_SANITIZER, else beside o's
+ * nvcc (bin/ or ../compute-sanitizer/; kv_gate_opts.nvcc_path, o NULL: the
+ * default nvcc), else on PATH. "" when there is none. */
+struct kv_gate_opts;
+void kv_san_path(const struct kv_gate_opts *o, char *out, size_t cap);
+/* "2025.3.0" or "" (the tool missing or not answering). Cached per tool. */
+const char *kv_san_version(const struct kv_gate_opts *o);
 
 #endif

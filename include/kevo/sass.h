@@ -60,9 +60,11 @@ int kv_sass_mix_from_json(const struct json_t *j, struct kv_sass_mix *m);
  * cut at a line to at most cap bytes; malloc'd, NULL when out of memory. */
 char *kv_sass_strip(const char *text, size_t cap);
 
-/* The cuobjdump to use: $KEVO_CUOBJDUMP, else beside nvcc, else on PATH.
- * "" when there is none. */
-const char *kv_cuobjdump_path(void);
+/* The cuobjdump to use, into out: $KEVO_CUOBJDUMP, else beside o's nvcc
+ * (kv_gate_opts.nvcc_path; o NULL: the default nvcc), else on PATH. ""
+ * when there is none. */
+struct kv_gate_opts;
+void kv_cuobjdump_path(const struct kv_gate_opts *o, char *out, size_t cap);
 
 #define KV_SASS_TEXT_CAP (8u << 20) /* cuobjdump output read, bytes */
 #define KV_SASS_RAW_CAP (24u << 10) /* stripped listing kept with a result, bytes */
@@ -71,8 +73,9 @@ const char *kv_cuobjdump_path(void);
  * tool's directory, writes a fresh directory under tmp_parent; no network),
  * with a deadline and output capped at KV_SASS_TEXT_CAP. 0 with the text in
  * *text (malloc'd; *truncated set when the cap cut it), or -1 with "not
- * available: why" in note. */
-int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, char **text,
-                 int *truncated, char *note, size_t notecap);
+ * available: why" in note. o (may be NULL): where nvcc and kevo's sandbox
+ * helper are (kv_gate_opts.nvcc_path, worker_path). */
+int kv_sass_dump(const struct kv_gate_opts *o, const char *obj, const char *tmp_parent,
+                 double deadline_s, char **text, int *truncated, char *note, size_t notecap);
 
 #endif

@@ -78,7 +78,12 @@ int kv_job_parse(const char *json, const uint8_t *blob, uint64_t blob_len, struc
 void kv_job_bundle_hash(const struct kv_job_file *files, int n, char hex[65]);
 
 struct kv_serve_opts {
-  const char *cache_dir;        /* where bundles are kept (default: the gate's cache) */
+  const char *cache_dir; /* where bundles are kept (default: gate->cache_dir, else the gate's) */
+  /* Each job's options before the job's own (what a job names, calib and
+   * the server's warm workers replace theirs): where the worker, compilers
+   * and cache are (worker_path, nvcc_path, cuda_arch, cache_dir); NULL:
+   * kv_gate_opts_default. */
+  const struct kv_gate_opts *gate;
   const struct kv_calib *calib; /* cpu ceilings, as for kv_gate_eval */
   double idle_s;                /* the server ends after this long without a job (default 3600) */
   double frame_s;               /* the longest a started frame may take to arrive (default 60) */

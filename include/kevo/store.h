@@ -13,8 +13,9 @@ struct kv_store;
 /* The schema version this build writes. */
 #define KV_STORE_SCHEMA_VERSION 8
 
-/* Default path: $KEVO_DB if set, else $XDG_DATA_HOME/kevo/kevo.db, else
- * $HOME/.local/share/kevo/kevo.db. Does not create anything. */
+/* Default path: $XDG_DATA_HOME/kevo/kevo.db, else
+ * $HOME/.local/share/kevo/kevo.db. Does not create anything. (KEVO_DB is
+ * the command line's, which opens that path instead.) */
 int kv_store_default_path(char *out, size_t cap);
 
 /* Opens (creating the file and its parent directories if needed) and migrates

@@ -325,7 +325,9 @@ int kv__run_step_on(struct kv_exec *x, struct kv_store *st, const struct kv_task
     return rc;
   }
   char cache[PATH_MAX - 64], dir[PATH_MAX - 32], path[PATH_MAX];
-  if (kv_cache_dir(cache, sizeof cache) < 0)
+  if (g && g->cache_dir)
+    snprintf(cache, sizeof cache, "%s", g->cache_dir);
+  else if (kv_cache_dir(cache, sizeof cache) < 0)
     return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
   if (kv_mkdtemp(cache, "run", dir, sizeof dir, err, errlen) < 0)
     return -1;

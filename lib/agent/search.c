@@ -739,8 +739,11 @@ static void prebuild(struct search *s, const struct kv_llm_result *done, int nd)
   char cache[PATH_MAX - 64], dir[PATH_MAX - 32], paths[MAX_PENDING][PATH_MAX];
   const char *list[MAX_PENDING];
   int n = 0;
-  if (kv_cache_dir(cache, sizeof cache) < 0 ||
-      kv_mkdtemp(cache, "pool", dir, sizeof dir, NULL, 0) < 0)
+  if (s->g && s->g->cache_dir)
+    snprintf(cache, sizeof cache, "%s", s->g->cache_dir);
+  else if (kv_cache_dir(cache, sizeof cache) < 0)
+    return;
+  if (kv_mkdtemp(cache, "pool", dir, sizeof dir, NULL, 0) < 0)
     return;
   int cuda = s->g->surface && !strcmp(s->g->surface, "cuda");
   for (int d = 0; d < nd; d++) {

@@ -443,8 +443,11 @@ static int judge(struct an *a, const char *code, char hash[65], char *verdict, s
   }
   *cached = 0;
   char cache[PATH_MAX - 64], dir[PATH_MAX - 32], path[PATH_MAX];
-  if (kv_cache_dir(cache, sizeof cache) < 0 ||
-      kv_mkdtemp(cache, "analyze", dir, sizeof dir, err, errlen) < 0)
+  if (a->o->g->cache_dir)
+    snprintf(cache, sizeof cache, "%s", a->o->g->cache_dir);
+  else if (kv_cache_dir(cache, sizeof cache) < 0)
+    cache[0] = 0;
+  if (!cache[0] || kv_mkdtemp(cache, "analyze", dir, sizeof dir, err, errlen) < 0)
     return kv_error(err, errlen, "analyze: cannot make a scratch directory in the cache");
   snprintf(path, sizeof path, "%s/candidate.%s", dir, strcmp(a->surface, "cuda") ? "c" : "cu");
   struct kv_gate_result *r = calloc(1, sizeof *r);

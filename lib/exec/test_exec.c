@@ -170,6 +170,8 @@ static void test_local(void **state) {
                       "  for (int r = 0; r < rows; r++) y[r] = (float)cols; (void)x; }\n";
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
   g.timing = 0;
   const char *srcs[4] = {good, starter, wrong, "this is not C"};
   const char *want[4] = {"ok", "ok", "wrong_output", "compile_error"};
@@ -242,6 +244,8 @@ static void test_gpus(void **state) {
   char *good = read_src("good.c");
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
   g.timing = 0;
   for (intptr_t i = 0; i < 2; i++)
     assert_int_equal(kv_exec_submit(x, t, good, strlen(good), &g, (void *)(i + 1), err, sizeof err),
@@ -280,6 +284,8 @@ static void test_kill_retry(void **state) {
   char *good = read_src("good.c"), *starter = read_src("starter.c");
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
   g.timing = 1;
   g.time_budget_s = 0.3;
   const char *srcs[3] = {good, starter, good};
@@ -365,6 +371,8 @@ static void test_host_dropped(void **state) {
   struct kv_task *t = rowsum();
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
   for (intptr_t i = 0; i < 3; i++)
     assert_int_equal(kv_exec_submit(x, t, "int x;", 6, &g, (void *)(i + 1), err, sizeof err), 0);
   int failed = 0, gone = 0;
@@ -465,6 +473,8 @@ static void through(const char *name, const char *cfg_path, int njobs, const cha
   char *good = read_src("good.c");
   struct kv_gate_opts g;
   kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
   g.timing = 1;
   /* ssh, killed: jobs long enough that only the server's watchdog, not the
    * job's end, can explain the other end's quick exit */

@@ -57,13 +57,14 @@ static void cpu_model(char *out, size_t cap) {
   fclose(f);
 }
 
-int kv_helper_path(const char *name, const char *env, char *out, size_t cap) {
+int kv_helper_path(const char *name, const char *env, const char *worker_path, char *out,
+                   size_t cap) {
   const char *e = getenv(env);
   if (e && *e) {
     snprintf(out, cap, "%s", e);
     return access(out, X_OK);
   }
-  const char *w = getenv("KEVO_WORKER");
+  const char *w = worker_path;
   if (w && *w && strrchr(w, '/')) {
     snprintf(out, cap, "%.*s/%s", (int)(strrchr(w, '/') - w), w, name);
     if (access(out, X_OK) == 0)
@@ -83,7 +84,8 @@ int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[
                   double deadline_s, struct kv_buf *out, struct kv_proc_result *res, char *err,
                   size_t errlen) {
   char helper[PATH_MAX], exe[PATH_MAX], cpu[32], fsize[32];
-  if (kv_helper_path("kevo-sandbox", "KEVO_SANDBOX_HELPER", helper, sizeof helper) != 0)
+  if (kv_helper_path("kevo-sandbox", "KEVO_SANDBOX_HELPER", j->worker_path, helper,
+                     sizeof helper) != 0)
     return kv_error(err, errlen,
                     "%s: kevo-sandbox not found; build it beside kevo-worker or set "
                     "KEVO_SANDBOX_HELPER",
@@ -122,8 +124,9 @@ int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[
   return 0;
 }
 
-int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
-               struct kv_build *b, char *err, size_t errlen) {
+int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+               const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+               size_t errlen) {
   memset(b, 0, sizeof(*b));
   char *text = NULL;
   size_t len = 0;
@@ -217,7 +220,8 @@ int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, 
     struct kv_buf log;
     kv_buf_init(&log, KV_LOG_CAP);
     struct kv_proc_result pr;
-    struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+    struct kv_jail jail = {
+        .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = o ? o->worker_path : NULL};
     if (kv_run_jailed(&jail, argv, envp, dir, deadline_s, &log, &pr, err, errlen) < 0) {
       rc = -1;
     } else {
@@ -409,8 +413,8 @@ int kv_policy_check_cuda(const char *obj_path, const struct kv_task *t, char *ou
 }
 
 struct pool {
-  int (*build)(const struct kv_task *, const char *, const char *, double, struct kv_build *,
-               char *, size_t);
+  int (*build)(const struct kv_task *, const struct kv_gate_opts *, const char *, const char *,
+               double, struct kv_build *, char *, size_t);
   struct kv_build_job *jobs;
   int n, next;
   pthread_mutex_t mu;
@@ -425,12 +429,12 @@ static void *pool_main(void *arg) {
     if (i < 0)
       return NULL;
     struct kv_build_job *j = &p->jobs[i];
-    j->rc = p->build(j->t, j->src, j->cache_dir, j->deadline_s, &j->b, j->err, sizeof j->err);
+    j->rc = p->build(j->t, j->o, j->src, j->cache_dir, j->deadline_s, &j->b, j->err, sizeof j->err);
   }
 }
 
-void kv_build_pool(int (*build)(const struct kv_task *, const char *, const char *, double,
-                                struct kv_build *, char *, size_t),
+void kv_build_pool(int (*build)(const struct kv_task *, const struct kv_gate_opts *, const char *,
+                                const char *, double, struct kv_build *, char *, size_t),
                    struct kv_build_job *jobs, int n) {
   struct pool p = {build, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

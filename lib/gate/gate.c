@@ -61,7 +61,7 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
   snprintf(s->scratch, sizeof s->scratch, "%s/scratch", s->cache);
   if (kv_mkdirs(s->objdir, 0700, err, errlen) < 0 || kv_mkdirs(s->scratch, 0700, err, errlen) < 0)
     return -1;
-  const char *wp = o->worker_path ? o->worker_path : getenv("KEVO_WORKER");
+  const char *wp = o->worker_path;
   if (wp && *wp) {
     snprintf(s->worker_path, sizeof s->worker_path, "%s", wp);
   } else {
@@ -344,13 +344,14 @@ struct an_job {
   const struct kv_surface *sf;
   struct kv_build *b;
   const char *cache_dir;
+  const struct kv_gate_opts *o;
   int ran, started;
   pthread_t th;
 };
 
 static void *an_main(void *arg) {
   struct an_job *a = arg;
-  a->sf->analyze(a->b, a->cache_dir, 30);
+  a->sf->analyze(a->b, a->o, a->cache_dir, 30);
   return NULL;
 }
 
@@ -547,7 +548,7 @@ static int device_calib(struct kv_session *s, struct kv_worker *w, int force, st
 static int check_arch(struct kv_session *s, char *err, size_t errlen) {
   const char *dev_arch = json_string_value(json_object_get(hello_cuda(&s->cw), "arch"));
   char built[32];
-  if (!dev_arch || kv_cuda_arch(built, sizeof built, err, errlen) < 0)
+  if (!dev_arch || kv_cuda_arch(s->o, built, sizeof built, err, errlen) < 0)
     return dev_arch ? -1 : kv_error(err, errlen, "the worker did not name its GPU's architecture");
   size_t n = strlen(dev_arch);
   if (strncmp(built, dev_arch, n) != 0 || (built[n] && built[n] != 'a' && built[n] != 'f'))
@@ -572,7 +573,7 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
     return -1;
   char desc[512];
   struct kv_build_job *jobs = calloc((size_t)n, sizeof *jobs);
-  if (!jobs || s.sf->prepare(desc, sizeof desc, err, errlen) < 0) {
+  if (!jobs || s.sf->prepare(o, desc, sizeof desc, err, errlen) < 0) {
     free(jobs);
     kv_session_release(&s);
     return jobs ? -1 : kv_error(err, errlen, "out of memory");
@@ -580,6 +581,7 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
   for (int i = 0; i < n; i++) {
     jobs[i].t = t;
     jobs[i].src = paths[i];
+    jobs[i].o = o;
     jobs[i].cache_dir = s.cache;
     jobs[i].deadline_s = o->compile_deadline_s;
   }
@@ -625,7 +627,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   struct kv_build *ref = &jobs[0].b, *cand = &jobs[1].b, *bas = &jobs[2].b;
   struct up_job ups[2];
   memset(ups, 0, sizeof ups);
-  struct an_job an = {.sf = sf, .b = cand, .cache_dir = s.cache};
+  struct an_job an = {.sf = sf, .b = cand, .cache_dir = s.cache, .o = o};
   char ref_key[65] = "", cand_key[65] = "";
   char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
   const char *dir = t->dir && *t->dir ? t->dir : ".";
@@ -646,7 +648,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     goto out;
   kv_sha256_hex(text, len, r->source_hash);
   free(text);
-  if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
+  if (sf->prepare(o, desc, sizeof desc, err, errlen) < 0)
     goto out;
   if (s.torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
     goto out;
@@ -678,6 +680,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   for (int i = 0; i < njobs; i++) {
     jobs[i].t = t;
     jobs[i].src = srcs[i];
+    jobs[i].o = o;
     jobs[i].cache_dir = s.cache;
     jobs[i].deadline_s = o->compile_deadline_s;
   }

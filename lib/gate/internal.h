@@ -122,13 +122,15 @@ struct kv_build {
 /* Compiles source file `src` (a candidate or a reference) for the task with
  * the surface's compiler; the generated prototype is force-included and the
  * call shim linked in. Returns -1 when the compiler cannot be run at all. */
-int kv_build_c(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
-               struct kv_build *b, char *err, size_t errlen);
+int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+               const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+               size_t errlen);
 void kv_build_release(struct kv_build *b);
 /* cuda: the static analysis of a built object (kevo/sass.h) into b: each
  * kernel's instruction mix, the stripped listing, its cost; a missing or
  * failing cuobjdump leaves "not available: why" in static_note. */
-void kv_sass_analyze_build(struct kv_build *b, const char *tmp_parent, double deadline_s);
+void kv_sass_analyze_build(struct kv_build *b, const struct kv_gate_opts *o, const char *tmp_parent,
+                           double deadline_s);
 /* Undefined dynamic symbols of a built object that the policy forbids;
  * returns the count and a "fork, system" list in `out`. -1 if nm fails. */
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,
@@ -143,6 +145,7 @@ struct kv_jail {
   int nreads;
   int cpu_s;
   unsigned long long fsize; /* bytes; 0: the sandbox's default */
+  const char *worker_path;  /* kevo-sandbox is looked for beside it (kv_helper_path) */
 };
 /* kv_run of argv inside the jail: the sandbox is entered by kevo-sandbox
  * after exec (a child forked from a threaded process may only make
@@ -153,27 +156,34 @@ int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[
                   double deadline_s, struct kv_buf *out, struct kv_proc_result *res, char *err,
                   size_t errlen);
 /* A helper executable of kevo's (kevo-sandbox, kevo-nvrtc): $ENV, else beside
- * $KEVO_WORKER, else beside this executable. 0 when it is executable. */
-int kv_helper_path(const char *name, const char *env, char *out, size_t cap);
+ * worker_path (kv_gate_opts.worker_path; NULL: none), else beside this
+ * executable. 0 when it is executable. */
+int kv_helper_path(const char *name, const char *env, const char *worker_path, char *out,
+                   size_t cap);
 /* "gcc (Debian 12.2.0-14) 12.2.0" */
 const char *kv_cc_version(void);
 
 /* The CUDA compiler: `nvcc -c` of the candidate (with -Xptxas -v), then a
  * shared object linking it with the call shim and the error guard, for the
  * device's own architecture; same caching and sandbox as kv_build_c. */
-int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
-                  double deadline_s, struct kv_build *b, char *err, size_t errlen);
+int kv_build_cuda(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                  const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                  size_t errlen);
 /* The same without the static analysis, which the gate runs beside the
  * checks and timing instead (cuobjdump alone takes 0.6 s). */
-int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cache_dir,
-                       double deadline_s, struct kv_build *b, char *err, size_t errlen);
-/* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run; and its path. */
-const char *kv_nvcc_version(void);
-const char *kv_nvcc_path(void);
+int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                       const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                       size_t errlen);
+/* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run; and its
+ * path: o->nvcc_path when it names an executable, else nvcc on PATH, else
+ * /usr/local/cuda/bin/nvcc ("" when none). o may be NULL (the defaults). */
+const char *kv_nvcc_version(const struct kv_gate_opts *o);
+const char *kv_nvcc_path(const struct kv_gate_opts *o);
 /* A CUDA tool (cuobjdump, ncu, compute-sanitizer): $ENV when it names an
- * executable, else NAME beside nvcc, else ALT (a path relative to nvcc's
+ * executable, else NAME beside o's nvcc, else ALT (a path relative to nvcc's
  * directory, or NULL), else NAME on PATH; into out ("" when none). */
-void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char *out, size_t cap);
+void kv_cuda_tool_find(const char *env, const char *name, const char *alt,
+                       const struct kv_gate_opts *o, char *out, size_t cap);
 /* Linked into every cuda object (kevo_cuda_last_error), and nvcc's flag for
  * an architecture ("-arch=sm_90"; "-gencode=..." for sm_90a, sm_100f). */
 extern const char kv_cuda_guard_cu[];
@@ -192,10 +202,11 @@ int kv_undefined_symbols(const char *path, const char *nm_flag,
                          void (*each)(void *ud, const char *name), void *ud, char *err,
                          size_t errlen);
 void kv_cuda_arch_flag(const char *arch, char *out, size_t cap);
-/* The architecture to build for: $KEVO_CUDA_ARCH (sm_90, 90 or 9.0), else
- * the GPU's compute capability ("sm_90"): kv_cuda_arch_at with the driver's
- * /proc/driver/nvidia and kevo's cache directory. Cached in the process. */
-int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen);
+/* The architecture to build for: o->cuda_arch (sm_90, 90 or 9.0), else the
+ * GPU's compute capability ("sm_90"): kv_cuda_arch_at with the driver's
+ * /proc/driver/nvidia and o's cache directory (asked once per process). o
+ * may be NULL (the defaults). */
+int kv_cuda_arch(const struct kv_gate_opts *o, char *out, size_t cap, char *err, size_t errlen);
 /* The first visible GPU's compute capability from nvidia-smi, remembered in
  * cache_dir per device identity (the driver's information file of that GPU
  * under proc_root, UUID included, and its version) so that a later process
@@ -214,6 +225,7 @@ int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max);
  * as many running as there are cores). */
 struct kv_build_job {
   const struct kv_task *t;
+  const struct kv_gate_opts *o; /* the compilers and helpers (NULL: the defaults) */
   const char *src;
   const char *cache_dir;
   double deadline_s;
@@ -221,8 +233,8 @@ struct kv_build_job {
   int rc;
   char err[2048];
 };
-void kv_build_pool(int (*build)(const struct kv_task *, const char *, const char *, double,
-                                struct kv_build *, char *, size_t),
+void kv_build_pool(int (*build)(const struct kv_task *, const struct kv_gate_opts *, const char *,
+                                const char *, double, struct kv_build *, char *, size_t),
                    struct kv_build_job *jobs, int n);
 
 /* ---- surfaces (surface.c) ---- */
@@ -235,9 +247,10 @@ struct kv_surface {
   const char *baseline;  /* also timed when the task has it; NULL: none */
   /* Before anything is compiled: the toolchain (and, for cuda, the
    * architecture) is there; fills a one-line description. */
-  int (*prepare)(char *desc, size_t cap, char *err, size_t errlen);
-  int (*build)(const struct kv_task *t, const char *src, const char *cache_dir, double deadline_s,
-               struct kv_build *b, char *err, size_t errlen);
+  int (*prepare)(const struct kv_gate_opts *o, char *desc, size_t cap, char *err, size_t errlen);
+  int (*build)(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+               const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+               size_t errlen);
   int (*policy)(const struct kv_build *b, const struct kv_task *t, char *out, size_t cap, char *err,
                 size_t errlen);
   const char *worker_runtime; /* kevo-worker --surface NAME */
@@ -246,7 +259,8 @@ struct kv_surface {
   /* Static analysis of a build (cuda: kv_sass_analyze_build), which the
    * gate runs beside the checks and timing, off the verdict's path; NULL:
    * none. */
-  void (*analyze)(struct kv_build *b, const char *cache_dir, double deadline_s);
+  void (*analyze)(struct kv_build *b, const struct kv_gate_opts *o, const char *cache_dir,
+                  double deadline_s);
 };
 const struct kv_surface *kv_surface_find(const char *name);
 /* "cpu, cuda" */

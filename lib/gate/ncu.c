@@ -393,24 +393,14 @@ void kv_ncu_report_free(struct kv_ncu_report *r) {
 
 /* ---- the tool -------------------------------------------------------------- */
 
-const char *kv_ncu_path(void) {
-  static char path[PATH_MAX];
-  static int done;
-  if (done)
-    return path;
-  done = 1;
-  kv_cuda_tool_find("KEVO_NCU", "ncu", NULL, path, sizeof path);
-  return path;
+void kv_ncu_path(const struct kv_gate_opts *o, char *out, size_t cap) {
+  kv_cuda_tool_find("KEVO_NCU", "ncu", NULL, o, out, cap);
 }
 
-const char *kv_ncu_version(void) {
-  static char v[80];
-  static int done;
-  if (!done) {
-    done = 1;
-    kv_tool_version(kv_ncu_path(), v, sizeof v);
-  }
-  return v;
+const char *kv_ncu_version(const struct kv_gate_opts *o) {
+  char path[PATH_MAX];
+  kv_ncu_path(o, path, sizeof path);
+  return kv_tool_version_cached(path);
 }
 
 /* `ncu --import rep ... --page details --print-units base` (csv: with --csv)
@@ -463,7 +453,8 @@ static void kernel_filter(const struct kv_build *b, char *out, size_t cap) {
 /* One profiled call of `so` at bench[0] into rep (kernels, raw, note). */
 static void profile_one(const struct kv_session *s, const struct kv_build *b, const char *so,
                         int candidate, struct kv_ncu_report *rep, char **csv_out) {
-  const char *tool = kv_ncu_path();
+  char tool[PATH_MAX];
+  kv_ncu_path(s->o, tool, sizeof tool);
   char err[1024] = "";
   if (!tool[0]) {
     snprintf(rep->note, sizeof rep->note,
@@ -583,7 +574,7 @@ void kv_ncu_profile(const struct kv_session *s, const struct kv_build *ref,
   char dev[65], cached[PATH_MAX + 128], bench[256];
   kv_sizeset_format(s->t, &s->t->bench[0], bench, sizeof bench);
   char keytext[1024];
-  snprintf(keytext, sizeof keytext, "%s|%s|%s", r->device, bench, kv_ncu_version());
+  snprintf(keytext, sizeof keytext, "%s|%s|%s", r->device, bench, kv_ncu_version(s->o));
   kv_sha256_hex(keytext, strlen(keytext), dev);
   snprintf(cached, sizeof cached, "%s/%s-ncu-%.16s.csv", s->objdir, ref->key, dev);
   char *csv = NULL;

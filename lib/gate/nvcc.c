@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,31 +33,34 @@ const char kv_cuda_guard_cu[] =
     "  return (int)e;\n"
     "}\n";
 
-const char *kv_nvcc_path(void) {
-  static char path[PATH_MAX];
-  static int done;
-  if (done)
-    return path;
-  done = 1;
-  const char *e = getenv("KEVO_NVCC");
-  if (e && *e && access(e, X_OK) == 0)
-    snprintf(path, sizeof path, "%s", e);
-  else if (kv_which("nvcc", path, sizeof path) != 0) {
+static char nvcc_default[PATH_MAX];
+
+static void find_default_nvcc(void) {
+  if (kv_which("nvcc", nvcc_default, sizeof nvcc_default) != 0) {
     if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
-      snprintf(path, sizeof path, "/usr/local/cuda/bin/nvcc");
+      snprintf(nvcc_default, sizeof nvcc_default, "/usr/local/cuda/bin/nvcc");
     else
-      path[0] = 0;
+      nvcc_default[0] = 0;
   }
-  return path;
 }
 
-void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char *out, size_t cap) {
+const char *kv_nvcc_path(const struct kv_gate_opts *o) {
+  const char *want = o ? o->nvcc_path : NULL;
+  if (want && *want && access(want, X_OK) == 0)
+    return want;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, find_default_nvcc);
+  return nvcc_default;
+}
+
+void kv_cuda_tool_find(const char *env, const char *name, const char *alt,
+                       const struct kv_gate_opts *o, char *out, size_t cap) {
   const char *e = getenv(env);
   if (e && *e && access(e, X_OK) == 0) {
     snprintf(out, cap, "%s", e);
     return;
   }
-  const char *nv = kv_nvcc_path();
+  const char *nv = kv_nvcc_path(o);
   const char *sl = nv ? strrchr(nv, '/') : NULL;
   for (int i = 0; sl && i < 2; i++) {
     const char *rel = i == 0 ? name : alt;
@@ -70,33 +74,54 @@ void kv_cuda_tool_find(const char *env, const char *name, const char *alt, char 
     out[0] = 0;
 }
 
-static char nvcc_full[1024]; /* the whole --version output: part of the cache key */
+/* What `nvcc --version` says, per compiler asked about (one in practice):
+ * entries are filled once, under the lock, and never changed after. */
+struct nvcc_info {
+  char path[PATH_MAX];
+  char ver[256];   /* the "release" line */
+  char full[1024]; /* the whole output: part of the cache key */
+};
+static struct nvcc_info nvcc_infos[8];
+static int n_nvcc_infos;
+static pthread_mutex_t nvcc_lock = PTHREAD_MUTEX_INITIALIZER;
 
-const char *kv_nvcc_version(void) {
-  static char ver[256];
-  static int done;
-  if (done)
-    return ver;
-  done = 1;
-  const char *nv = kv_nvcc_path();
+static const struct nvcc_info *nvcc_info(const struct kv_gate_opts *o) {
+  static const struct nvcc_info none;
+  const char *nv = kv_nvcc_path(o);
   if (!nv[0])
-    return ver;
-  struct kv_buf out;
-  kv_buf_init(&out, 4096);
-  struct kv_proc_result r;
-  char *argv[] = {(char *)nv, "--version", NULL};
-  char err[256];
-  if (kv_run(argv, NULL, NULL, 30, NULL, NULL, &out, &r, err, sizeof err) == 0 && r.exited &&
-      r.status == 0 && out.data) {
-    snprintf(nvcc_full, sizeof nvcc_full, "%s", out.data);
-    const char *rel = strstr(out.data, "release ");
-    if (rel)
-      snprintf(ver, sizeof ver, "%.*s", (int)strcspn(rel, "\n"), rel);
-    else
-      snprintf(ver, sizeof ver, "%.*s", (int)strcspn(out.data, "\n"), out.data);
+    return &none;
+  pthread_mutex_lock(&nvcc_lock);
+  struct nvcc_info *in = NULL;
+  for (int i = 0; i < n_nvcc_infos && !in; i++)
+    if (!strcmp(nvcc_infos[i].path, nv))
+      in = &nvcc_infos[i];
+  if (!in) {
+    /* A ninth compiler in one process takes the last entry's place. */
+    in = &nvcc_infos[n_nvcc_infos < 8 ? n_nvcc_infos++ : 7];
+    memset(in, 0, sizeof *in);
+    snprintf(in->path, sizeof in->path, "%s", nv);
+    struct kv_buf out;
+    kv_buf_init(&out, 4096);
+    struct kv_proc_result r;
+    char *argv[] = {in->path, "--version", NULL};
+    char err[256];
+    if (kv_run(argv, NULL, NULL, 30, NULL, NULL, &out, &r, err, sizeof err) == 0 && r.exited &&
+        r.status == 0 && out.data) {
+      snprintf(in->full, sizeof in->full, "%s", out.data);
+      const char *rel = strstr(out.data, "release ");
+      if (rel)
+        snprintf(in->ver, sizeof in->ver, "%.*s", (int)strcspn(rel, "\n"), rel);
+      else
+        snprintf(in->ver, sizeof in->ver, "%.*s", (int)strcspn(out.data, "\n"), out.data);
+    }
+    kv_buf_release(&out);
   }
-  kv_buf_release(&out);
-  return ver;
+  pthread_mutex_unlock(&nvcc_lock);
+  return in;
+}
+
+const char *kv_nvcc_version(const struct kv_gate_opts *o) {
+  return nvcc_info(o)->ver;
 }
 
 /* "sm_90", "sm_90a", "90", "9.0" -> "sm_90" / "sm_90a"; -1 if not an architecture. */
@@ -236,31 +261,38 @@ int kv_cuda_arch_at(const char *proc_root, const char *cache_dir, char *out, siz
   return ok ? 0 : -1;
 }
 
-int kv_cuda_arch(char *out, size_t cap, char *err, size_t errlen) {
-  static char cached[32];
-  if (cached[0]) {
-    snprintf(out, cap, "%s", cached);
-    return 0;
-  }
-  const char *e = getenv("KEVO_CUDA_ARCH");
-  if (e && *e) {
-    if (norm_arch(e, cached, sizeof cached) < 0)
+int kv_cuda_arch(const struct kv_gate_opts *o, char *out, size_t cap, char *err, size_t errlen) {
+  const char *want = o ? o->cuda_arch : NULL;
+  if (want && *want) {
+    char arch[32];
+    if (norm_arch(want, arch, sizeof arch) < 0)
       return kv_error(err, errlen,
                       "KEVO_CUDA_ARCH=%s is not a CUDA architecture; write e.g. sm_90 (or unset "
                       "it to ask the GPU)",
-                      e);
-    snprintf(out, cap, "%s", cached);
+                      want);
+    snprintf(out, cap, "%s", arch);
     return 0;
   }
-  char cache[PATH_MAX];
-  if (kv_cache_dir(cache, sizeof cache) < 0)
-    cache[0] = 0;
-  char arch[32];
-  if (kv_cuda_arch_at("/proc/driver/nvidia", cache, arch, sizeof arch, err, errlen) < 0)
-    return -1;
-  snprintf(cached, sizeof cached, "%s", arch);
-  snprintf(out, cap, "%s", cached);
-  return 0;
+  /* The GPU's answer, asked once per process. */
+  static char cached[32];
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  if (!cached[0]) {
+    char cache[PATH_MAX];
+    if (o && o->cache_dir)
+      snprintf(cache, sizeof cache, "%s", o->cache_dir);
+    else if (kv_cache_dir(cache, sizeof cache) < 0)
+      cache[0] = 0;
+    char arch[32];
+    rc = kv_cuda_arch_at("/proc/driver/nvidia", cache, arch, sizeof arch, err, errlen);
+    if (rc == 0)
+      snprintf(cached, sizeof cached, "%s", arch);
+  }
+  if (rc == 0)
+    snprintf(out, cap, "%s", cached);
+  pthread_mutex_unlock(&lock);
+  return rc;
 }
 
 /* "-arch=sm_90"; architecture-specific targets (sm_90a) need the -gencode form. */
@@ -329,11 +361,11 @@ int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max) {
 
 /* Runs nvcc in dir under what is left of the deadline; appends to log.
  * Returns 1 when it succeeded, 0 when it failed, -1 when it could not run. */
-static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *log, int *killed,
-                    char *err, size_t errlen) {
+static int run_nvcc(const struct kv_gate_opts *o, char **argv, const char *dir, double t_end,
+                    struct kv_buf *log, int *killed, char *err, size_t errlen) {
   char path_env[PATH_MAX + 64], tmp_env[PATH_MAX + 16], home_env[PATH_MAX + 16];
   char nvdir[PATH_MAX];
-  snprintf(nvdir, sizeof nvdir, "%s", kv_nvcc_path());
+  snprintf(nvdir, sizeof nvdir, "%s", kv_nvcc_path(o));
   char *slash = strrchr(nvdir, '/');
   if (slash)
     *slash = 0;
@@ -345,7 +377,8 @@ static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *l
   if (left < 1)
     left = 1;
   struct kv_proc_result pr;
-  struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+  struct kv_jail jail = {
+      .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = o ? o->worker_path : NULL};
   if (kv_run_jailed(&jail, argv, envp, dir, left, log, &pr, err, errlen) < 0)
     return -1;
   if (pr.timed_out) {
@@ -358,29 +391,31 @@ static int run_nvcc(char **argv, const char *dir, double t_end, struct kv_buf *l
   return pr.exited && pr.status == 0;
 }
 
-int kv_build_cuda(const struct kv_task *t, const char *src, const char *cache_dir,
-                  double deadline_s, struct kv_build *b, char *err, size_t errlen) {
-  int rc = kv_build_cuda_code(t, src, cache_dir, deadline_s, b, err, errlen);
+int kv_build_cuda(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                  const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                  size_t errlen) {
+  int rc = kv_build_cuda_code(t, o, src, cache_dir, deadline_s, b, err, errlen);
   if (rc == 0 && b->ok) /* static analysis: always on; timed apart (kevo/sass.h) */
-    kv_sass_analyze_build(b, cache_dir, 30);
+    kv_sass_analyze_build(b, o, cache_dir, 30);
   return rc;
 }
 
-int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cache_dir,
-                       double deadline_s, struct kv_build *b, char *err, size_t errlen) {
+int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                       const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                       size_t errlen) {
   /* A kernel-only candidate (launch lines, no entry) goes to NVRTC. */
-  int ko = kv_build_cuda_kernels(t, src, cache_dir, deadline_s, b, err, errlen);
+  int ko = kv_build_cuda_kernels(t, o, src, cache_dir, deadline_s, b, err, errlen);
   if (ko <= 0)
     return ko;
   memset(b, 0, sizeof(*b));
   double t0 = kv_now_s(), t_end = t0 + deadline_s;
-  const char *ver = kv_nvcc_version();
-  if (!ver[0])
+  const struct nvcc_info *nvi = nvcc_info(o);
+  if (!nvi->ver[0])
     return kv_error(err, errlen,
                     "--surface cuda: nvcc not found; install the CUDA toolkit, put nvcc on PATH "
                     "or set KEVO_NVCC to its path");
   char arch[32], aflag[96];
-  if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0)
+  if (kv_cuda_arch(o, arch, sizeof arch, err, errlen) < 0)
     return -1;
   kv_cuda_arch_flag(arch, aflag, sizeof aflag);
   char *text = NULL;
@@ -401,7 +436,7 @@ int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cac
   char shim_key[65], libs[512] = "";
   struct kv_sha256 *h = kv_sha256_new();
   kv_sha256_update(h, "kevo-cuda-shim-v1", 18);
-  kv_sha256_update(h, nvcc_full, strlen(nvcc_full) + 1);
+  kv_sha256_update(h, nvi->full, strlen(nvi->full) + 1);
   for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
     kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
   kv_sha256_update(h, p_shim, strlen(p_shim) + 1);
@@ -412,7 +447,7 @@ int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cac
   }
   h = kv_sha256_new();
   kv_sha256_update(h, "kevo-cuda-v1", 13);
-  kv_sha256_update(h, nvcc_full, strlen(nvcc_full) + 1);
+  kv_sha256_update(h, nvi->full, strlen(nvi->full) + 1);
   for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
     kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
   kv_sha256_update(h, "-Xptxas -v", 11);
@@ -465,13 +500,13 @@ int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cac
   struct kv_buf log;
   kv_buf_init(&log, KV_LOG_CAP);
   int killed = 0;
-  char *nv = (char *)kv_nvcc_path();
+  char *nv = (char *)kv_nvcc_path(o);
   if (!kv_path_exists(shim_o)) {
     char *argv[] = {nv,      "-c",           "-O3", aflag,    "-Xcompiler",
                     "-fPIC", "kevo_shim.cu", "-o",  "shim.o", NULL};
     struct kv_buf slog;
     kv_buf_init(&slog, KV_LOG_CAP);
-    int ok = run_nvcc(argv, dir, t_end, &slog, &killed, err, errlen);
+    int ok = run_nvcc(o, argv, dir, t_end, &slog, &killed, err, errlen);
     char built[PATH_MAX + 16];
     snprintf(built, sizeof built, "%s/shim.o", dir);
     if (ok < 0)
@@ -506,7 +541,7 @@ int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cac
   char *cargv[] = {
       nv,   "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",       "-Xptxas",
       "-v", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o", NULL};
-  int ok = run_nvcc(cargv, dir, t_end, &log, &killed, err, errlen);
+  int ok = run_nvcc(o, cargv, dir, t_end, &log, &killed, err, errlen);
   int compiled = ok > 0;
   if (ok > 0) {
     char *largv[32];
@@ -538,7 +573,7 @@ int kv_build_cuda_code(const struct kv_task *t, const char *src, const char *cac
       largv[a++] = rpath;
     }
     largv[a] = NULL;
-    ok = run_nvcc(largv, dir, t_end, &log, &killed, err, errlen);
+    ok = run_nvcc(o, largv, dir, t_end, &log, &killed, err, errlen);
   }
   if (ok < 0) {
     kv_buf_release(&log);

@@ -43,20 +43,18 @@ static int find_in(const char *dir, char *out, size_t cap) {
   return found;
 }
 
-const char *kv_nvrtc_lib(void) {
-  static char path[PATH_MAX];
-  static int done;
-  if (done)
-    return path;
-  done = 1;
+int kv_nvrtc_lib(const struct kv_gate_opts *o, char *path, size_t cap) {
   const char *e = getenv("KEVO_NVRTC");
+  path[0] = 0;
   if (e && *e) {
-    if (access(e, R_OK) != 0 || !realpath(e, path))
-      path[0] = 0;
-    return path;
+    char real[PATH_MAX];
+    if (access(e, R_OK) != 0 || !realpath(e, real))
+      return -1;
+    snprintf(path, cap, "%s", real);
+    return 0;
   }
   char dir[PATH_MAX];
-  const char *nv = kv_nvcc_path();
+  const char *nv = kv_nvcc_path(o);
   if (nv[0]) {
     snprintf(dir, sizeof dir, "%s", nv);
     char *sl = strrchr(dir, '/');
@@ -64,21 +62,21 @@ const char *kv_nvrtc_lib(void) {
       *sl = 0;
       char d2[PATH_MAX + 16];
       snprintf(d2, sizeof d2, "%s/../lib64", dir);
-      if (find_in(d2, path, sizeof path) == 0)
-        return path;
+      if (find_in(d2, path, cap) == 0)
+        return 0;
       snprintf(d2, sizeof d2, "%s/../lib", dir);
-      if (find_in(d2, path, sizeof path) == 0)
-        return path;
+      if (find_in(d2, path, cap) == 0)
+        return 0;
     }
   }
-  if (find_in("/usr/local/cuda/lib64", path, sizeof path) == 0)
-    return path;
+  if (find_in("/usr/local/cuda/lib64", path, cap) == 0)
+    return 0;
   path[0] = 0;
-  return path;
+  return -1;
 }
 
-int kv_nvrtc_helper(char *out, size_t cap) {
-  return kv_helper_path("kevo-nvrtc", "KEVO_NVRTC_HELPER", out, cap);
+int kv_nvrtc_helper(const struct kv_gate_opts *o, char *out, size_t cap) {
+  return kv_helper_path("kevo-nvrtc", "KEVO_NVRTC_HELPER", o ? o->worker_path : NULL, out, cap);
 }
 
 int kv_cuda_is_kernel_only(const struct kv_task *t, const char *text, size_t len) {
@@ -119,8 +117,9 @@ static void lib_identity(const char *lib, char *out, size_t cap) {
     snprintf(out, cap, "%s", lib);
 }
 
-int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *cache_dir,
-                          double deadline_s, struct kv_build *b, char *err, size_t errlen) {
+int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                          const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                          size_t errlen) {
   char *text = NULL;
   size_t len = 0;
   if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
@@ -153,8 +152,8 @@ int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *
       b->log = NULL;
     goto done;
   }
-  const char *lib = kv_nvrtc_lib();
-  if (!lib[0]) {
+  char lib[PATH_MAX];
+  if (kv_nvrtc_lib(o, lib, sizeof lib) < 0) {
     rc = kv_error(err, errlen,
                   "%s: a kernel-only candidate needs NVRTC (libnvrtc.so from the CUDA toolkit); "
                   "install the toolkit or set KEVO_NVRTC to libnvrtc.so's path",
@@ -162,7 +161,7 @@ int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *
     goto done;
   }
   char helper[PATH_MAX];
-  if (kv_nvrtc_helper(helper, sizeof helper) != 0) {
+  if (kv_nvrtc_helper(o, helper, sizeof helper) != 0) {
     rc = kv_error(err, errlen,
                   "%s: kevo-nvrtc not found; build it beside kevo-worker or set "
                   "KEVO_NVRTC_HELPER",
@@ -170,7 +169,7 @@ int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *
     goto done;
   }
   char arch[32], aopt[64], inc[PATH_MAX + 8], libid[PATH_MAX + 64];
-  if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0) {
+  if (kv_cuda_arch(o, arch, sizeof arch, err, errlen) < 0) {
     rc = -1;
     goto done;
   }
@@ -248,7 +247,7 @@ int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *
     char *argv[16];
     int a = 0;
     argv[a++] = helper;
-    argv[a++] = (char *)lib;
+    argv[a++] = lib;
     argv[a++] = dir;
     argv[a++] = f_names;
     for (size_t i = 0; i < KV_ARRAY_LEN(opts); i++)

@@ -22,8 +22,9 @@ int kv_cuda_is_kernel_only(const struct kv_task *t, const char *text, size_t len
  * cubin alone (b->obj_path, for the policy and the static analysis); cached
  * like kv_build_cuda's by a hash of source, task, options, architecture and
  * libnvrtc. */
-int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *cache_dir,
-                          double deadline_s, struct kv_build *b, char *err, size_t errlen);
+int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                          const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                          size_t errlen);
 
 /* The kernel-only policy on a built cubin: device code may call printf,
  * malloc, free and assert (the device runtime's own) and nothing else (it is
@@ -31,10 +32,11 @@ int kv_build_cuda_kernels(const struct kv_task *t, const char *src, const char *
  * library). Same return as kv_policy_check. */
 int kv_policy_check_nvrtc(const char *cubin_path, char *out, size_t cap, char *err, size_t errlen);
 
-/* libnvrtc's absolute path ($KEVO_NVRTC, else beside nvcc, else
- * /usr/local/cuda), "" when none; kevo-nvrtc's ($KEVO_NVRTC_HELPER, else
- * beside $KEVO_WORKER, else beside this executable). */
-const char *kv_nvrtc_lib(void);
-int kv_nvrtc_helper(char *out, size_t cap);
+/* libnvrtc's absolute path ($KEVO_NVRTC, else beside o's nvcc, else
+ * /usr/local/cuda) into path: 0, or -1 with "" when none; kevo-nvrtc's
+ * ($KEVO_NVRTC_HELPER, else beside o's worker, else beside this executable).
+ * o may be NULL (the defaults). */
+int kv_nvrtc_lib(const struct kv_gate_opts *o, char *path, size_t cap);
+int kv_nvrtc_helper(const struct kv_gate_opts *o, char *out, size_t cap);
 
 #endif

@@ -4,6 +4,7 @@
 #include "kevo/sanitize.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -547,15 +548,9 @@ void kv_san_report_free(struct kv_san_report *r) {
 
 /* ---- the tool -------------------------------------------------------------- */
 
-const char *kv_san_path(void) {
-  static char path[PATH_MAX];
-  static int done;
-  if (done)
-    return path;
-  done = 1;
+void kv_san_path(const struct kv_gate_opts *o, char *out, size_t cap) {
   kv_cuda_tool_find("KEVO_COMPUTE_SANITIZER", "compute-sanitizer",
-                    "../compute-sanitizer/compute-sanitizer", path, sizeof path);
-  return path;
+                    "../compute-sanitizer/compute-sanitizer", o, out, cap);
 }
 
 /* The "Version 2025.3.0 ..." line of `TOOL --version`, less the word. */
@@ -580,14 +575,29 @@ void kv_tool_version(const char *tool, char *out, size_t cap) {
   kv_buf_release(&b);
 }
 
-const char *kv_san_version(void) {
-  static char v[80];
-  static int done;
-  if (!done) {
-    done = 1;
-    kv_tool_version(kv_san_path(), v, sizeof v);
+const char *kv_tool_version_cached(const char *tool) {
+  static struct { char tool[PATH_MAX], v[80]; } seen[8];
+  static int n;
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  if (!tool || !*tool)
+    return "";
+  pthread_mutex_lock(&lock);
+  int i = 0;
+  while (i < n && strcmp(seen[i].tool, tool) != 0)
+    i++;
+  if (i == n) {
+    i = n < 8 ? n++ : 7; /* a ninth tool takes the last one's place */
+    snprintf(seen[i].tool, sizeof seen[i].tool, "%s", tool);
+    kv_tool_version(tool, seen[i].v, sizeof seen[i].v);
   }
-  return v;
+  pthread_mutex_unlock(&lock);
+  return seen[i].v;
+}
+
+const char *kv_san_version(const struct kv_gate_opts *o) {
+  char path[PATH_MAX];
+  kv_san_path(o, path, sizeof path);
+  return kv_tool_version_cached(path);
 }
 
 /* The candidate again, with -lineinfo (source lines in the tools' reports;
@@ -598,7 +608,7 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   if (kv_path_exists(so))
     return 0;
   char arch[32], aflag[96];
-  if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0)
+  if (kv_cuda_arch(s->o, arch, sizeof arch, err, errlen) < 0)
     return -1;
   kv_cuda_arch_flag(arch, aflag, sizeof aflag);
   char *text = NULL;
@@ -624,7 +634,7 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   snprintf(f, sizeof f, "%s/kevo_shim.cu", dir);
   w = w < 0 ? w : kv_write_file(f, shim, strlen(shim), err, errlen);
   if (w == 0) {
-    char *nv = (char *)kv_nvcc_path();
+    char *nv = (char *)kv_nvcc_path(s->o);
     char lflags[KV_MAX_ALLOW][KV_NAME_MAX + 4], rpath[PATH_MAX + 32];
     char *c1[] = {nv,         "-c",      "-O3",          aflag, "-Xcompiler",  "-fPIC", "-lineinfo",
                   "-include", "proto.h", "candidate.cu", "-o",  "candidate.o", NULL};
@@ -666,7 +676,8 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
       struct kv_buf log;
       kv_buf_init(&log, 16384);
       struct kv_proc_result pr;
-      struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+      struct kv_jail jail = {
+          .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = s->o->worker_path};
       if (kv_run_jailed(&jail, steps[i], envp, dir, 120, &log, &pr, err, errlen) < 0)
         rc = -1;
       else if (!pr.exited || pr.status != 0)
@@ -761,7 +772,8 @@ static int build_asan(const struct kv_session *s, const struct kv_build *cand, c
     struct kv_buf log;
     kv_buf_init(&log, 16384);
     struct kv_proc_result pr;
-    struct kv_jail jail = {.dir = dir, .cpu_s = 300, .fsize = 256u << 20};
+    struct kv_jail jail = {
+        .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = s->o->worker_path};
     if (kv_run_jailed(&jail, argv, envp, dir, 120, &log, &pr, err, errlen) == 0) {
       if (pr.exited && pr.status == 0) {
         snprintf(f, sizeof f, "%s/out.so", dir);
@@ -787,7 +799,8 @@ done:
  * object's debug information is the candidate's), each such frame rewritten
  * as "#1 0x7f.. in FUNC FILE:LINE". Returns a new text (malloc'd), or NULL
  * to keep the original. */
-static char *symbolize(const char *text, const char *so, const char *tmp_parent) {
+static char *symbolize(const char *text, const char *so, const char *tmp_parent,
+                       const char *worker_path) {
   char needle[PATH_MAX + 8];
   snprintf(needle, sizeof needle, "(%s+0x", so);
   size_t nl = strlen(needle);
@@ -823,7 +836,8 @@ static char *symbolize(const char *text, const char *so, const char *tmp_parent)
   kv_buf_init(&out, 1 << 20);
   struct kv_proc_result pr;
   char *res = NULL;
-  struct kv_jail jail = {.dir = dir, .reads = {so}, .nreads = 1, .cpu_s = 30};
+  struct kv_jail jail = {
+      .dir = dir, .reads = {so}, .nreads = 1, .cpu_s = 30, .worker_path = worker_path};
   if (kv_run_jailed(&jail, argv, envp, dir, 20, &out, &pr, err, sizeof err) == 0 && pr.exited &&
       pr.status == 0 && out.data) {
     /* Two lines per address: FUNC, FILE:LINE. */
@@ -934,7 +948,7 @@ void kv_san_debug_cpu(const struct kv_session *s, const struct kv_build *cand, c
       char *shadow = oc.err_text ? strstr(oc.err_text, "Shadow bytes around") : NULL;
       if (shadow)
         *shadow = 0;
-      char *sym = oc.err_text ? symbolize(oc.err_text, so, s->cache) : NULL;
+      char *sym = oc.err_text ? symbolize(oc.err_text, so, s->cache, s->o->worker_path) : NULL;
       const char *txt = sym ? sym : oc.err_text ? oc.err_text : "";
       keep_log("asan", txt);
       kv_san_parse("asan", txt, rep);
@@ -960,7 +974,8 @@ void kv_san_debug(const struct kv_session *s, const struct kv_build *cand, const
     return;
   kv_san_report_free(r->debug);
   r->debug = rep;
-  const char *tool = kv_san_path();
+  char tool[PATH_MAX];
+  kv_san_path(s->o, tool, sizeof tool);
   char err[1024] = "";
   if (!tool[0]) {
     snprintf(rep->note, sizeof rep->note,

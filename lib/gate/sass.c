@@ -309,21 +309,16 @@ char *kv_sass_strip(const char *text, size_t cap) {
 
 /* ---- cuobjdump ----------------------------------------------------------- */
 
-const char *kv_cuobjdump_path(void) {
-  static char path[PATH_MAX];
-  static int done;
-  if (done)
-    return path;
-  done = 1;
-  kv_cuda_tool_find("KEVO_CUOBJDUMP", "cuobjdump", NULL, path, sizeof path);
-  return path;
+void kv_cuobjdump_path(const struct kv_gate_opts *o, char *out, size_t cap) {
+  kv_cuda_tool_find("KEVO_CUOBJDUMP", "cuobjdump", NULL, o, out, cap);
 }
 
-int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, char **text,
-                 int *truncated, char *note, size_t notecap) {
+int kv_sass_dump(const struct kv_gate_opts *o, const char *obj, const char *tmp_parent,
+                 double deadline_s, char **text, int *truncated, char *note, size_t notecap) {
   *text = NULL;
   *truncated = 0;
-  const char *tool = kv_cuobjdump_path();
+  char tool[PATH_MAX];
+  kv_cuobjdump_path(o, tool, sizeof tool);
   if (!tool[0])
     return kv_error(note, notecap,
                     "not available: cuobjdump not found (not beside nvcc, not on PATH); install "
@@ -335,9 +330,13 @@ int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, cha
     *sl = 0;
   if (kv_mkdtemp(tmp_parent, "sass", dir, sizeof dir, err, sizeof err) < 0)
     return kv_error(note, notecap, "not available: %s", err);
-  struct kv_jail jail = {
-      .dir = dir, .reads = {obj, tooldir}, .nreads = 2, .cpu_s = 60, .fsize = 16u << 20};
-  char *argv[] = {(char *)tool, "-sass", (char *)obj, NULL};
+  struct kv_jail jail = {.dir = dir,
+                         .reads = {obj, tooldir},
+                         .nreads = 2,
+                         .cpu_s = 60,
+                         .fsize = 16u << 20,
+                         .worker_path = o ? o->worker_path : NULL};
+  char *argv[] = {tool, "-sass", (char *)obj, NULL};
   char home[PATH_MAX + 8], tmp[PATH_MAX + 8];
   snprintf(home, sizeof home, "HOME=%s", dir);
   snprintf(tmp, sizeof tmp, "TMPDIR=%s", dir);
@@ -369,7 +368,8 @@ int kv_sass_dump(const char *obj, const char *tmp_parent, double deadline_s, cha
 
 /* ---- the gate's use ------------------------------------------------------ */
 
-void kv_sass_analyze_build(struct kv_build *b, const char *tmp_parent, double deadline_s) {
+void kv_sass_analyze_build(struct kv_build *b, const struct kv_gate_opts *o, const char *tmp_parent,
+                           double deadline_s) {
   double t0 = kv_now_s();
   char *text = NULL;
   int truncated = 0;
@@ -383,7 +383,7 @@ void kv_sass_analyze_build(struct kv_build *b, const char *tmp_parent, double de
            (int)(ol > 2 && !strcmp(b->obj_path + ol - 2, ".o") ? ol - 2 : ol), b->obj_path);
   size_t len = 0;
   int got = kv_read_file(cached, KV_SASS_TEXT_CAP, &text, &len, NULL, 0) == 0 ? 0 : -1;
-  if (got < 0 && kv_sass_dump(b->obj_path, tmp_parent, deadline_s, &text, &truncated,
+  if (got < 0 && kv_sass_dump(o, b->obj_path, tmp_parent, deadline_s, &text, &truncated,
                               b->static_note, sizeof b->static_note) == 0) {
     char *stripped = kv_sass_strip(text, KV_SASS_TEXT_CAP);
     if (stripped) {

@@ -329,7 +329,10 @@ static json_t *judge(const struct kv_serve_opts *so, struct kv_gate_warm *warm, 
     kv_error(err, errlen, "out of memory");
   else if (kv_write_file(cand, job->candidate.data, job->candidate.len, err, errlen) == 0) {
     struct kv_gate_opts o;
-    kv_gate_opts_default(&o);
+    if (so->gate)
+      o = *so->gate;
+    else
+      kv_gate_opts_default(&o);
     if (job->surface[0])
       o.surface = job->surface;
     if (job->torch_compile[0])
@@ -369,6 +372,8 @@ static int serve(int in_fd, int out_fd, const struct kv_serve_opts *so, struct k
   char root[PATH_MAX], cache[PATH_MAX];
   if (so->cache_dir)
     snprintf(cache, sizeof cache, "%s", so->cache_dir);
+  else if (so->gate && so->gate->cache_dir)
+    snprintf(cache, sizeof cache, "%s", so->gate->cache_dir);
   else if (kv_cache_dir(cache, sizeof cache) < 0)
     return kv_error(err, errlen, "gate serve: no cache directory; set KEVO_CACHE_DIR or HOME");
   snprintf(root, sizeof root, "%s/serve", cache);

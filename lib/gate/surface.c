@@ -7,7 +7,9 @@
 #include "internal.h"
 #include "nvrtc.h"
 
-static int cpu_prepare(char *desc, size_t cap, char *err, size_t errlen) {
+static int cpu_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
+                       size_t errlen) {
+  (void)o;
   const char *v = kv_cc_version();
   if (!v[0])
     return kv_error(err, errlen,
@@ -21,14 +23,15 @@ static int cpu_policy(const struct kv_build *b, const struct kv_task *t, char *o
   return kv_policy_check(b->so_path, t, out, cap, err, errlen);
 }
 
-static int cuda_prepare(char *desc, size_t cap, char *err, size_t errlen) {
-  const char *v = kv_nvcc_version();
+static int cuda_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
+                        size_t errlen) {
+  const char *v = kv_nvcc_version(o);
   if (!v[0])
     return kv_error(err, errlen,
                     "--surface cuda: nvcc not found; install the CUDA toolkit, put nvcc on PATH "
                     "or set KEVO_NVCC to its path");
   char arch[32];
-  if (kv_cuda_arch(arch, sizeof arch, err, errlen) < 0)
+  if (kv_cuda_arch(o, arch, sizeof arch, err, errlen) < 0)
     return -1;
   snprintf(desc, cap, "nvcc %s for %s", v, arch);
   return 0;

@@ -185,7 +185,7 @@ static void reordered_reference(const struct kv_task *t, const struct kv_gate_op
   struct kv_build b;
   memset(&b, 0, sizeof b);
   int built = src.data && kv_write_file(path, src.data, src.len, e, sizeof e) == 0 &&
-              sf->build(t, path, cache, o->compile_deadline_s, &b, e, sizeof e) == 0 && b.ok;
+              sf->build(t, o, path, cache, o->compile_deadline_s, &b, e, sizeof e) == 0 && b.ok;
   kv_buf_release(&src);
   kv_rmtree(dir);
   json_t *rep = NULL, *req = NULL;
@@ -262,7 +262,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
     return -1;
   const struct kv_surface *sf = s.sf;
   char desc[512];
-  if (sf->prepare(desc, sizeof desc, err, errlen) < 0)
+  if (sf->prepare(o, desc, sizeof desc, err, errlen) < 0)
     return -1;
   char refsrc[PATH_MAX];
   snprintf(refsrc, sizeof refsrc, "%s/%s", t->dir && *t->dir ? t->dir : ".", sf->reference);
@@ -280,7 +280,7 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   if (s.torch) {
     b.ok = 1;
     snprintf(b.so_path, sizeof b.so_path, "%s", refsrc);
-  } else if (sf->build(t, refsrc, s.cache, o->compile_deadline_s, &b, err, errlen) < 0) {
+  } else if (sf->build(t, o, refsrc, s.cache, o->compile_deadline_s, &b, err, errlen) < 0) {
     return -1;
   }
   r->compile_s = b.seconds;

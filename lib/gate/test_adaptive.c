@@ -51,6 +51,8 @@ static struct kv_gate_result *judge(const char *cand, double target, double budg
   snprintf(path, sizeof path, "%s/tests/timing_ci/%s", src, cand);
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.time_budget_s = budget; /* ~1000 calls of ~1 ms: rounds of 64 calls, 6 to 16 */
   o.timing_ci = target;
   struct kv_gate_result *r = calloc(1, sizeof *r);

@@ -422,6 +422,8 @@ static void test_gate_checks_beside_but_times_alone(void **state) {
   assert_int_equal(read(p[0], &x, 1), 1);
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.time_budget_s = 0.1;
   o.lock_wait_s = 1.0;
   struct kv_gate_result *r = calloc(1, sizeof *r);

@@ -349,6 +349,8 @@ static void test_implausible_against_ceilings(void **state) {
   assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.time_budget_s = 0.1;
   struct kv_calib tiny = {.device = "test", .bandwidth_gbs = 1e-3, .fma_gflops = 1e6};
   o.calib = &tiny;
@@ -400,6 +402,8 @@ static void test_prebuild_fills_the_cache(void **state) {
   const char *paths[2] = {a, b};
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.timing = 0;
   assert_int_equal(kv_gate_prebuild(t, paths, 2, &o, err, sizeof err), 2);
   struct kv_gate_result *r = calloc(1, sizeof *r);
@@ -464,6 +468,8 @@ static void test_every_bench_size(void **state) {
   assert_int_equal(kv_write_file(cheat, code, strlen(code), err, sizeof err), 0);
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.time_budget_s = 0.1;
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (kv_gate_eval(t, good, &o, r, err, sizeof err) != 0)
@@ -528,6 +534,8 @@ static void test_warm_workers(void **state) {
   assert_int_equal(kv_task_load(other, &t2, err, sizeof err), 0);
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.time_budget_s = 0.1;
   o.warm = kv_gate_warm_new();
   assert_non_null(o.warm);
@@ -593,7 +601,10 @@ static void test_compile_jail(void **state) {
            secret, (unsigned long long)kv_random_u64());
   assert_int_equal(kv_write_file(a, code, strlen(code), err, sizeof err), 0);
   struct kv_build b;
-  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), 0);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* kevo-sandbox is beside it */
+  assert_int_equal(kv_build_c(t, &o, a, cache, 60, &b, err, sizeof err), 0);
   assert_false(b.ok);
   assert_non_null(strstr(b.log, "secret.h"));
   kv_build_release(&b);
@@ -608,17 +619,17 @@ static void test_compile_jail(void **state) {
   assert_int_equal(kv_write_file(a, code2, strlen(code2), err, sizeof err), 0);
   setenv("KEVO_SANDBOX_HELPER", fake, 1);
   err[0] = 0;
-  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), -1);
+  assert_int_equal(kv_build_c(t, &o, a, cache, 60, &b, err, sizeof err), -1);
   assert_non_null(strstr(err, "could not be sandboxed: the landlock layer failed: planted"));
   kv_build_release(&b);
   /* A helper that is not there: named, with the fix. */
   setenv("KEVO_SANDBOX_HELPER", "/nonexistent/kevo-sandbox", 1);
-  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), -1);
+  assert_int_equal(kv_build_c(t, &o, a, cache, 60, &b, err, sizeof err), -1);
   assert_non_null(strstr(err, "KEVO_SANDBOX_HELPER"));
   kv_build_release(&b);
   unsetenv("KEVO_SANDBOX_HELPER");
   /* The real helper: the same source compiles (the failure was not cached). */
-  assert_int_equal(kv_build_c(t, a, cache, 60, &b, err, sizeof err), 0);
+  assert_int_equal(kv_build_c(t, &o, a, cache, 60, &b, err, sizeof err), 0);
   assert_true(b.ok);
   kv_build_release(&b);
   kv_rmtree(tmp);

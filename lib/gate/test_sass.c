@@ -203,13 +203,19 @@ static void test_dump(void **state) {
   (void)state;
   char tmp[] = "/tmp/kevo-sass-XXXXXX";
   assert_non_null(mkdtemp(tmp));
-  char *text = NULL, note[512];
+  char *text = NULL, note[512], cuobjdump[4096];
   int trunc = 0;
-  assert_int_equal(kv_sass_dump("/nonexistent/x.o", tmp, 10, &text, &trunc, note, sizeof note), -1);
+  struct kv_gate_opts o; /* the test environment's kevo-sandbox and nvcc */
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  assert_int_equal(kv_sass_dump(&o, "/nonexistent/x.o", tmp, 10, &text, &trunc, note, sizeof note),
+                   -1);
   assert_null(text);
   assert_true(!strncmp(note, "not available: ", 15));
-  const char *nv = kv_nvcc_path();
-  if (!kv_cuobjdump_path()[0] || !nv[0]) {
+  const char *nv = kv_nvcc_path(&o);
+  kv_cuobjdump_path(&o, cuobjdump, sizeof cuobjdump);
+  if (!cuobjdump[0] || !nv[0]) {
     kv_rmtree(tmp);
     skip();
   }
@@ -224,7 +230,7 @@ static void test_dump(void **state) {
   assert_int_equal(kv_run(argv, NULL, tmp, 120, NULL, NULL, &log, &r, err, sizeof err), 0);
   assert_true(r.exited && r.status == 0);
   kv_buf_release(&log);
-  assert_int_equal(kv_sass_dump(obj, tmp, 30, &text, &trunc, note, sizeof note), 0);
+  assert_int_equal(kv_sass_dump(&o, obj, tmp, 30, &text, &trunc, note, sizeof note), 0);
   assert_int_equal(trunc, 0);
   struct kv_sass_kernel k[2];
   assert_int_equal(kv_sass_parse(text, k, 2), 1);

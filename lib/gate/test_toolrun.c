@@ -37,6 +37,10 @@ static int setup(void **state) {
   if (kv_task_load(path, &f->t, err, sizeof err) < 0)
     fail_msg("%s", err);
   kv_gate_opts_default(&f->o);
+  f->o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  f->o.cache_dir = getenv("KEVO_CACHE_DIR");
+  f->o.nvcc_path = getenv("KEVO_NVCC");
+  f->o.cuda_arch = getenv("KEVO_CUDA_ARCH");
   const char *cache = getenv("KEVO_CACHE_DIR");
   if (kv_mkdirs(cache ? cache : "/tmp/kevo-test-cache", 0700, err, sizeof err) < 0 ||
       kv_mkdtemp(cache ? cache : "/tmp/kevo-test-cache", "toolrun", f->dir, sizeof f->dir, err,
@@ -59,7 +63,8 @@ static int setup(void **state) {
   char cand[4200];
   snprintf(cand, sizeof cand, "%s/good.c", path);
   /* Built into the tests' shared cache: compiled once across runs. */
-  if (kv_build_c(f->t, cand, cache ? cache : f->dir, 120, &f->b, err, sizeof err) < 0 || !f->b.ok)
+  if (kv_build_c(f->t, &f->o, cand, cache ? cache : f->dir, 120, &f->b, err, sizeof err) < 0 ||
+      !f->b.ok)
     fail_msg("building %s: %s %s", cand, err, f->b.log ? f->b.log : "");
   /* The stand-in tool: writes its report (argv, then "exit") once the
    * worker it runs has exited, like compute-sanitizer's --log-file. */
@@ -175,16 +180,17 @@ static void test_errors(void **state) {
  * the gate's own build does not. */
 static void test_lineinfo_build(void **state) {
   struct fx *f = *state;
-  if (!kv_nvcc_path()[0]) {
+  if (!kv_nvcc_path(&f->o)[0]) {
     skip();
     return;
   }
-  setenv("KEVO_CUDA_ARCH", "sm_90", 0);
+  if (!f->o.cuda_arch)
+    f->o.cuda_arch = "sm_90";
   const char *src = getenv("KEVO_SOURCE_DIR");
   char cand[4200], err[2048], so[4200];
   snprintf(cand, sizeof cand, "%s/tests/debug/oob.cu", src ? src : ".");
   struct kv_build b;
-  if (kv_build_cuda(f->t, cand, f->s.cache, 300, &b, err, sizeof err) < 0 || !b.ok)
+  if (kv_build_cuda(f->t, &f->o, cand, f->s.cache, 300, &b, err, sizeof err) < 0 || !b.ok)
     fail_msg("%s %s", err, b.log ? b.log : "");
   if (kv_san_build_lineinfo(&f->s, &b, cand, so, sizeof so, err, sizeof err) < 0)
     fail_msg("%s", err);

@@ -219,14 +219,18 @@ int kv_devtool_probe(const struct kv_gate_opts *o, const char *which, const char
   if (without_list && cap)
     without_list[0] = 0;
   int ncu = !strcmp(which, "ncu");
-  const char *tool = ncu ? kv_ncu_path() : kv_san_path();
-  if (!tool[0])
-    return kv_error(err, errlen, "%s not found", which);
   struct kv_gate_opts defaults;
   if (!o) {
     kv_gate_opts_default(&defaults);
     o = &defaults;
   }
+  char tool[PATH_MAX];
+  if (ncu)
+    kv_ncu_path(o, tool, sizeof tool);
+  else
+    kv_san_path(o, tool, sizeof tool);
+  if (!tool[0])
+    return kv_error(err, errlen, "%s not found", which);
   struct kv_session s;
   memset(&s, 0, sizeof s);
   s.o = o;
@@ -241,7 +245,7 @@ int kv_devtool_probe(const struct kv_gate_opts *o, const char *which, const char
   snprintf(s.scratch, sizeof s.scratch, "%s/scratch", s.cache);
   if (kv_mkdirs(s.objdir, 0700, err, errlen) < 0 || kv_mkdirs(s.scratch, 0700, err, errlen) < 0)
     return -1;
-  const char *wp = o->worker_path ? o->worker_path : getenv("KEVO_WORKER");
+  const char *wp = o->worker_path;
   if (wp && *wp) {
     snprintf(s.worker_path, sizeof s.worker_path, "%s", wp);
   } else {

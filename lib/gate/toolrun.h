@@ -73,6 +73,8 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
 /* The version a tool reports (`TOOL --version`'s "Version X" line): "" when
  * it does not answer. */
 void kv_tool_version(const char *tool, char *out, size_t cap);
+/* The same, asked once per tool path in the process ("" for none). */
+const char *kv_tool_version_cached(const char *tool);
 
 /* The layers the worker leaves off under `tool` ("ncu" or
  * "compute-sanitizer") into out (NULL-terminated, at most max - 1), names

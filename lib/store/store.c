@@ -671,9 +671,7 @@ int kv_store_default_path(char *out, size_t cap) {
   if (!out || cap == 0)
     return -1;
   out[0] = '\0';
-  if ((v = getenv("KEVO_DB")) && *v)
-    n = snprintf(out, cap, "%s", v);
-  else if ((v = getenv("XDG_DATA_HOME")) && *v)
+  if ((v = getenv("XDG_DATA_HOME")) && *v)
     n = snprintf(out, cap, "%s/kevo/kevo.db", v);
   else if ((v = getenv("HOME")) && *v)
     n = snprintf(out, cap, "%s/.local/share/kevo/kevo.db", v);

@@ -459,11 +459,9 @@ int kv_exe_dir(char *out, size_t cap) {
 }
 
 int kv_cache_dir(char *out, size_t cap) {
-  const char *e = getenv("KEVO_CACHE_DIR");
+  const char *e;
   int n;
-  if (e && *e)
-    n = snprintf(out, cap, "%s", e);
-  else if ((e = getenv("XDG_CACHE_HOME")) && *e)
+  if ((e = getenv("XDG_CACHE_HOME")) && *e)
     n = snprintf(out, cap, "%s/kevo", e);
   else if ((e = getenv("HOME")) && *e)
     n = snprintf(out, cap, "%s/.cache/kevo", e);

@@ -488,6 +488,8 @@ static void run_case(void **state) {
 
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.timing = c->timing;
   o.time_budget_s = 0.2;
   o.cache_dir = g.cache;

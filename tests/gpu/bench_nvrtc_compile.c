@@ -15,6 +15,18 @@
 
 #include "../../lib/gate/internal.h"
 
+/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
+ * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
+static const struct kv_gate_opts *env_opts(void) {
+  static struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  return &o;
+}
+
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -64,7 +76,7 @@ int main(int argc, char **argv) {
         kv_write_file(p, v, (size_t)vl, err, sizeof err);
         free(v);
         struct kv_build b;
-        if (kv_build_cuda(t, p, cache, 300, &b, err, sizeof err) != 0 || !b.ok)
+        if (kv_build_cuda(t, env_opts(), p, cache, 300, &b, err, sizeof err) != 0 || !b.ok)
           return fprintf(stderr, "%s: %s\n%s\n", in, err, b.log ? b.log : ""), 1;
         if (r >= 0)
           s[r] = b.seconds;
@@ -106,6 +118,7 @@ int main(int argc, char **argv) {
       free(v);
       jobs[i].t = t;
       jobs[i].src = paths[i];
+      jobs[i].o = env_opts();
       jobs[i].cache_dir = cache;
       jobs[i].deadline_s = 300;
     }

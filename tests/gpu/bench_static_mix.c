@@ -13,6 +13,18 @@
 #include "kevo/sass.h"
 #include "kevo/task.h"
 
+/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
+ * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
+static const struct kv_gate_opts *env_opts(void) {
+  static struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  return &o;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s SOURCE_DIR\n", argv[0]);
@@ -37,7 +49,7 @@ int main(int argc, char **argv) {
       char in[PATH_MAX * 3];
       snprintf(in, sizeof in, "%s/%s.cu", dir, kinds[k]);
       struct kv_build b;
-      if (kv_build_cuda(t, in, cache, 300, &b, err, sizeof err) != 0 || !b.ok) {
+      if (kv_build_cuda(t, env_opts(), in, cache, 300, &b, err, sizeof err) != 0 || !b.ok) {
         fprintf(stderr, "%s: %s\n%s\n", in, err, b.log ? b.log : "");
         rc = 1;
         continue;

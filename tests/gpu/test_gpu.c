@@ -77,6 +77,10 @@ static double now_s(void) {
 
 static void opts(struct kv_gate_opts *o) {
   kv_gate_opts_default(o);
+  o->worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o->cache_dir = getenv("KEVO_CACHE_DIR");
+  o->nvcc_path = getenv("KEVO_NVCC");
+  o->cuda_arch = getenv("KEVO_CUDA_ARCH");
   o->surface = "cuda";
   o->cache_dir = g.cache;
   o->time_budget_s = 0.3;

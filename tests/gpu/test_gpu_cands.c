@@ -16,6 +16,18 @@
 
 #include "../../lib/gate/internal.h"
 
+/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
+ * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
+static const struct kv_gate_opts *env_opts(void) {
+  static struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  return &o;
+}
+
 static char src[PATH_MAX], cache[PATH_MAX];
 
 struct expect {
@@ -67,7 +79,7 @@ static struct kv_task *load(const char *task) {
 /* cuBLAS's headers come with the full toolkit, not with nvcc alone. */
 static int have_cublas(void) {
   char path[PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s", kv_nvcc_path());
+  snprintf(path, sizeof path, "%s", kv_nvcc_path(env_opts()));
   char *slash = strrchr(path, '/');
   if (!slash)
     return 0;
@@ -88,7 +100,7 @@ static void test_candidates(void **state) {
     char path[PATH_MAX * 2], err[2048], out[512] = "";
     snprintf(path, sizeof path, "%s/tests/gpu/cands/%s.cu", src, e->name);
     struct kv_build b;
-    if (kv_build_cuda(t, path, cache, 300, &b, err, sizeof err) != 0)
+    if (kv_build_cuda(t, env_opts(), path, cache, 300, &b, err, sizeof err) != 0)
       fail_msg("%s: %s", e->name, err);
     int nv = b.ok ? kv_policy_check_cuda(b.obj_path, t, out, sizeof out, err, sizeof err) : 0;
     if (nv < 0)
@@ -136,7 +148,7 @@ static void test_allow_cublas(void **state) {
   char path[PATH_MAX * 2];
   snprintf(path, sizeof path, "%s/tests/gpu/cands/cublas_not_allowed.cu", src);
   struct kv_build b;
-  if (kv_build_cuda(t, path, cache, 300, &b, err, sizeof err) != 0)
+  if (kv_build_cuda(t, env_opts(), path, cache, 300, &b, err, sizeof err) != 0)
     fail_msg("%s", err);
   if (!b.ok)
     fail_msg("does not build with cuBLAS allowed:\n%s", b.log ? b.log : "");

@@ -25,6 +25,23 @@
 #include "../../lib/gate/internal.h"
 #include "../../lib/gate/nvrtc.h"
 
+/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
+ * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
+static const struct kv_gate_opts *env_opts(void) {
+  static struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  return &o;
+}
+
+static int nvrtc_found(void) {
+  char lib[PATH_MAX];
+  return kv_nvrtc_lib(env_opts(), lib, sizeof lib) == 0;
+}
+
 static char src[PATH_MAX], cache[PATH_MAX];
 
 struct expect {
@@ -63,12 +80,12 @@ static struct kv_task *load(const char *task) {
 }
 
 static int have_toolchain(void) {
-  return kv_nvrtc_lib()[0] && kv_nvcc_version()[0];
+  return nvrtc_found() && kv_nvcc_version(env_opts())[0];
 }
 
 static void build_one(struct kv_task *t, const char *path, struct kv_build *b) {
   char err[2048];
-  if (kv_build_cuda(t, path, cache, 300, b, err, sizeof err) != 0)
+  if (kv_build_cuda(t, env_opts(), path, cache, 300, b, err, sizeof err) != 0)
     fail_msg("%s: %s", path, err);
 }
 

@@ -24,6 +24,23 @@
 #include "../../lib/gate/internal.h"
 #include "../../lib/gate/nvrtc.h"
 
+/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
+ * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
+static const struct kv_gate_opts *env_opts(void) {
+  static struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  return &o;
+}
+
+static int nvrtc_found(void) {
+  char lib[PATH_MAX];
+  return kv_nvrtc_lib(env_opts(), lib, sizeof lib) == 0;
+}
+
 static char src[PATH_MAX], cache[PATH_MAX];
 
 static const struct {
@@ -42,7 +59,7 @@ static const struct {
 
 static void test_fakedrv(void **state) {
   (void)state;
-  if (!kv_nvrtc_lib()[0])
+  if (!nvrtc_found())
     skip();
   char dir[PATH_MAX * 2], err[2048];
   snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
@@ -55,6 +72,10 @@ static void test_fakedrv(void **state) {
     snprintf(path, sizeof path, "%s/cands/%s.cu", dir, cases[i].name);
     struct kv_gate_opts o;
     kv_gate_opts_default(&o);
+    o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+    o.cache_dir = getenv("KEVO_CACHE_DIR");
+    o.nvcc_path = getenv("KEVO_NVCC");
+    o.cuda_arch = getenv("KEVO_CUDA_ARCH");
     o.surface = "cuda";
     o.cache_dir = cache;
     o.timing = 0;
@@ -86,7 +107,7 @@ static void test_fakedrv(void **state) {
  * reference do the same work. */
 static void test_fakedrv_timed(void **state) {
   (void)state;
-  if (!kv_nvrtc_lib()[0])
+  if (!nvrtc_found())
     skip();
   char dir[PATH_MAX * 2], path[PATH_MAX * 3], err[2048];
   snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
@@ -97,6 +118,10 @@ static void test_fakedrv_timed(void **state) {
   struct kv_calib cal = {"cuda:kevo fake GPU sm_90 x4", 1e6, 1e9, 1 << 20, 4, 0};
   struct kv_gate_opts o;
   kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
   o.surface = "cuda";
   o.cache_dir = cache;
   o.sandbox = 0;
