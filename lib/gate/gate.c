@@ -459,8 +459,11 @@ void kv_judge_call(const struct kv_task *t, const struct kv_sizeset *ss, const u
       free(idx);
       return;
     }
-    if (regen)
-      kv_fill_param(t, p, nelem[p], regen, seed);
+    if (regen) { /* on threads: a check regenerates its inputs for each call */
+      void *one[KV_MAX_PARAMS] = {0};
+      one[p] = regen;
+      kv_fill_inputs_mt(t, nelem, one, seed, kv_fill_threads());
+    }
     int changed = kv_input_changed(t, ss, p, want_in ? want_in + ioff : regen, got_in + ioff,
                                    nelem[p], idx, res->detail, sizeof res->detail);
     free(regen);

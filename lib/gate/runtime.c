@@ -175,9 +175,12 @@ void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAM
   for (int p = 0; p < t->nparams; p++)
     if (kv_is_input(t->params[p].role) && bufs[p])
       total += (size_t)nelem[p];
-  static struct fill_chunk chunks[FILL_MAX_CHUNKS];
+  /* Per call, not static: evaluations run on several threads of one
+   * process (synthesis, bench). */
+  struct fill_chunk *chunks = NULL;
   if (threads <= 1 || total < 2 * FILL_CHUNK ||
-      total / FILL_CHUNK + KV_MAX_PARAMS > FILL_MAX_CHUNKS) {
+      total / FILL_CHUNK + KV_MAX_PARAMS > FILL_MAX_CHUNKS ||
+      !(chunks = malloc((total / FILL_CHUNK + KV_MAX_PARAMS) * sizeof *chunks))) {
     kv_fill_inputs(t, nelem, bufs, seed);
     return;
   }
@@ -201,6 +204,7 @@ void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAM
   for (int i = 0; i < started; i++)
     pthread_join(th[i], NULL);
   pthread_mutex_destroy(&w.mu);
+  free(chunks);
 }
 
 static uint64_t mix64(uint64_t z) {

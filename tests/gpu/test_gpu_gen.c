@@ -9,6 +9,10 @@
  *    the host's: kv_fill_param for ranges from 0, kv_gen_fill_at otherwise;
  *    and nothing outside the destination is written. Each difference is
  *    printed (dtype, init, range, first differing index, both values).
+ * 3. The gather of a sampled validation (kv_cugen_gather): for elements of
+ *    1, 2, 4 and 8 bytes, a buffer of more than KV_SAMPLE_ELEMS elements
+ *    gathered at kv_sample_indices on the device gives the elements the
+ *    host picks from its own copy (kv_pack_sample).
  * 2. Speed: GB/s of the device generator for a 256 MiB buffer of several
  *    dtypes and inits (f32 normal first), against the host's
  *    kv_fill_inputs_mt with every core for the f32 normal buffer (whose
@@ -395,9 +399,59 @@ static void test_speed(void **state) {
   assert_true(same);
 }
 
+static void test_gather(void **state) {
+  (void)state;
+  need_gpu();
+  const int64_t n = 3 * (int64_t)KV_SAMPLE_ELEMS + 4321, k = KV_SAMPLE_ELEMS;
+  uint8_t *host = malloc((size_t)n * 8), *want = malloc((size_t)k * 8),
+          *got = malloc((size_t)k * 8);
+  int64_t *idx = malloc((size_t)k * sizeof *idx);
+  assert_true(host && want && got && idx);
+  CUdeviceptr dsrc, didx, dout;
+  CK(cu.MemAlloc(&dsrc, (size_t)n * 8));
+  CK(cu.MemAlloc(&didx, (size_t)k * sizeof *idx));
+  CK(cu.MemAlloc(&dout, (size_t)k * 8));
+  for (size_t i = 0; i < (size_t)n * 8; i++)
+    host[i] = (uint8_t)(i * 2654435761u >> 13);
+  CK(cu.MemcpyHtoD(dsrc, host, (size_t)n * 8));
+  /* One task of one output param per element size. */
+  static const enum kv_dtype dts[] = {KV_U8, KV_F16, KV_F32, KV_F64};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+    struct kv_task *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    t->nparams = 1;
+    t->params[0].role = KV_ROLE_OUT;
+    t->params[0].dtype = dts[d];
+    unsigned sz = (unsigned)kv_dtype_size(dts[d]);
+    int64_t nelem[KV_MAX_PARAMS] = {n};
+    void *bufs[KV_MAX_PARAMS] = {host};
+    uint64_t seed = 0x5eed0000 + d;
+    assert_int_equal(kv_pack_sample(t, nelem, bufs, 0, seed, want), 0);
+    kv_sample_indices(seed, 0, n, idx);
+    CK(cu.MemcpyHtoD(didx, idx, (size_t)k * sizeof *idx));
+    memset(got, 0, (size_t)k * 8);
+    CK(kv_cugen_gather(&cu, stream, dsrc, didx, (size_t)k, sz, dout));
+    CK(cu.StreamSynchronize(stream));
+    CK(cu.MemcpyDtoH(got, dout, (size_t)k * sz));
+    int same = memcmp(want, got, (size_t)k * sz) == 0;
+    printf("[   INFO   ] gather of %lld of %lld elements of %u bytes: %s\n", (long long)k,
+           (long long)n, sz, same ? "the host's" : "DIFFERENT from the host's");
+    free(t);
+    assert_true(same);
+  }
+  CK(cu.MemFree(dsrc));
+  CK(cu.MemFree(didx));
+  CK(cu.MemFree(dout));
+  free(host);
+  free(want);
+  free(got);
+  free(idx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_identical),
+      cmocka_unit_test(test_gather),
       cmocka_unit_test(test_speed),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
