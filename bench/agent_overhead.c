@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../lib/agent/agent.h"
+#include "../lib/agent/internal.h"
 #include "kevo/prompt.h"
 #include "kevo/util.h"
 
@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
   int64_t task_id, run_id;
   kv_store_put_task(st, "rowsum", t->dir, "bench", t->json, &task_id, err, sizeof err);
   kv_store_run_create(st, task_id, "ada", "{}", &run_id, err, sizeof err);
-  struct kv_ada_node *tree = calloc((size_t)n, sizeof *tree);
+  struct kva_ada_node *tree = calloc((size_t)n, sizeof *tree);
   int64_t *ids = calloc((size_t)n, sizeof *ids);
   double *dt = calloc((size_t)n, sizeof *dt);
   char code[2048];
@@ -51,11 +51,11 @@ int main(int argc, char **argv) {
   uint64_t rng = 1;
   for (int i = 0; i < n; i++) {
     double t0 = kv_now_s();
-    int at = kv_ada_select(tree, i, 1.0);
-    int large = at < 0 || kv_ada_uniform(&rng) < 0.3 || tree[at].small >= 4;
+    int at = kva_ada_select(tree, i, 1.0);
+    int large = at < 0 || kva_ada_uniform(&rng) < 0.3 || tree[at].small >= 4;
     int pool[3], np = 0;
     if (large)
-      np = kv_ada_pool(tree, i, 3, &rng, pool);
+      np = kva_ada_pool(tree, i, 3, &rng, pool);
     struct kv_prompt_attempt hist[11];
     int nh = 0;
     for (int k = 0; k < np; k++)
@@ -75,8 +75,8 @@ int main(int argc, char **argv) {
         kv_prompt_build(p, large ? KV_PK_WRITE : KV_PK_REFINE, KV_PB_ALL, &c, err, sizeof err);
     free(text);
     /* A fake judgement, recorded as the real loop records it. */
-    int verdict = (int)(kv_ada_rand(&rng) % 3) == 0 ? KV_V_WRONG_OUTPUT : KV_V_OK;
-    double speedup = verdict == KV_V_OK ? 0.5 + kv_ada_uniform(&rng) * 3 : -1;
+    int verdict = (int)(kva_ada_rand(&rng) % 3) == 0 ? KV_V_WRONG_OUTPUT : KV_V_OK;
+    double speedup = verdict == KV_V_OK ? 0.5 + kva_ada_uniform(&rng) * 3 : -1;
     char hash[65], src[64];
     snprintf(src, sizeof src, "kernel %d", i);
     kv_sha256_hex(src, strlen(src), hash);
@@ -88,17 +88,17 @@ int main(int argc, char **argv) {
                                 .action = large ? "large" : "refine",
                                 .verdict = kv_verdict_name(verdict),
                                 .speedup = speedup,
-                                .reward = kv_ada_reward(verdict, speedup)};
+                                .reward = kva_ada_reward(verdict, speedup)};
     if (kv_store_node_add(st, &nr, &ids[i], err, sizeof err) < 0) {
       fprintf(stderr, "%s\n", err);
       return 1;
     }
-    tree[i] = (struct kv_ada_node){.parent = large ? -1 : at,
-                                   .chain = large ? i : tree[at].chain,
-                                   .small = large ? 0 : tree[at].small + 1,
-                                   .has_code = 1,
-                                   .reward = nr.reward};
-    kv_ada_backprop(tree, i);
+    tree[i] = (struct kva_ada_node){.parent = large ? -1 : at,
+                                    .chain = large ? i : tree[at].chain,
+                                    .small = large ? 0 : tree[at].small + 1,
+                                    .has_code = 1,
+                                    .reward = nr.reward};
+    kva_ada_backprop(tree, i);
     dt[i] = kv_now_s() - t0;
   }
   double sum = 0, last = 0;

@@ -1,7 +1,7 @@
 /* Online attribution (kevo run --online-attribution SHARE): while an LLM run
  * searches, a share of its steps get a random feedback mask (each switchable
  * block, a *player*, on or off with probability 1/2, independently); their
- * outcomes (the step's reward, lib/agent/search.c's kv_ada_reward) keep a
+ * outcomes (the step's reward, lib/agent/ada.c's kva_ada_reward) keep a
  * running estimate of each player's contribution, and a player whose
  * estimate stays below its cost is turned off for the rest of the run.
  *

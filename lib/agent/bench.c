@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "agent.h"
+#include "internal.h"
 #include "kevo/llm.h"
 #include "kevo/util.h"
 
@@ -327,7 +327,7 @@ static char *config_json(const struct kv_bench_opts *o) {
   if (!cfg)
     return NULL;
   if (kv_run_strategy_needs_llm(o->run.strategy) == 1) {
-    json_object_set_new(cfg, "llm", kv__llm_settings_json(&o->run.llm));
+    json_object_set_new(cfg, "llm", kva_llm_settings_json(&o->run.llm));
     json_t *m = o->run.llm_json ? json_loads(o->run.llm_json, 0, NULL) : NULL;
     if (m)
       json_object_set_new(cfg, "model", m);

@@ -1,4 +1,6 @@
-/* The run loop and the strategies that need no LLM. */
+/* Runs: new and resume, the table of every strategy (dispatched from here
+ * alone), and tune, the strategy that needs no LLM. A step is judged and
+ * recorded by step.c; the LLM strategies' loop is search.c's. */
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,7 +16,7 @@
 #include "kevo/run.h"
 #include "kevo/prompt.h"
 #include "kevo/util.h"
-#include "agent.h"
+#include "internal.h"
 
 #define MAX_TUNABLES 8
 #define SOURCE_MAX (1 << 20)
@@ -44,11 +46,14 @@ struct proposal {
   const char *action; /* "starter", "exhaustive", "random", "climb" */
 };
 
+/* A strategy: tune proposes points of the starter's tunables (drive runs
+ * it, here); an LLM strategy picks what to ask next (kva_search_llm runs it,
+ * search.c). Exactly one of propose and pick is set. */
 struct strategy {
   const char *name;
-  int needs_llm;
   /* 0: a proposal; 1: nothing left to try */
   int (*propose)(struct search *s, struct proposal *p);
+  kva_pick_fn *pick;
 };
 
 static uint64_t next_rand(uint64_t *x) {
@@ -111,12 +116,13 @@ static int tune_propose(struct search *s, struct proposal *p) {
   return 1;
 }
 
-/* The LLM strategies' proposals live in search.c (propose is NULL here). */
+/* Every strategy, dispatched from this table alone (kv_run_new,
+ * kv_run_resume). */
 static const struct strategy strategies[] = {
-    {"tune", 0, tune_propose},
-    {"greedy", 1, NULL},
-    {"best-of-n", 1, NULL},
-    {"ada", 1, NULL},
+    {"tune", tune_propose, NULL},
+    {"greedy", NULL, kva_pick_greedy},
+    {"best-of-n", NULL, kva_pick_best_of_n},
+    {"ada", NULL, kva_pick_ada},
 };
 
 void kv_run_llm_defaults(struct kv_run_llm_settings *s) {
@@ -134,7 +140,7 @@ void kv_run_llm_defaults(struct kv_run_llm_settings *s) {
 int kv_run_strategy_needs_llm(const char *name) {
   for (size_t i = 0; i < KV_ARRAY_LEN(strategies); i++)
     if (name && !strcmp(strategies[i].name, name))
-      return strategies[i].needs_llm;
+      return strategies[i].pick != NULL;
   return -1;
 }
 
@@ -204,153 +210,6 @@ static int load_tunables(struct search *s, char *err, size_t errlen) {
     s->space *= (uint64_t)s->tun[i].nvalues;
   }
   return 0;
-}
-
-/* Records an evaluated source: the source, the evaluation (js: its result's
- * JSON) and the node (n's source_hash, eval_id, verdict and speedup are
- * filled in here). */
-int kv_run_record_eval(struct kv_store *st, int64_t task_id, const char *candidate_path,
-                       const char *src, size_t len, const struct kv_gate_result *r, const char *js,
-                       int64_t *eval_id, char *err, size_t errlen) {
-  struct kv_eval_record e = {0};
-  e.task_id = task_id;
-  e.source_hash = r->source_hash;
-  e.candidate_path = candidate_path;
-  e.surface = r->surface;
-  e.device = r->device;
-  e.verdict = kv_verdict_name(r->verdict);
-  e.detail = r->detail;
-  e.median_us = r->timed ? r->timing.cand.median_us : -1;
-  e.speedup = r->timed ? r->timing.speedup : -1;
-  e.result_json = js;
-  int rc = kv_store_put_source(st, r->source_hash, src, len, err, errlen);
-  return rc < 0 ? rc : kv_store_add_eval(st, &e, eval_id, err, errlen);
-}
-
-static int record_step(struct kv_store *st, int64_t task_id, const struct kv_node_record *node,
-                       const char *src, size_t len, const struct kv_gate_result *r, const char *js,
-                       int want_reward, struct kv_step_out *out, char *err, size_t errlen) {
-  int64_t eval_id = 0, node_id = 0;
-  int rc = kv_run_record_eval(st, task_id, NULL, src, len, r, js, &eval_id, err, errlen);
-  if (rc == 0) {
-    struct kv_node_record n = *node;
-    n.source_hash = r->source_hash;
-    n.eval_id = eval_id;
-    n.verdict = kv_verdict_name(r->verdict);
-    n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
-    n.reward = want_reward ? kv_ada_reward((int)r->verdict, n.speedup) : -1;
-    rc = kv_store_node_add(st, &n, &node_id, err, errlen);
-  }
-  if (out) {
-    out->node_id = node_id;
-    out->eval_id = eval_id;
-  }
-  return rc;
-}
-
-/* A candidate no gate server could judge (an executor gave up on it): its
- * node says so, with no evaluation. 1, or -1 with err. */
-static int record_unjudged(struct kv_store *st, const struct kv_node_record *node, const char *src,
-                           size_t len, int want_reward, struct kv_step_out *out, char *err,
-                           size_t errlen) {
-  char hash[65];
-  kv_sha256_hex(src, len, hash);
-  struct kv_node_record n = *node;
-  n.source_hash = hash;
-  n.eval_id = 0;
-  n.verdict = "unjudged";
-  n.speedup = -1;
-  n.reward = want_reward ? 0 : -1;
-  int64_t node_id = 0;
-  if (kv_store_put_source(st, hash, src, len, err, errlen) < 0 ||
-      kv_store_node_add(st, &n, &node_id, err, errlen) < 0)
-    return -1;
-  if (out) {
-    out->node_id = node_id;
-    out->eval_id = 0;
-  }
-  return 1;
-}
-
-/* What an executor returned for one candidate, into r (and its JSON). */
-static int take_done(struct kv_exec_done *d, struct kv_gate_result *r, char *err, size_t errlen) {
-  if (!d->ok)
-    return 1;
-  return kv_gate_result_from_json(d->result_json, r, err, errlen) < 0 ? -1 : 0;
-}
-
-/* A job's key in an executor: the source's hash (never NULL, never a small
- * number like drive_window's steps). */
-static void *source_key(const char *src, size_t len) {
-  char h[65];
-  kv_sha256_hex(src, len, h);
-  uintptr_t k = 0;
-  for (int i = 0; i < (int)sizeof k * 2; i++)
-    k = k << 4 | (uintptr_t)(h[i] <= '9' ? h[i] - '0' : h[i] - 'a' + 10);
-  return (void *)(k | (uintptr_t)1 << (sizeof k * 8 - 1));
-}
-
-int kv__run_prefetch(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
-                     const struct kv_gate_opts *g, char *err, size_t errlen) {
-  void *key = source_key(src, len);
-  if (kv_exec_has(x, key))
-    return 0;
-  return kv_exec_submit(x, t, src, len, g, key, err, errlen);
-}
-
-int kv__run_step_on(struct kv_exec *x, struct kv_store *st, const struct kv_task *t,
-                    int64_t task_id, const struct kv_node_record *node, const char *src, size_t len,
-                    const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
-                    struct kv_step_out *out, char *err, size_t errlen) {
-  if (x) {
-    struct kv_exec_done d;
-    /* judged already, or on the way, when it was prefetched */
-    void *key = source_key(src, len);
-    if (!kv_exec_has(x, key) && kv_exec_submit(x, t, src, len, g, key, err, errlen) < 0)
-      return -1;
-    int got;
-    while ((got = kv_exec_take(x, key, 5, &d, err, errlen)) == 0)
-      ;
-    if (got < 0)
-      return -1;
-    int rc = take_done(&d, r, err, errlen);
-    if (rc == 0)
-      rc =
-          record_step(st, task_id, node, src, len, r, d.result_json, want_reward, out, err, errlen);
-    else if (rc == 1)
-      rc = record_unjudged(st, node, src, len, want_reward, out, err, errlen);
-    kv_exec_done_release(&d);
-    if (rc == 1 && !kv_exec_alive(x, err, errlen))
-      return -1; /* recorded as unjudged; nothing more can be judged */
-    return rc;
-  }
-  char cache[PATH_MAX - 64], dir[PATH_MAX - 32], path[PATH_MAX];
-  if (g && g->cache_dir)
-    snprintf(cache, sizeof cache, "%s", g->cache_dir);
-  else if (kv_cache_dir(cache, sizeof cache) < 0)
-    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
-  if (kv_mkdtemp(cache, "run", dir, sizeof dir, err, errlen) < 0)
-    return -1;
-  int cuda = g->surface && !strcmp(g->surface, "cuda");
-  snprintf(path, sizeof path, "%s/candidate.%s", dir, cuda ? "cu" : "c");
-  int rc = kv_write_file(path, src, len, err, errlen);
-  if (rc == 0)
-    rc = kv_gate_eval(t, path, g, r, err, errlen);
-  kv_rmtree(dir);
-  if (rc < 0)
-    return -1;
-  char *js = kv_gate_result_json(r);
-  rc = record_step(st, task_id, node, src, len, r, js, want_reward, out, err, errlen);
-  free(js);
-  return rc;
-}
-
-/* Evaluates one source; records the source, the evaluation and the node. */
-int kv__run_step(struct kv_store *st, const struct kv_task *t, int64_t task_id,
-                 const struct kv_node_record *node, const char *src, size_t len,
-                 const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,
-                 struct kv_step_out *out, char *err, size_t errlen) {
-  return kv__run_step_on(NULL, st, t, task_id, node, src, len, g, r, want_reward, out, err, errlen);
 }
 
 /* Step `step` judged into r (NULL: unjudged): its point's speedup and the
@@ -449,14 +308,9 @@ static int drive_window(struct kv_store *st, struct search *s, const struct stra
       struct kv_node_record node = {
           .run_id = run_id, .step = next, .action = f->action, .params = f->params};
       memset(r, 0, sizeof *r);
-      int judged = take_done(&f->d, r, err, errlen);
-      if (judged == 0)
-        rc = record_step(st, task_id, &node, f->src, f->len, r, f->d.result_json, 0, NULL, err,
-                         errlen);
-      else if (judged == 1)
-        rc = record_unjudged(st, &node, f->src, f->len, 0, NULL, err, errlen) < 0 ? -1 : 0;
-      else
-        rc = -1;
+      int judged =
+          kva_step_record_done(st, task_id, &node, f->src, f->len, &f->d, r, 0, NULL, err, errlen);
+      rc = judged < 0 ? -1 : 0;
       if (rc == 0)
         note_step(s, next, judged == 0 ? r : NULL, f->params, h, pr);
       kv_gate_result_release(r);
@@ -560,8 +414,8 @@ static int drive(struct kv_store *st, struct search *s, const struct strategy *s
     nr.step = s->npts;
     nr.action = p.action;
     nr.params = params;
-    rc = kv__run_step_on(h ? h->exec : NULL, st, s->task, task_id, &nr, src, len, g, r, 0, NULL,
-                         err, errlen);
+    rc = kva_step(h ? h->exec : NULL, st, s->task, task_id, &nr, src, len, g, r, 0, NULL, err,
+                  errlen);
     free(src);
     if (rc < 0) {
       kv_gate_result_release(r);
@@ -593,7 +447,7 @@ static int search_init(struct search *s, const struct kv_task *t, char *src, siz
   return load_tunables(s, err, errlen);
 }
 
-json_t *kv__llm_settings_json(const struct kv_run_llm_settings *l) {
+json_t *kva_llm_settings_json(const struct kv_run_llm_settings *l) {
   json_t *j =
       json_pack("{s:i,s:I,s:s?,s:s,s:f,s:i,s:f,s:i,s:i,s:b}", "concurrency", l->concurrency,
                 "prompt_mask", (json_int_t)l->prompt_mask, "prompt_dir", l->prompt_dir, "plan_mode",
@@ -652,24 +506,19 @@ static void llm_settings_read(json_t *j, struct kv_run_llm_settings *l) {
   l->attr_price = json_number_value(json_object_get(at, "price"));
 }
 
-/* A new run of an LLM strategy: the starter (when given) is its first node. */
-static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
-                       const struct kv_run_config *c, const struct kv_gate_opts *g,
-                       const struct kv_run_hooks *h, int64_t *run_id, char *err, size_t errlen) {
-  if (!h || !h->llm)
-    return kv_error(err, errlen,
-                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
-                    "--base-url) or use --strategy tune",
-                    c->strategy);
+/* A new LLM run in the store, its configuration kept for kevo resume. */
+static int llm_run_create(struct kv_store *st, const struct kv_task *t,
+                          const struct kv_run_config *c, const struct kv_gate_opts *g,
+                          const struct kv_run_hooks *h, int64_t *task_id, int64_t *run_id,
+                          char *err, size_t errlen) {
   char spec_hash[65];
   kv_sha256_hex(t->json, strlen(t->json), spec_hash);
-  int64_t task_id;
-  if (kv_store_put_task(st, t->name, t->dir, spec_hash, t->json, &task_id, err, errlen) < 0)
+  if (kv_store_put_task(st, t->name, t->dir, spec_hash, t->json, task_id, err, errlen) < 0)
     return -1;
   json_t *cfg = json_pack("{s:s,s:i,s:I,s:s,s:s,s:o}", "strategy", c->strategy, "steps",
                           c->steps > 0 ? c->steps : 1, "seed", (json_int_t)c->seed, "surface",
                           g->surface ? g->surface : "cpu", "task_dir", t->dir, "llm",
-                          kv__llm_settings_json(&c->llm));
+                          kva_llm_settings_json(&c->llm));
   gate_settings(cfg, g);
   if (cfg && h && h->skill_pick) /* --skills on, for kevo resume */
     json_object_set_new(cfg, "skills", json_true());
@@ -678,48 +527,70 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
     json_object_set_new(cfg, "model", model);
   char *cj = json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref(cfg);
-  int rc = kv_store_run_create(st, task_id, c->strategy, cj, run_id, err, errlen);
+  int rc = kv_store_run_create(st, *task_id, c->strategy, cj, run_id, err, errlen);
   free(cj);
   if (rc == 0 && h && h->created)
     h->created(h->ud, *run_id);
+  return rc;
+}
+
+/* The starter judged as a new LLM run's first node (step 0): *first, which
+ * points into r, and *nfirst = 1; unjudged, the search goes on without it. */
+static int llm_starter(struct kv_store *st, const struct kv_task *t, int64_t task_id,
+                       int64_t run_id, const char *starter, const struct kv_gate_opts *g,
+                       const struct kv_run_hooks *h, struct kv_gate_result *r,
+                       struct kv_node_row *first, int *nfirst, char *err, size_t errlen) {
+  char *src;
+  size_t len;
+  int rc = kv_read_file(starter, SOURCE_MAX, &src, &len, err, errlen);
+  if (rc != 0)
+    return rc;
+  struct kv_node_record nr = {0};
+  nr.run_id = run_id;
+  nr.step = 0;
+  nr.action = "starter";
+  struct kva_step_out out = {0};
+  rc = kva_step(h ? h->exec : NULL, st, t, task_id, &nr, src, len, g, r, 1, &out, err, errlen);
+  if (rc == 1) /* unjudged: the search goes on without it */
+    rc = 0;
+  else if (rc == 0) {
+    first->id = out.node_id;
+    first->eval_id = out.eval_id;
+    first->source_hash = r->source_hash;
+    first->action = "starter";
+    first->verdict = (char *)kv_verdict_name(r->verdict);
+    first->speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
+    *nfirst = 1;
+  }
+  free(src);
+  return rc;
+}
+
+/* A new run of an LLM strategy: the starter (when given) is its first node. */
+static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
+                       const struct strategy *strat, const struct kv_run_config *c,
+                       const struct kv_gate_opts *g, const struct kv_run_hooks *h, int64_t *run_id,
+                       char *err, size_t errlen) {
+  if (!h || !h->llm)
+    return kv_error(err, errlen,
+                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
+                    "--base-url) or use --strategy tune",
+                    c->strategy);
+  int64_t task_id = 0;
+  int rc = llm_run_create(st, t, c, g, h, &task_id, run_id, err, errlen);
   struct kv_node_row first = {0};
   int nfirst = 0;
   struct kv_gate_result *r = NULL;
   if (rc == 0 && starter) {
-    char *src;
-    size_t len;
     r = calloc(1, sizeof *r);
-    if (!r)
-      rc = kv_error(err, errlen, "out of memory");
-    if (rc == 0)
-      rc = kv_read_file(starter, SOURCE_MAX, &src, &len, err, errlen);
-    if (rc == 0) {
-      struct kv_node_record nr = {0};
-      nr.run_id = *run_id;
-      nr.step = 0;
-      nr.action = "starter";
-      struct kv_step_out out = {0};
-      rc = kv__run_step_on(h ? h->exec : NULL, st, t, task_id, &nr, src, len, g, r, 1, &out, err,
-                           errlen);
-      if (rc == 1) /* unjudged: the search goes on without it */
-        rc = 0;
-      else if (rc == 0) {
-        first.id = out.node_id;
-        first.eval_id = out.eval_id;
-        first.source_hash = r->source_hash;
-        first.action = "starter";
-        first.verdict = (char *)kv_verdict_name(r->verdict);
-        first.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
-        nfirst = 1;
-      }
-      free(src);
-    }
+    rc = r ? llm_starter(st, t, task_id, *run_id, starter, g, h, r, &first, &nfirst, err, errlen)
+           : kv_error(err, errlen, "out of memory");
   }
   struct kv_run_config cc = *c;
   if (cc.steps <= 0)
     cc.steps = 1;
   if (rc == 0)
-    rc = kv__search_llm(st, t, task_id, *run_id, c->strategy, &cc, g, h, &first, nfirst, err,
+    rc = kva_search_llm(st, t, task_id, *run_id, strat->pick, &cc, g, h, &first, nfirst, err,
                         errlen);
   if (r)
     kv_gate_result_release(r);
@@ -735,8 +606,8 @@ int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter
     return kv_error(err, errlen,
                     "--strategy %s: not in this build; use tune, greedy, best-of-n or ada",
                     c->strategy);
-  if (strat->needs_llm)
-    return llm_run_new(st, t, starter, c, g, h, run_id, err, errlen);
+  if (strat->pick)
+    return llm_run_new(st, t, starter, strat, c, g, h, run_id, err, errlen);
   char *src;
   size_t len;
   if (kv_read_file(starter, SOURCE_MAX, &src, &len, err, errlen) < 0)
@@ -792,71 +663,62 @@ static int recorded_index(const struct kv_tunable *tu, const char *params) {
   return -1;
 }
 
-int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts *g,
-                  const struct kv_run_hooks *h, char *err, size_t errlen) {
-  struct kv_run_row run;
-  if (kv_store_run_get(st, run_id, &run, err, errlen) < 0)
+/* The task a run resumes, loaded from dir: refused when its spec changed
+ * since the run started. */
+static int resume_task(const char *dir, const struct kv_run_row *run, int64_t run_id,
+                       struct kv_task **t, char *err, size_t errlen) {
+  if (kv_task_load(dir, t, err, errlen) < 0)
     return -1;
+  char sh[65];
+  kv_sha256_hex((*t)->json, strlen((*t)->json), sh);
+  if (strcmp(sh, run->spec_hash ? run->spec_hash : "") != 0)
+    return kv_error(err, errlen, "%s: the task changed since run %lld started; start a new run",
+                    dir, (long long)run_id);
+  return 0;
+}
+
+/* An LLM strategy's run goes on from the nodes the store holds. */
+static int resume_llm(struct kv_store *st, int64_t run_id, const struct kv_run_row *run,
+                      json_t *cfg, const struct strategy *strat, const char *dir,
+                      const struct kv_gate_opts *g, const struct kv_run_hooks *h, char *err,
+                      size_t errlen) {
+  struct kv_run_config lc = {0};
+  lc.strategy = strat->name;
+  lc.steps = (int)json_integer_value(json_object_get(cfg, "steps"));
+  lc.seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
+  llm_settings_read(json_object_get(cfg, "llm"), &lc.llm);
+  struct kv_task *t = NULL;
+  struct kv_node_row *nodes = NULL;
+  int nn = 0, rc = -1;
+  if (resume_task(dir, run, run_id, &t, err, errlen) == 0 &&
+      kv_store_run_nodes(st, run_id, &nodes, &nn, err, errlen) >= 0) {
+    rc = kv_store_run_set_status(st, run_id, "running", err, errlen);
+    /* Resume with a different seed stream than the first session's. */
+    lc.seed ^= (uint64_t)nn * 0x9e3779b97f4a7c15ull;
+    if (rc == 0)
+      rc = kva_search_llm(st, t, run->task_id, run_id, strat->pick, &lc, g, h, nodes, nn, err,
+                          errlen);
+  }
+  kv_node_rows_free(nodes, nn);
+  kv_task_free(t);
+  return rc;
+}
+
+/* tune goes on from the points the store holds, rebuilt in step order. */
+static int resume_tune(struct kv_store *st, int64_t run_id, const struct kv_run_row *run,
+                       json_t *cfg, const struct strategy *strat, const char *starter,
+                       const char *dir, const struct kv_gate_opts *g, const struct kv_run_hooks *h,
+                       char *err, size_t errlen) {
   int rc = -1;
   struct kv_task *t = NULL;
   char *src = NULL;
   struct search s;
   memset(&s, 0, sizeof s);
-  json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
-  const char *sname = json_string_value(json_object_get(cfg, "strategy"));
-  const char *starter = json_string_value(json_object_get(cfg, "starter"));
-  const char *dir = json_string_value(json_object_get(cfg, "task_dir"));
-  const struct strategy *strat = sname ? find_strategy(sname) : NULL;
-  /* A run started with --no-timing goes on untimed (timing its later steps
-   * only would compare the untimed with the timed, and change its prompts). */
-  struct kv_gate_opts untimed;
-  if (json_is_false(json_object_get(cfg, "timing"))) {
-    untimed = *g;
-    untimed.timing = 0;
-    g = &untimed;
-  }
   size_t len = 0;
   struct kv_node_row *nodes = NULL;
   int nn = 0;
-  if (strat && strat->needs_llm && dir) {
-    struct kv_run_config lc = {0};
-    lc.strategy = strat->name;
-    lc.steps = (int)json_integer_value(json_object_get(cfg, "steps"));
-    lc.seed = (uint64_t)json_integer_value(json_object_get(cfg, "seed"));
-    llm_settings_read(json_object_get(cfg, "llm"), &lc.llm);
-    if (kv_task_load(dir, &t, err, errlen) < 0)
-      goto out;
-    char sh[65];
-    kv_sha256_hex(t->json, strlen(t->json), sh);
-    if (strcmp(sh, run.spec_hash ? run.spec_hash : "") != 0) {
-      kv_error(err, errlen, "%s: the task changed since run %lld started; start a new run", dir,
-               (long long)run_id);
-      goto out;
-    }
-    if (kv_store_run_nodes(st, run_id, &nodes, &nn, err, errlen) < 0)
-      goto out;
-    rc = kv_store_run_set_status(st, run_id, "running", err, errlen);
-    /* Resume with a different seed stream than the first session's. */
-    lc.seed ^= (uint64_t)nn * 0x9e3779b97f4a7c15ull;
-    if (rc == 0)
-      rc = kv__search_llm(st, t, run.task_id, run_id, strat->name, &lc, g, h, nodes, nn, err,
-                          errlen);
+  if (resume_task(dir, run, run_id, &t, err, errlen) < 0)
     goto out;
-  }
-  if (!strat || !starter || !dir) {
-    kv_error(err, errlen, "run %lld: its configuration in the store is unreadable",
-             (long long)run_id);
-    goto out;
-  }
-  if (kv_task_load(dir, &t, err, errlen) < 0)
-    goto out;
-  char spec_hash[65];
-  kv_sha256_hex(t->json, strlen(t->json), spec_hash);
-  if (strcmp(spec_hash, run.spec_hash ? run.spec_hash : "") != 0) {
-    kv_error(err, errlen, "%s: the task changed since run %lld started; start a new run", dir,
-             (long long)run_id);
-    goto out;
-  }
   src = kv_store_get_source(st, starter, &len);
   if (!src) {
     kv_error(err, errlen, "run %lld: its starter kernel is missing from the store",
@@ -891,13 +753,42 @@ int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts
   pr.step = s.npts;
   rc = kv_store_run_set_status(st, run_id, "running", err, errlen);
   if (rc == 0)
-    rc = drive(st, &s, strat, run.task_id, run_id, g, h, &pr, err, errlen);
+    rc = drive(st, &s, strat, run->task_id, run_id, g, h, &pr, err, errlen);
 out:
   kv_node_rows_free(nodes, nn);
-  json_decref(cfg);
-  kv_run_row_release(&run);
   free(s.pts);
   free(src);
   kv_task_free(t);
+  return rc;
+}
+
+int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts *g,
+                  const struct kv_run_hooks *h, char *err, size_t errlen) {
+  struct kv_run_row run;
+  if (kv_store_run_get(st, run_id, &run, err, errlen) < 0)
+    return -1;
+  json_t *cfg = json_loads(run.config_json ? run.config_json : "", 0, NULL);
+  const char *sname = json_string_value(json_object_get(cfg, "strategy"));
+  const char *starter = json_string_value(json_object_get(cfg, "starter"));
+  const char *dir = json_string_value(json_object_get(cfg, "task_dir"));
+  const struct strategy *strat = sname ? find_strategy(sname) : NULL;
+  /* A run started with --no-timing goes on untimed (timing its later steps
+   * only would compare the untimed with the timed, and change its prompts). */
+  struct kv_gate_opts untimed;
+  if (json_is_false(json_object_get(cfg, "timing"))) {
+    untimed = *g;
+    untimed.timing = 0;
+    g = &untimed;
+  }
+  int rc;
+  if (strat && strat->pick && dir)
+    rc = resume_llm(st, run_id, &run, cfg, strat, dir, g, h, err, errlen);
+  else if (!strat || !starter || !dir)
+    rc = kv_error(err, errlen, "run %lld: its configuration in the store is unreadable",
+                  (long long)run_id);
+  else
+    rc = resume_tune(st, run_id, &run, cfg, strat, starter, dir, g, h, err, errlen);
+  json_decref(cfg);
+  kv_run_row_release(&run);
   return rc;
 }

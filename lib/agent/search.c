@@ -1,14 +1,14 @@
 /* The LLM strategies: greedy, best-of-n and ada (an AdaExplore-style tree
  * search). One loop for all three: keep up to `concurrency` requests in
- * flight, judge each kernel as its reply arrives, record the node, and ask
- * the strategy what to propose next. */
+ * flight, judge each kernel as its reply arrives (step.c), record the node,
+ * and ask the strategy's pick what to propose next. run.c's strategy table
+ * names each strategy's pick; nothing here calls back into run.c. */
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "internal.h"
 #include "kevo/attrib.h"
 #include "kevo/llm.h"
 #include "kevo/prompt.h"
@@ -21,129 +21,6 @@
 #define MAX_POOL 8
 #define MAX_HISTORY 8
 #define MAX_LLM_FAILURES 3
-
-/* ---- the arithmetic of the search ---------------------------------------- */
-
-double kv_ada_reward(int verdict, double speedup) {
-  if (verdict < 0 || verdict == KV_V_COMPILE_ERROR || verdict == KV_V_POLICY_VIOLATION)
-    return 0.0;
-  if (verdict != KV_V_OK)
-    return 0.05;
-  double s = speedup > 0 ? speedup : 1.0;
-  if (s < 0.25)
-    s = 0.25;
-  if (s > 4.0)
-    s = 4.0;
-  return 0.4 + 1.2 * (log2(s) + 2.0) / 4.0;
-}
-
-double kv_ada_ucb(double value, int visits, int parent_visits, double c) {
-  if (visits <= 0)
-    return INFINITY;
-  double lp = parent_visits > 1 ? log((double)parent_visits) : 0.0;
-  return value / visits + c * sqrt(lp / visits);
-}
-
-void kv_ada_backprop(struct kv_ada_node *n, int idx) {
-  double r = n[idx].reward;
-  for (int i = idx, guard = 0; i >= 0 && guard < 1 << 20; i = n[i].parent, guard++) {
-    n[i].visits++;
-    n[i].value += r;
-  }
-}
-
-uint64_t kv_ada_rand(uint64_t *x) {
-  return kv_splitmix64(x);
-}
-
-double kv_ada_uniform(uint64_t *x) {
-  return kv_unit01(x);
-}
-
-int kv_ada_select(const struct kv_ada_node *n, int count, double c) {
-  int at = -1, parent_visits = 0;
-  for (int i = 0; i < count; i++)
-    if (n[i].parent < 0 && n[i].has_code)
-      parent_visits += n[i].visits;
-  for (int depth = 0; depth < count + 1; depth++) {
-    int best = -1, nkids = 0;
-    double best_score = -INFINITY;
-    for (int i = 0; i < count; i++) {
-      if (n[i].parent != at || !n[i].has_code)
-        continue;
-      nkids++;
-      double sc = kv_ada_ucb(n[i].value, n[i].visits, parent_visits, c);
-      if (sc > best_score) {
-        best_score = sc;
-        best = i;
-      }
-    }
-    if (best < 0)
-      return at;
-    if (at >= 0) {
-      double stay = n[at].reward + c * sqrt((n[at].visits > 1 ? log((double)n[at].visits) : 0.0) /
-                                            (double)(1 + nkids));
-      if (stay >= best_score)
-        return at;
-    }
-    at = best;
-    parent_visits = n[at].visits;
-  }
-  return at;
-}
-
-/* Index drawn with probability proportional to w[i] (all >= 0). */
-static int draw(const double *w, int n, uint64_t *rng) {
-  double tot = 0;
-  for (int i = 0; i < n; i++)
-    tot += w[i];
-  if (tot <= 0)
-    return -1;
-  double u = kv_ada_uniform(rng) * tot;
-  for (int i = 0; i < n; i++) {
-    if (u < w[i])
-      return i;
-    u -= w[i];
-  }
-  for (int i = n - 1; i >= 0; i--)
-    if (w[i] > 0)
-      return i;
-  return -1;
-}
-
-int kv_ada_pool(const struct kv_ada_node *n, int count, int max, uint64_t *rng, int *out) {
-  if (count <= 0 || max <= 0)
-    return 0;
-  double *w = calloc((size_t)count, sizeof *w);
-  double *cw = calloc((size_t)count, sizeof *cw);
-  int k = 0;
-  if (!w || !cw)
-    goto out;
-  /* Chains weighted by their best reward (+0.01: failed chains stay possible). */
-  for (int i = 0; i < count; i++)
-    if (n[i].has_code) {
-      int ch = n[i].chain;
-      if (ch >= 0 && ch < count && n[i].reward + 0.01 > cw[ch])
-        cw[ch] = n[i].reward + 0.01;
-    }
-  while (k < max) {
-    int ch = draw(cw, count, rng);
-    if (ch < 0)
-      break;
-    cw[ch] = 0;
-    for (int i = 0; i < count; i++)
-      w[i] = n[i].has_code && n[i].chain == ch ? n[i].reward + 0.01 : 0;
-    int pick = draw(w, count, rng);
-    if (pick >= 0)
-      out[k++] = pick;
-  }
-out:
-  free(w);
-  free(cw);
-  return k;
-}
-
-/* ---- the search ---------------------------------------------------------- */
 
 /* What a node's judgement says, kept for later prompts. */
 struct feedback {
@@ -189,7 +66,7 @@ struct pending {
   int64_t plan_call; /* the planner's call in the store (its node set once it exists) */
 };
 
-struct search {
+struct kva_search {
   struct kv_store *st;
   const struct kv_task *task;
   int64_t task_id, run_id;
@@ -204,7 +81,7 @@ struct search {
   uint64_t rng;
   int cap;
   struct node *nodes;
-  struct kv_ada_node *tree;
+  struct kva_ada_node *tree;
   int nn;
   struct pending pend[MAX_PENDING];
   int npend;
@@ -271,14 +148,14 @@ static void result_of(const struct feedback *f, struct kv_gate_result *r) {
     memcpy(r->kernels, f->kernels, (size_t)f->nkernels * sizeof *f->kernels);
 }
 
-static int grow(struct search *s, char *err, size_t errlen) {
+static int grow(struct kva_search *s, char *err, size_t errlen) {
   if (s->nn < s->cap)
     return 0;
   int cap = s->cap ? s->cap * 2 : 64;
   struct node *n = realloc(s->nodes, (size_t)cap * sizeof *n);
   if (n)
     s->nodes = n;
-  struct kv_ada_node *t = realloc(s->tree, (size_t)cap * sizeof *t);
+  struct kva_ada_node *t = realloc(s->tree, (size_t)cap * sizeof *t);
   if (t)
     s->tree = t;
   if (!n || !t)
@@ -289,7 +166,7 @@ static int grow(struct search *s, char *err, size_t errlen) {
 
 /* Nodes are added in step order and the store's ids grow with the steps of
  * a run, so the ids are sorted: binary search. */
-static int index_of_id(const struct search *s, int64_t id) {
+static int index_of_id(const struct kva_search *s, int64_t id) {
   int lo = 0, hi = s->nn - 1;
   while (lo <= hi) {
     int mid = lo + (hi - lo) / 2;
@@ -304,7 +181,7 @@ static int index_of_id(const struct search *s, int64_t id) {
 }
 
 /* Adds an evaluated node to the in-memory tree. */
-static int add_node(struct search *s, int64_t id, int step, int parent, const char *action,
+static int add_node(struct kva_search *s, int64_t id, int step, int parent, const char *action,
                     char *code, int verdict, double speedup, struct feedback *fb, char *err,
                     size_t errlen) {
   if (grow(s, err, errlen) < 0) {
@@ -322,19 +199,19 @@ static int add_node(struct search *s, int64_t id, int step, int parent, const ch
   n->verdict = verdict;
   n->speedup = speedup;
   n->fb = fb;
-  struct kv_ada_node *t = &s->tree[i];
+  struct kva_ada_node *t = &s->tree[i];
   memset(t, 0, sizeof *t);
   t->parent = parent;
   t->chain = parent >= 0 ? s->tree[parent].chain : i;
   t->small = parent >= 0 ? s->tree[parent].small + 1 : 0;
   t->has_code = verdict >= 0 && code != NULL;
-  t->reward = kv_ada_reward(verdict, speedup);
-  kv_ada_backprop(s->tree, i);
+  t->reward = kva_ada_reward(verdict, speedup);
+  kva_ada_backprop(s->tree, i);
   return i;
 }
 
 /* What to ask next. */
-struct pick {
+struct kva_pick {
   int parent; /* -1: none */
   enum kv_prompt_kind kind;
   const char *action;
@@ -342,7 +219,7 @@ struct pick {
   int npool;
 };
 
-static int best_accepted(const struct search *s) {
+static int best_accepted(const struct kva_search *s) {
   int b = -1;
   for (int i = 0; i < s->nn; i++)
     if (s->nodes[i].verdict == KV_V_OK && (b < 0 || s->nodes[i].speedup > s->nodes[b].speedup))
@@ -350,36 +227,38 @@ static int best_accepted(const struct search *s) {
   return b;
 }
 
-static void small_step(const struct search *s, int at, struct pick *p) {
+static void small_step(const struct kva_search *s, int at, struct kva_pick *p) {
   p->parent = at;
   int ok = s->nodes[at].verdict == KV_V_OK;
   p->kind = ok ? KV_PK_REFINE : KV_PK_DEBUG;
   p->action = ok ? "refine" : "debug";
 }
 
-static void pick_best_of_n(struct search *s, struct pick *p) {
+/* The strategies' picks (internal.h). */
+void kva_pick_best_of_n(struct kva_search *s, struct kva_pick *p) {
   (void)s;
   p->parent = -1;
   p->kind = KV_PK_WRITE;
   p->action = "sample";
 }
 
-static void pick_greedy(struct search *s, struct pick *p) {
+void kva_pick_greedy(struct kva_search *s, struct kva_pick *p) {
   int b = best_accepted(s);
   if (b < 0) /* nothing accepted yet: debug the latest kernel with code */
     for (int i = s->nn - 1; i >= 0 && b < 0; i--)
       if (s->tree[i].has_code)
         b = i;
   if (b < 0)
-    pick_best_of_n(s, p);
+    kva_pick_best_of_n(s, p);
   else
     small_step(s, b, p);
 }
 
-static void pick_ada(struct search *s, struct pick *p) {
+void kva_pick_ada(struct kva_search *s, struct kva_pick *p) {
   const struct kv_run_llm_settings *a = &s->cfg->llm;
-  int at = kv_ada_select(s->tree, s->nn, a->c_explore);
-  int large = at < 0 || kv_ada_uniform(&s->rng) < a->p_large || s->tree[at].small >= a->small_limit;
+  int at = kva_ada_select(s->tree, s->nn, a->c_explore);
+  int large =
+      at < 0 || kva_ada_uniform(&s->rng) < a->p_large || s->tree[at].small >= a->small_limit;
   if (!large) {
     small_step(s, at, p);
     return;
@@ -388,19 +267,10 @@ static void pick_ada(struct search *s, struct pick *p) {
   p->kind = KV_PK_WRITE;
   p->action = "large";
   int max = a->pool_max < MAX_POOL ? a->pool_max : MAX_POOL;
-  p->npool = kv_ada_pool(s->tree, s->nn, max, &s->rng, p->pool);
+  p->npool = kva_ada_pool(s->tree, s->nn, max, &s->rng, p->pool);
 }
 
-static const struct {
-  const char *name;
-  void (*pick)(struct search *s, struct pick *p);
-} llm_strategies[] = {
-    {"greedy", pick_greedy},
-    {"best-of-n", pick_best_of_n},
-    {"ada", pick_ada},
-};
-
-static char *build_prompt(struct search *s, const struct pending *pd, enum kv_prompt_kind kind,
+static char *build_prompt(struct kva_search *s, const struct pending *pd, enum kv_prompt_kind kind,
                           const char *plan, char *err, size_t errlen) {
   struct kv_prompt_ctx c = {0};
   c.task = s->task;
@@ -456,8 +326,8 @@ static char *build_prompt(struct search *s, const struct pending *pd, enum kv_pr
   return text;
 }
 
-static int submit(struct search *s, struct pending *pd, enum kv_prompt_kind kind, const char *role,
-                  char *err, size_t errlen) {
+static int submit(struct kva_search *s, struct pending *pd, enum kv_prompt_kind kind,
+                  const char *role, char *err, size_t errlen) {
   char *text = build_prompt(s, pd, kind, pd->plan, err, errlen);
   if (!text)
     return -1;
@@ -475,7 +345,7 @@ static int submit(struct search *s, struct pending *pd, enum kv_prompt_kind kind
   return rc;
 }
 
-static void progress(struct search *s, const char *verdict, const char *what) {
+static void progress(struct kva_search *s, const char *verdict, const char *what) {
   struct kv_llm_spend sp;
   kv_llm_spent(s->llm, &sp);
   s->pr.usd = sp.usd;
@@ -494,7 +364,7 @@ static void progress(struct search *s, const char *verdict, const char *what) {
 /* Online attribution: the step's players (kevo/attrib.h), and on a
  * randomised step what each player's block adds to the prompt; both go into
  * the node's params. */
-static void attr_step(struct search *s, struct pending *pd) {
+static void attr_step(struct kva_search *s, struct pending *pd) {
   unsigned base = s->cfg->llm.prompt_mask;
   pd->mask = base;
   if (!s->attr_on)
@@ -528,7 +398,7 @@ static void attr_step(struct search *s, struct pending *pd) {
 
 /* --skills on: a refine step of an accepted kernel becomes a skill step when
  * a matching skill was not applied on the parent's path. */
-static void skill_step(struct search *s, struct pending *pd) {
+static void skill_step(struct kva_search *s, struct pending *pd) {
   if (!s->h || !s->h->skill_pick || pd->kind != KV_PK_REFINE || pd->parent < 0)
     return;
   int64_t path[256];
@@ -548,9 +418,8 @@ static void skill_step(struct search *s, struct pending *pd) {
 }
 
 /* Proposes and submits one request; 1 when the budget refused it. */
-static int propose(struct search *s, void (*pick)(struct search *, struct pick *), char *err,
-                   size_t errlen) {
-  struct pick p = {.parent = -1};
+static int propose(struct kva_search *s, kva_pick_fn *pick, char *err, size_t errlen) {
+  struct kva_pick p = {.parent = -1};
   pick(s, &p);
   struct pending *pd = &s->pend[s->npend];
   memset(pd, 0, sizeof *pd);
@@ -573,7 +442,7 @@ static int propose(struct search *s, void (*pick)(struct search *, struct pick *
   int rc = pd->phase == 0 ? submit(s, pd, KV_PK_PLAN, "planner", err, errlen)
                           : submit(s, pd, p.kind, "coder", err, errlen);
   if (rc == KV_LLM_EBUDGET) {
-    s->stop_reason = KV_BUDGET_STOP;
+    s->stop_reason = KVA_BUDGET_STOP;
     return 1;
   }
   if (rc < 0)
@@ -583,14 +452,43 @@ static int propose(struct search *s, void (*pick)(struct search *, struct pick *
   return 0;
 }
 
-static void pending_drop(struct search *s, int k) {
+static void pending_drop(struct kva_search *s, int k) {
   free(s->pend[k].plan);
   free(s->pend[k].skill_card);
   s->pend[k] = s->pend[--s->npend];
 }
 
+/* A reply without code: the reply itself is the node's source; nothing to
+ * judge. */
+static int record_no_code(struct kva_search *s, const struct kv_node_record *node, const char *text,
+                          int64_t *node_id, char *err, size_t errlen) {
+  char hash[65];
+  size_t len = strlen(text);
+  kv_sha256_hex(text, len, hash);
+  struct kv_node_record nr = *node;
+  nr.source_hash = hash;
+  nr.verdict = "no_code";
+  nr.speedup = -1;
+  nr.reward = 0;
+  int rc = kv_store_put_source(s->st, hash, text, len, err, errlen);
+  if (rc == 0)
+    rc = kv_store_node_add(s->st, &nr, node_id, err, errlen);
+  return rc;
+}
+
+/* The memory of validity rules learns from a judged kernel: a failure's
+ * rules; an accepted kernel flags the rules it shows to be wrong. */
+static void learn_rules(struct kva_search *s, const struct kv_gate_result *r, const char *code,
+                        int64_t eval_id, int64_t node_id) {
+  if (r->verdict != KV_V_OK)
+    kv_rules_learn(s->st, s->task, s->prompts, r, code, s->g->surface, eval_id,
+                   s->cfg->llm.rules_llm ? s->llm : NULL, s->run_id, node_id, NULL, 0);
+  else
+    kv_rules_check_accepted(s->st, code, s->g->surface, eval_id, s->task->name, NULL, NULL, 0);
+}
+
 /* A coder's reply: judge its kernel and record the node. */
-static int judge(struct search *s, struct pending *pd, const struct kv_llm_result *res,
+static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_result *res,
                  struct kv_gate_result *r, char *err, size_t errlen) {
   struct kv_reply rp;
   char perr[256];
@@ -610,22 +508,12 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
   char *code = NULL;
   int64_t node_id = 0, eval_id = 0;
   if (!parsed) {
-    /* No code: the reply itself is the node's source; nothing to judge. */
-    char hash[65];
-    size_t len = strlen(res->text);
-    kv_sha256_hex(res->text, len, hash);
-    nr.source_hash = hash;
-    nr.verdict = "no_code";
-    nr.speedup = -1;
-    nr.reward = 0;
-    rc = kv_store_put_source(s->st, hash, res->text, len, err, errlen);
-    if (rc == 0)
-      rc = kv_store_node_add(s->st, &nr, &node_id, err, errlen);
+    rc = record_no_code(s, &nr, res->text, &node_id, err, errlen);
   } else {
     memset(r, 0, sizeof *r);
-    struct kv_step_out out = {0};
-    rc = kv__run_step_on(s->h->exec, s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code),
-                         s->g, r, 1, &out, err, errlen);
+    struct kva_step_out out = {0};
+    rc = kva_step(s->h->exec, s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code), s->g, r, 1,
+                  &out, err, errlen);
     if (rc == 1) { /* no gate server could judge it: an unjudged node */
       rc = 0;
       node_id = out.node_id;
@@ -639,12 +527,7 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
       eval_id = out.eval_id;
       if (r->device[0])
         snprintf(s->device, sizeof s->device, "%s", r->device);
-      if (r->verdict != KV_V_OK)
-        kv_rules_learn(s->st, s->task, s->prompts, r, rp.code, s->g->surface, eval_id,
-                       s->cfg->llm.rules_llm ? s->llm : NULL, s->run_id, node_id, NULL, 0);
-      else /* an accepted kernel flags the rules it shows to be wrong */
-        kv_rules_check_accepted(s->st, rp.code, s->g->surface, eval_id, s->task->name, NULL, NULL,
-                                0);
+      learn_rules(s, r, rp.code, eval_id, node_id);
     }
     kv_gate_result_release(r);
   }
@@ -688,13 +571,13 @@ static int judge(struct search *s, struct pending *pd, const struct kv_llm_resul
   return 0;
 }
 
-static int on_result(struct search *s, int k, const struct kv_llm_result *res,
+static int on_result(struct kva_search *s, int k, const struct kv_llm_result *res,
                      struct kv_gate_result *r, char *err, size_t errlen) {
   struct pending *pd = &s->pend[k];
   if (res->code != KV_LLM_OK) {
     pending_drop(s, k);
     if (res->code == KV_LLM_EBUDGET) {
-      s->stop_reason = KV_BUDGET_STOP;
+      s->stop_reason = KVA_BUDGET_STOP;
       return 0;
     }
     if (++s->llm_failures >= MAX_LLM_FAILURES)
@@ -714,7 +597,7 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
     pd->phase = 1;
     int rc = submit(s, pd, pd->kind, "coder", err, errlen);
     if (rc == KV_LLM_EBUDGET) {
-      s->stop_reason = KV_BUDGET_STOP;
+      s->stop_reason = KVA_BUDGET_STOP;
       pending_drop(s, k);
       return 0;
     }
@@ -735,7 +618,7 @@ static int on_result(struct search *s, int k, const struct kv_llm_result *res,
 /* The compile pool: builds the kernels of several coder replies in parallel
  * into the gate's cache. Best effort: whatever fails here is judged (and
  * reported) by the gate afterwards. */
-static void prebuild(struct search *s, const struct kv_llm_result *done, int nd) {
+static void prebuild(struct kva_search *s, const struct kv_llm_result *done, int nd) {
   char cache[PATH_MAX - 64], dir[PATH_MAX - 32], paths[MAX_PENDING][PATH_MAX];
   const char *list[MAX_PENDING];
   int n = 0;
@@ -769,7 +652,7 @@ static void prebuild(struct search *s, const struct kv_llm_result *done, int nd)
 
 /* With an executor: the kernels of several coder replies go to its servers
  * at once; judge() takes each result in turn. Best effort, like prebuild. */
-static void prefetch(struct search *s, const struct kv_llm_result *done, int nd) {
+static void prefetch(struct kva_search *s, const struct kv_llm_result *done, int nd) {
   for (int d = 0; d < nd; d++) {
     int coder = 0;
     for (int i = 0; i < s->npend; i++)
@@ -779,12 +662,12 @@ static void prefetch(struct search *s, const struct kv_llm_result *done, int nd)
     if (!coder || done[d].code != KV_LLM_OK || !done[d].text ||
         kv_reply_parse(done[d].text, strlen(done[d].text), s->task->entry, &rp, NULL, 0) < 0)
       continue;
-    kv__run_prefetch(s->h->exec, s->task, rp.code, strlen(rp.code), s->g, NULL, 0);
+    kva_step_prefetch(s->h->exec, s->task, rp.code, strlen(rp.code), s->g, NULL, 0);
     kv_reply_release(&rp);
   }
 }
 
-static void search_free(struct search *s) {
+static void search_free(struct kva_search *s) {
   for (int i = 0; i < s->nn; i++) {
     free(s->nodes[i].code);
     feedback_free(s->nodes[i].fb);
@@ -801,7 +684,7 @@ static void search_free(struct search *s) {
 }
 
 /* Rebuilds the tree from the store's nodes (resume). */
-static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, char *err,
+static int load_nodes(struct kva_search *s, const struct kv_node_row *rows, int n, char *err,
                       size_t errlen) {
   s->attr.replay = 1;
   for (int i = 0; i < n; i++) {
@@ -850,35 +733,24 @@ static int load_nodes(struct search *s, const struct kv_node_row *rows, int n, c
   return 0;
 }
 
-int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
-                   const char *strategy, const struct kv_run_config *c,
-                   const struct kv_gate_opts *g, const struct kv_run_hooks *h,
-                   const struct kv_node_row *rows, int nrows, char *err, size_t errlen) {
-  void (*pick)(struct search *, struct pick *) = NULL;
-  for (size_t i = 0; i < KV_ARRAY_LEN(llm_strategies); i++)
-    if (!strcmp(llm_strategies[i].name, strategy))
-      pick = llm_strategies[i].pick;
-  if (!pick)
-    return kv_error(err, errlen, "--strategy %s: not an LLM strategy", strategy);
-  if (!h || !h->llm)
-    return kv_error(err, errlen,
-                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
-                    "--base-url) or use --strategy tune",
-                    strategy);
-  struct search s;
-  memset(&s, 0, sizeof s);
-  s.st = st;
-  s.task = t;
-  s.task_id = task_id;
-  s.run_id = run_id;
-  s.strategy = strategy;
-  s.cfg = c;
-  s.g = g;
-  s.h = h;
-  s.llm = h->llm;
-  s.rng = c->seed ^ 0x6b65766f61646121ull;
-  s.pr.run_id = run_id;
-  s.pr.steps = c->steps;
+/* A search of run_id before its prompts, reference and nodes are loaded
+ * (nrows: the nodes the store holds, which seed online attribution). */
+static void search_init(struct kva_search *s, struct kv_store *st, const struct kv_task *t,
+                        int64_t task_id, int64_t run_id, const struct kv_run_config *c,
+                        const struct kv_gate_opts *g, const struct kv_run_hooks *h, int nrows) {
+  memset(s, 0, sizeof *s);
+  s->st = st;
+  s->task = t;
+  s->task_id = task_id;
+  s->run_id = run_id;
+  s->strategy = c->strategy;
+  s->cfg = c;
+  s->g = g;
+  s->h = h;
+  s->llm = h->llm;
+  s->rng = c->seed ^ 0x6b65766f61646121ull;
+  s->pr.run_id = run_id;
+  s->pr.steps = c->steps;
   if (c->llm.attr_share > 0) {
     struct kv_attr_opts ao = {c->llm.attr_share, c->llm.attr_price, 0};
     /* static analysis exists on the cuda surface only: elsewhere it would be
@@ -886,9 +758,45 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
     unsigned players = c->llm.prompt_mask;
     if (!g->surface || strcmp(g->surface, "cuda"))
       players &= ~(1u << KV_PB_STATIC);
-    kv_attr_init(&s.attr, players, &ao, c->seed ^ (uint64_t)nrows);
-    s.attr_on = s.attr.n > 0;
+    kv_attr_init(&s->attr, players, &ao, c->seed ^ (uint64_t)nrows);
+    s->attr_on = s->attr.n > 0;
   }
+}
+
+/* Takes every reply that has arrived, compiles their kernels at once, then
+ * judges them one by one (timing needs the device to itself). 0 or -1. */
+static int take_replies(struct kva_search *s, struct kv_gate_result *r, char *err, size_t errlen) {
+  struct kv_llm_result done[MAX_PENDING];
+  int nd = 0, rc = 0;
+  while (nd < MAX_PENDING && kv_llm_complete(s->llm, 0, &done[nd]) == 1)
+    nd++;
+  if (nd > 1 && s->h->exec) /* judged at once by the executor's servers */
+    prefetch(s, done, nd);
+  else if (nd > 1)
+    prebuild(s, done, nd);
+  for (int d = 0; d < nd; d++) {
+    int k = -1;
+    for (int i = 0; i < s->npend; i++)
+      if (s->pend[i].handle == done[d].handle)
+        k = i;
+    if (k >= 0 && rc == 0 && !(s->h->stop && *s->h->stop))
+      rc = on_result(s, k, &done[d], r, err, errlen);
+    kv_llm_result_release(&done[d]);
+  }
+  return rc;
+}
+
+int kva_search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
+                   kva_pick_fn *pick, const struct kv_run_config *c, const struct kv_gate_opts *g,
+                   const struct kv_run_hooks *h, const struct kv_node_row *rows, int nrows,
+                   char *err, size_t errlen) {
+  if (!h || !h->llm)
+    return kv_error(err, errlen,
+                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
+                    "--base-url) or use --strategy tune",
+                    c->strategy);
+  struct kva_search s;
+  search_init(&s, st, t, task_id, run_id, c, g, h, nrows);
   int rc = kv_prompts_load(c->llm.prompt_dir, &s.prompts, err, errlen);
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (rc == 0 && !r)
@@ -924,25 +832,7 @@ int kv__search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
       rc = -1;
       break;
     }
-    /* Take every reply that has arrived, compile their kernels at once,
-     * then judge them one by one (timing needs the device to itself). */
-    struct kv_llm_result done[MAX_PENDING];
-    int nd = 0;
-    while (nd < MAX_PENDING && kv_llm_complete(s.llm, 0, &done[nd]) == 1)
-      nd++;
-    if (nd > 1 && h->exec) /* judged at once by the executor's servers */
-      prefetch(&s, done, nd);
-    else if (nd > 1)
-      prebuild(&s, done, nd);
-    for (int d = 0; d < nd; d++) {
-      int k = -1;
-      for (int i = 0; i < s.npend; i++)
-        if (s.pend[i].handle == done[d].handle)
-          k = i;
-      if (k >= 0 && rc == 0 && !(h->stop && *h->stop))
-        rc = on_result(&s, k, &done[d], r, err, errlen);
-      kv_llm_result_release(&done[d]);
-    }
+    rc = take_replies(&s, r, err, errlen);
   }
   if (s.stop_reason && rc == 0)
     progress(&s, s.pr.last_verdict ? s.pr.last_verdict : "-", s.pr.last_params);

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "agent.h"
+#include "internal.h"
 #include "kevo/adapt.h"
 #include "kevo/import.h"
 #include "kevo/llm.h"
@@ -1288,7 +1288,7 @@ int kv_synth_run(struct kv_store *s, struct kv_llm *llm, const struct kv_synth_o
       free(prompt);
       if (code == KV_LLM_EBUDGET) {
         stop = 1;
-        snprintf(sum->stopped, sizeof sum->stopped, KV_BUDGET_STOP);
+        snprintf(sum->stopped, sizeof sum->stopped, KVA_BUDGET_STOP);
         break;
       }
       if (code != 0) {
@@ -1325,7 +1325,7 @@ int kv_synth_run(struct kv_store *s, struct kv_llm *llm, const struct kv_synth_o
         struct kv_synth_attempt_row *row = &sy->rows[i];
         if (res.code == KV_LLM_EBUDGET) {
           stop = 1;
-          snprintf(sum->stopped, sizeof sum->stopped, KV_BUDGET_STOP);
+          snprintf(sum->stopped, sizeof sum->stopped, KVA_BUDGET_STOP);
         } else if (res.code != KV_LLM_OK) {
           failures++;
           row->llm_call_id = res.call_id;

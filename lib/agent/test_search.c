@@ -12,24 +12,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "internal.h"
 #include "kevo/rules.h"
 
 static void test_rewards(void **state) {
   (void)state;
-  assert_true(kv_ada_reward(KV_V_COMPILE_ERROR, -1) == 0.0);
-  assert_true(kv_ada_reward(-1, -1) == 0.0); /* no code */
-  assert_true(fabs(kv_ada_reward(KV_V_WRONG_OUTPUT, -1) - 0.05) < 1e-12);
-  assert_true(fabs(kv_ada_reward(KV_V_CRASH, -1) - 0.05) < 1e-12);
-  assert_true(fabs(kv_ada_reward(KV_V_OK, 1.0) - 1.0) < 1e-12);
-  assert_true(fabs(kv_ada_reward(KV_V_OK, -1) - 1.0) < 1e-12); /* untimed */
-  assert_true(fabs(kv_ada_reward(KV_V_OK, 0.01) - 0.4) < 1e-12);
-  assert_true(fabs(kv_ada_reward(KV_V_OK, 0.25) - 0.4) < 1e-12);
-  assert_true(fabs(kv_ada_reward(KV_V_OK, 4) - 1.6) < 1e-12);
-  assert_true(fabs(kv_ada_reward(KV_V_OK, 100) - 1.6) < 1e-12);
+  assert_true(kva_ada_reward(KV_V_COMPILE_ERROR, -1) == 0.0);
+  assert_true(kva_ada_reward(-1, -1) == 0.0); /* no code */
+  assert_true(fabs(kva_ada_reward(KV_V_WRONG_OUTPUT, -1) - 0.05) < 1e-12);
+  assert_true(fabs(kva_ada_reward(KV_V_CRASH, -1) - 0.05) < 1e-12);
+  assert_true(fabs(kva_ada_reward(KV_V_OK, 1.0) - 1.0) < 1e-12);
+  assert_true(fabs(kva_ada_reward(KV_V_OK, -1) - 1.0) < 1e-12); /* untimed */
+  assert_true(fabs(kva_ada_reward(KV_V_OK, 0.01) - 0.4) < 1e-12);
+  assert_true(fabs(kva_ada_reward(KV_V_OK, 0.25) - 0.4) < 1e-12);
+  assert_true(fabs(kva_ada_reward(KV_V_OK, 4) - 1.6) < 1e-12);
+  assert_true(fabs(kva_ada_reward(KV_V_OK, 100) - 1.6) < 1e-12);
   double prev = 0;
   for (double s = 0.25; s <= 4.0; s *= 1.3) {
-    double r = kv_ada_reward(KV_V_OK, s);
+    double r = kva_ada_reward(KV_V_OK, s);
     assert_true(r > prev);
     prev = r;
   }
@@ -37,18 +37,18 @@ static void test_rewards(void **state) {
 
 static void test_ucb(void **state) {
   (void)state;
-  assert_true(isinf(kv_ada_ucb(0, 0, 10, 1.0)));
-  assert_true(fabs(kv_ada_ucb(3.0, 3, 1, 1.0) - 1.0) < 1e-12); /* ln 1 = 0 */
-  double u = kv_ada_ucb(2.0, 4, 20, 1.5);
+  assert_true(isinf(kva_ada_ucb(0, 0, 10, 1.0)));
+  assert_true(fabs(kva_ada_ucb(3.0, 3, 1, 1.0) - 1.0) < 1e-12); /* ln 1 = 0 */
+  double u = kva_ada_ucb(2.0, 4, 20, 1.5);
   assert_true(fabs(u - (0.5 + 1.5 * sqrt(log(20.0) / 4))) < 1e-12);
   /* Fewer visits, same mean: more exploration bonus. */
-  assert_true(kv_ada_ucb(1.0, 1, 20, 1.0) > kv_ada_ucb(10.0, 10, 20, 1.0));
+  assert_true(kva_ada_ucb(1.0, 1, 20, 1.0) > kva_ada_ucb(10.0, 10, 20, 1.0));
   /* No exploration: the mean decides. */
-  assert_true(kv_ada_ucb(1.5, 1, 20, 0) > kv_ada_ucb(10.0, 10, 20, 0));
+  assert_true(kva_ada_ucb(1.5, 1, 20, 0) > kva_ada_ucb(10.0, 10, 20, 0));
 }
 
 /* Builds nodes (parent, reward) and backpropagates each in order. */
-static void build(struct kv_ada_node *n, int count, const int *parent, const double *reward) {
+static void build(struct kva_ada_node *n, int count, const int *parent, const double *reward) {
   memset(n, 0, (size_t)count * sizeof *n);
   for (int i = 0; i < count; i++) {
     n[i].parent = parent[i];
@@ -56,13 +56,13 @@ static void build(struct kv_ada_node *n, int count, const int *parent, const dou
     n[i].small = parent[i] < 0 ? 0 : n[parent[i]].small + 1;
     n[i].has_code = 1;
     n[i].reward = reward[i];
-    kv_ada_backprop(n, i);
+    kva_ada_backprop(n, i);
   }
 }
 
 static void test_backprop_and_select(void **state) {
   (void)state;
-  struct kv_ada_node n[6];
+  struct kva_ada_node n[6];
   /* Two chains: 0 -> 1 -> 2 (good), 3 -> 4 (bad), plus 5 under 3. */
   int parent[6] = {-1, 0, 1, -1, 3, 3};
   double reward[6] = {1.0, 1.2, 1.5, 0.05, 0.0, 0.05};
@@ -73,22 +73,22 @@ static void test_backprop_and_select(void **state) {
   assert_int_equal(n[2].chain, 0);
   assert_int_equal(n[2].small, 2);
   /* Without exploration the search walks the good chain to its best leaf. */
-  assert_int_equal(kv_ada_select(n, 6, 0.0), 2);
+  assert_int_equal(kva_ada_select(n, 6, 0.0), 2);
   /* An unvisited root is tried first. */
-  struct kv_ada_node m[7];
+  struct kva_ada_node m[7];
   memcpy(m, n, sizeof n);
-  m[6] = (struct kv_ada_node){.parent = -1, .chain = 6, .has_code = 1, .reward = 0.05};
-  assert_int_equal(kv_ada_select(m, 7, 1.0), 6);
+  m[6] = (struct kva_ada_node){.parent = -1, .chain = 6, .has_code = 1, .reward = 0.05};
+  assert_int_equal(kva_ada_select(m, 7, 1.0), 6);
   /* Nodes without code are never selected; nothing with code: -1. */
   for (int i = 0; i < 6; i++)
     n[i].has_code = 0;
-  assert_int_equal(kv_ada_select(n, 6, 1.0), -1);
-  assert_int_equal(kv_ada_select(n, 0, 1.0), -1);
+  assert_int_equal(kva_ada_select(n, 6, 1.0), -1);
+  assert_int_equal(kva_ada_select(n, 0, 1.0), -1);
 }
 
 static void test_pool(void **state) {
   (void)state;
-  struct kv_ada_node n[7];
+  struct kva_ada_node n[7];
   int parent[7] = {-1, 0, 0, -1, 3, -1, -1};
   double reward[7] = {1.0, 1.6, 0.05, 0.4, 0.05, 0.0, 1.2};
   build(n, 7, parent, reward);
@@ -97,7 +97,7 @@ static void test_pool(void **state) {
   int hits[7] = {0}, chains_seen[7] = {0};
   for (int trial = 0; trial < 2000; trial++) {
     int out[8];
-    int k = kv_ada_pool(n, 7, 3, &rng, out);
+    int k = kva_ada_pool(n, 7, 3, &rng, out);
     assert_int_equal(k, 3); /* chains 0, 3, 6 have code */
     int per_chain[7] = {0};
     for (int i = 0; i < k; i++) {
@@ -115,9 +115,9 @@ static void test_pool(void **state) {
   assert_true(hits[0] > hits[2] * 5);
   /* Fewer chains than asked: one each. */
   int out[8];
-  assert_int_equal(kv_ada_pool(n, 7, 8, &rng, out), 3);
-  assert_int_equal(kv_ada_pool(n, 7, 2, &rng, out), 2);
-  assert_int_equal(kv_ada_pool(n, 0, 2, &rng, out), 0);
+  assert_int_equal(kva_ada_pool(n, 7, 8, &rng, out), 3);
+  assert_int_equal(kva_ada_pool(n, 7, 2, &rng, out), 2);
+  assert_int_equal(kva_ada_pool(n, 0, 2, &rng, out), 0);
 }
 
 static void test_rules_from_log_and_reply(void **state) {
