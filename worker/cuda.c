@@ -622,11 +622,6 @@ static int cuda_check(json_t *req) {
   int slot = (int)json_integer_value(json_object_get(req, "slot"));
   json_t *calls = json_object_get(req, "calls");
   int ret_inputs = json_is_true(json_object_get(req, "return_inputs"));
-  /* "sample": only that sample's elements come back (a timed call's
-   * validation). */
-  json_t *js = json_object_get(req, "sample");
-  int sampled = json_is_integer(js);
-  uint64_t sseed = (uint64_t)json_integer_value(js);
   if (!s || slot < 0 || slot >= KV_SLOTS || !slot_entry[slot] || !json_is_array(calls))
     return reply_error("bad CHECK request");
   char err[512];
@@ -634,9 +629,13 @@ static int cuda_check(json_t *req) {
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
   kv_sample_layout(task, nelem, snelem);
-  size_t per_call = kv_call_bytes(task, sampled ? snelem : nelem, ret_inputs);
-  size_t ncalls = json_array_size(calls);
-  size_t total = per_call * ncalls;
+  /* A call with "sample": only that sample's elements of it come back (a
+   * timed call's validation). */
+  size_t ncalls = json_array_size(calls), total = 0;
+  for (size_t c = 0; c < ncalls; c++)
+    total += kv_call_bytes(
+        task, json_is_integer(json_object_get(json_array_get(calls, c), "sample")) ? snelem : nelem,
+        ret_inputs);
   uint8_t *blob = total > 0 ? malloc(total) : NULL;
   void *hin[KV_MAX_PARAMS] = {0};
   CUdeviceptr d[KV_MAX_PARAMS] = {0};
@@ -672,6 +671,9 @@ static int cuda_check(json_t *req) {
     json_t *call = json_array_get(calls, c);
     uint64_t seed = (uint64_t)json_integer_value(json_object_get(call, "seed"));
     int poison = (int)json_integer_value(json_object_get(call, "poison"));
+    json_t *js = json_object_get(call, "sample");
+    int sampled = json_is_integer(js);
+    uint64_t sseed = (uint64_t)json_integer_value(js);
     /* The same device addresses for every call of the job: new contents only. */
     /* On the device when kevo's generator is there (the same bytes), else
      * on the host and copied. */

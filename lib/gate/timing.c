@@ -49,6 +49,8 @@
  * (plus noise) is interference. */
 #define INTERFERENCE_TOL 0.10
 #define TARGET_VALIDATIONS 6
+#define MAX_PENDING 32 /* validated calls awaiting the reference's answers */
+#define PENDING_JOB 8  /* calls per reference job judging them */
 
 enum { SIDE_CAND, SIDE_REF, SIDE_BASE, SIDE_EMPTY, SIDE_ALONE, SIDE_EMPTY_ALONE, NSIDES };
 static const char *const side_names[NSIDES] = {"candidate",       "reference",
@@ -189,6 +191,14 @@ struct timing {
   int threads;
   int rw_filled;     /* calls of the clean worker's shared memory filled so far */
   double validate_s; /* spent validating timed calls */
+  /* cuda: validated calls whose reference answers are still to come (one
+   * job for all of them once the loop is over, judge_pending) */
+  struct pending {
+    int c, poison;
+    uint64_t seed, sseed;
+    uint8_t *got; /* the candidate's sample: outputs, then inputs */
+  } pend[MAX_PENDING];
+  int npend;
 };
 
 /* cpu: call c's buffers in a worker's shared memory. */
@@ -378,72 +388,126 @@ static enum kv_call_status reference_on(struct timing *tm, int c, uint64_t seed,
   return st;
 }
 
-/* cuda: the reference's outputs (and with `inputs` its inputs) for seed on
- * the bench size, sample sseed of them (kevo/runtime.h) in *exp. A torch
- * reference's worker gives the whole call; the sample is taken here. */
-static enum kv_call_status reference_sampled(struct timing *tm, uint64_t seed, int poison,
-                                             int inputs, uint64_t sseed, size_t cb, double deadline,
-                                             uint8_t **exp) {
+/* A torch reference: its outputs (and with `inputs` its inputs) for seed on
+ * the bench size, whole from its worker, sample sseed of them taken here
+ * (kevo/runtime.h) into *exp. */
+static enum kv_call_status reference_torch(struct timing *tm, uint64_t seed, int poison, int inputs,
+                                           uint64_t sseed, size_t cb, double deadline,
+                                           uint8_t **exp) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
-  if (s->torch) {
-    uint8_t *whole = NULL;
-    enum kv_call_status st = kv_run_check(&s->rw, 0, "bench", tm->index, &seed, &poison, 1, inputs,
-                                          kv_call_bytes(t, tm->nelem, inputs), deadline, &whole,
-                                          NULL, tm->d, sizeof tm->d);
-    if (st != KV_CALL_OK)
-      return st;
-    void *bufs[KV_MAX_PARAMS] = {0};
-    size_t o = 0;
-    for (int pass = 0; pass < 2; pass++)
-      for (int p = 0; p < t->nparams; p++) {
-        enum kv_role r = t->params[p].role;
-        if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
-          bufs[p] = whole + o;
-          o += kv_param_bytes(t, p, tm->nelem);
-        }
-      }
-    *exp = malloc(cb ? cb : 1);
-    if (!*exp || kv_pack_sample(t, tm->nelem, bufs, inputs, sseed, *exp) < 0) {
-      free(*exp);
-      *exp = NULL;
-      st = KV_CALL_ERROR;
-      snprintf(tm->d, sizeof tm->d, "out of memory");
-    }
-    free(whole);
+  uint8_t *whole = NULL;
+  enum kv_call_status st = kv_run_check(&s->rw, 0, "bench", tm->index, &seed, &poison, 1, inputs,
+                                        kv_call_bytes(t, tm->nelem, inputs), deadline, &whole, NULL,
+                                        tm->d, sizeof tm->d);
+  if (st != KV_CALL_OK)
     return st;
+  void *bufs[KV_MAX_PARAMS] = {0};
+  size_t o = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int p = 0; p < t->nparams; p++) {
+      enum kv_role r = t->params[p].role;
+      if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
+        bufs[p] = whole + o;
+        o += kv_param_bytes(t, p, tm->nelem);
+      }
+    }
+  *exp = malloc(cb ? cb : 1);
+  if (!*exp || kv_pack_sample(t, tm->nelem, bufs, inputs, sseed, *exp) < 0) {
+    free(*exp);
+    *exp = NULL;
+    st = KV_CALL_ERROR;
+    snprintf(tm->d, sizeof tm->d, "out of memory");
   }
-  json_t *req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b,s:I}", "slot", 0, "set", "bench", "index",
-                          tm->index, "calls", "seed", (json_int_t)seed, "poison", poison,
-                          "return_inputs", inputs, "sample", (json_int_t)sseed),
-         *rep = NULL;
-  enum kv_call_status st =
-      kv_worker_call(&s->rw, KV_MSG_CHECK, req, deadline, &rep, exp, cb, tm->d, sizeof tm->d);
-  json_decref(req);
-  json_decref(rep);
+  free(whole);
   return st;
 }
 
-/* Fetches call c of the candidate's last phase and compares it with the
- * reference's outputs on the same fresh inputs (clean worker), on a sample
- * of each buffer's elements drawn now (kevo/runtime.h; cuda: gathered on the
- * device by both workers, cpu: from shared memory). Returns 0 with r's
- * verdict changed when it is wrong, -1 when kevo failed. */
+/* Judges a validated call: the candidate's sample (got: outputs, then
+ * inputs) against the reference's (exp, the same layout). */
+static void judge_sample(struct timing *tm, int c, uint64_t seed, uint64_t sseed, int poison,
+                         int inputs, const uint8_t *got, const uint8_t *exp) {
+  const struct kv_task *t = tm->s->t;
+  int64_t snelem[KV_MAX_PARAMS];
+  kv_sample_layout(t, tm->nelem, snelem);
+  size_t ob = kv_call_bytes(t, snelem, 0);
+  struct kv_sample_of smp = {tm->nelem, sseed};
+  struct kv_cmp cmp;
+  kv_judge_call(t, tm->ss, exp, got, inputs ? got + ob : NULL, inputs ? exp + ob : NULL, snelem,
+                seed, poison, &smp, &cmp);
+  if (cmp.verdict == KV_V_INPUT_MUTATED)
+    kv_set_verdict(tm->r, KV_V_INPUT_MUTATED, "timing at %s, timed call %d of a phase: %s",
+                   tm->r->timing.sizes, c, cmp.detail);
+  else if (cmp.verdict != KV_V_OK)
+    kv_set_verdict(tm->r, KV_V_STALE_OUTPUT,
+                   "a timed call (call %d of a phase, fresh inputs, drawn after the phase) did not "
+                   "compute the reference's answer, so results were cached, skipped or left "
+                   "unfinished while timed: %s",
+                   c, cmp.detail);
+}
+
+/* cuda: the reference's answers to the pending validated calls, PENDING_JOB
+ * calls to a job of the clean worker, each judged in turn (the first wrong
+ * one decides). Nothing of the candidate runs meanwhile. 0, or -1 when kevo
+ * failed. */
+static int judge_pending(struct timing *tm, double deadline, char *err, size_t errlen) {
+  const struct kv_task *t = tm->s->t;
+  int64_t snelem[KV_MAX_PARAMS];
+  kv_sample_layout(t, tm->nelem, snelem);
+  size_t cb = kv_call_bytes(t, snelem, 1);
+  int rc = 0;
+  only(tm, SIDE_REF);
+  for (int a = 0; a < tm->npend && rc == 0 && tm->r->verdict == KV_V_OK; a += PENDING_JOB) {
+    int n = tm->npend - a < PENDING_JOB ? tm->npend - a : PENDING_JOB;
+    json_t *calls = json_array();
+    for (int k = 0; k < n; k++) {
+      const struct pending *pd = &tm->pend[a + k];
+      json_array_append_new(calls,
+                            json_pack("{s:I,s:i,s:I}", "seed", (json_int_t)pd->seed, "poison",
+                                      pd->poison, "sample", (json_int_t)pd->sseed));
+    }
+    json_t *req = json_pack("{s:i,s:s,s:i,s:o,s:b}", "slot", 0, "set", "bench", "index", tm->index,
+                            "calls", calls, "return_inputs", 1),
+           *rep = NULL;
+    uint8_t *exp = NULL;
+    enum kv_call_status st = kv_worker_call(&tm->s->rw, KV_MSG_CHECK, req, deadline, &rep, &exp,
+                                            cb * (size_t)n, tm->d, sizeof tm->d);
+    json_decref(req);
+    json_decref(rep);
+    if (st != KV_CALL_OK)
+      rc = kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
+    for (int k = 0; k < n && rc == 0 && tm->r->verdict == KV_V_OK; k++) {
+      const struct pending *pd = &tm->pend[a + k];
+      judge_sample(tm, pd->c, pd->seed, pd->sseed, pd->poison, 1, pd->got, exp + cb * (size_t)k);
+    }
+    free(exp);
+  }
+  for (int k = 0; k < tm->npend; k++)
+    free(tm->pend[k].got);
+  tm->npend = 0;
+  return rc;
+}
+
+/* Validates call c of the candidate's last phase against the reference's
+ * answer on the same fresh inputs (clean worker), on a sample of each
+ * buffer's elements drawn now (kevo/runtime.h). cpu: outputs from shared
+ * memory (its inputs are compared whole by check_inputs), the reference's
+ * call at once. cuda: outputs and inputs gathered on the device by the
+ * candidate's worker now; the reference's answers later, for all validated
+ * calls at once (judge_pending), or at once for a torch reference. Returns 0
+ * with r's verdict changed when it is wrong, -1 when kevo failed. */
 static int validate_call(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
   uint64_t seed = tm->cand_seed + (uint64_t)c;
-  int poison = c & 1;
-  /* cpu: every call's inputs are compared in shared memory (check_inputs);
-   * cuda: the first validated call's inputs come back too (more would cost a
-   * transfer of every input per validation). */
-  int inputs = tm->cuda && tm->validated == 0;
+  /* cuda: the inputs' sample too (a torch reference's whole inputs travel:
+   * the first validated call's only). */
+  int poison = c & 1, inputs = tm->cuda && (!s->torch || tm->validated == 0);
   /* The sample's seed travels as JSON's 63-bit integer. */
   uint64_t sseed = kv_random_u64() >> 1;
   int64_t snelem[KV_MAX_PARAMS];
   kv_sample_layout(t, tm->nelem, snelem);
-  struct kv_sample_of smp = {tm->nelem, sseed};
-  size_t ob = kv_call_bytes(t, snelem, 0), cb = kv_call_bytes(t, snelem, inputs);
+  size_t cb = kv_call_bytes(t, snelem, inputs);
   uint8_t *got = NULL, *exp = NULL;
   enum kv_call_status st = KV_CALL_OK;
   if (!tm->cuda) {
@@ -473,6 +537,15 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
                    tm->d, tail);
     return 0;
   }
+  tm->validated++;
+  if (tm->cuda && !s->torch) {
+    if (tm->npend == MAX_PENDING && judge_pending(tm, deadline, err, errlen) < 0) {
+      free(got);
+      return -1;
+    }
+    tm->pend[tm->npend++] = (struct pending){c, poison, seed, sseed, got};
+    return 0;
+  }
   /* cpu: the call's guard zones, filled by fill_phase as the checks' are. */
   void *gbufs[KV_MAX_PARAMS];
   int gp, gb;
@@ -483,7 +556,6 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
       char gd[512];
       kv_guard_detail(t, gp, tm->nelem[gp], gb, gk, gd, sizeof gd);
       free(got);
-      tm->validated++;
       kv_set_verdict(tm->r,
                      t->params[gp].role == KV_ROLE_IN ? KV_V_INPUT_MUTATED : KV_V_WRONG_OUTPUT,
                      "timing at %s, timed call %d of a phase: %s", tm->r->timing.sizes, c, gd);
@@ -492,28 +564,16 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
   }
   only(tm, SIDE_REF);
   if (!tm->cuda)
-    st = reference_on(tm, c, seed, sseed, ob, deadline, &exp);
+    st = reference_on(tm, c, seed, sseed, kv_call_bytes(t, snelem, 0), deadline, &exp);
   else
-    st = reference_sampled(tm, seed, poison, inputs, sseed, cb, deadline, &exp);
+    st = reference_torch(tm, seed, poison, inputs, sseed, cb, deadline, &exp);
   if (st != KV_CALL_OK) {
     free(got);
     return kv_error(err, errlen, "the reference failed on the bench size: %s", tm->d);
   }
-  struct kv_cmp cmp;
-  kv_judge_call(t, tm->ss, exp, got, inputs ? got + ob : NULL, exp + ob, snelem, seed, poison, &smp,
-                &cmp);
+  judge_sample(tm, c, seed, sseed, poison, inputs, got, exp);
   free(exp);
   free(got);
-  tm->validated++;
-  if (cmp.verdict == KV_V_INPUT_MUTATED)
-    kv_set_verdict(tm->r, KV_V_INPUT_MUTATED, "timing at %s, timed call %d of a phase: %s",
-                   tm->r->timing.sizes, c, cmp.detail);
-  else if (cmp.verdict != KV_V_OK)
-    kv_set_verdict(tm->r, KV_V_STALE_OUTPUT,
-                   "a timed call (call %d of a phase, fresh inputs, drawn after the phase) did not "
-                   "compute the reference's answer, so results were cached, skipped or left "
-                   "unfinished while timed: %s",
-                   c, cmp.detail);
   return 0;
 }
 
@@ -995,6 +1055,16 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
       goto done;
     }
   }
+  /* cuda: the reference's answers to the validated calls. */
+  if (r->verdict == KV_V_OK && tm.npend) {
+    double tv = kv_now_s();
+    int jr = judge_pending(&tm, job * 6, err, errlen);
+    tm.validate_s += kv_now_s() - tv;
+    if (jr < 0) {
+      kevo_failed = 1;
+      goto done;
+    }
+  }
   if (r->verdict != KV_V_OK)
     goto done;
   P = rounds;
@@ -1033,6 +1103,8 @@ done:
   free(tm.pristine);
   free(tm.rratio);
   free(tm.rclock);
+  for (int k = 0; k < tm.npend; k++)
+    free(tm.pend[k].got);
   for (int i = 0; i < NSIDES; i++)
     side_free(&tm.sd[i]);
   return rc;
