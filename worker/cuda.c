@@ -326,35 +326,33 @@ static long dev_guard_changed(CUdeviceptr d, size_t b, uint64_t seed, int p) {
  * kernels are loaded, else picked from a whole copy. */
 static CUresult copy_back(CUdeviceptr d, int p, int64_t n, int sampled, uint64_t seed,
                           uint8_t *dst) {
-  static int64_t *idx;           /* host indices, KV_SAMPLE_ELEMS */
-  static CUdeviceptr didx, dout; /* device indices and gathered elements */
+  static CUdeviceptr dout; /* the gathered elements, KV_SAMPLE_ELEMS of 8 bytes */
   size_t sz = kv_dtype_size(task->params[p].dtype);
   int64_t k = sampled ? kv_sample_count(n) : n;
   if (k == n)
     return n ? cu.MemcpyDtoH(dst, d, (size_t)n * sz) : KV_CU_SUCCESS;
-  if (!idx && !(idx = malloc(KV_SAMPLE_ELEMS * sizeof *idx)))
-    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
-  kv_sample_indices(seed, p, n, idx);
   CUresult r;
   if (gen_state > 0) {
-    if (!didx && (r = cu.MemAlloc(&didx, KV_SAMPLE_ELEMS * sizeof *idx)) != KV_CU_SUCCESS)
-      return didx = 0, r;
     if (!dout && (r = cu.MemAlloc(&dout, KV_SAMPLE_ELEMS * 8)) != KV_CU_SUCCESS)
       return dout = 0, r;
-    if ((r = cu.MemcpyHtoDAsync(didx, idx, (size_t)k * sizeof *idx, stream)) != KV_CU_SUCCESS ||
-        (r = kv_cugen_gather(&cu, stream, d, didx, (size_t)k, (unsigned)sz, dout)) !=
+    if ((r = kv_cugen_gather(&cu, stream, d, seed, p, (uint64_t)n, (unsigned)sz, dout)) !=
             KV_CU_SUCCESS ||
         (r = cu.StreamSynchronize(stream)) != KV_CU_SUCCESS)
       return r;
     return cu.MemcpyDtoH(dst, dout, (size_t)k * sz);
   }
-  uint8_t *whole = malloc((size_t)n * sz);
-  if (!whole)
-    return 2;
+  int64_t *idx = malloc((size_t)k * sizeof *idx);
+  uint8_t *whole = idx ? malloc((size_t)n * sz) : NULL;
+  if (!whole) {
+    free(idx);
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  }
+  kv_sample_indices(seed, p, n, idx);
   if ((r = cu.MemcpyDtoH(whole, d, (size_t)n * sz)) == KV_CU_SUCCESS)
     for (int64_t i = 0; i < k; i++)
       memcpy(dst + (size_t)i * sz, whole + (size_t)idx[i] * sz, sz);
   free(whole);
+  free(idx);
   return r;
 }
 

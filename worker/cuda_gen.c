@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gen_core.h"
+#include "kevo/runtime.h"
 
 /* The kernels, by how they walk the sequence. */
 enum { K_F32_UNIFORM, K_H16_UNIFORM, K_NORMAL, K_ELEMS, K_GATHER, K_COUNT };
@@ -140,17 +141,18 @@ CUresult kv_cugen_fill_param(const struct kv_cu *cu, CUstream s, const struct kv
   return kv_cugen_fill_at(cu, s, pp->dtype, &pp->init, seed, (uint64_t)p, 0, dst, (size_t)nelem);
 }
 
-CUresult kv_cugen_gather(const struct kv_cu *cu, CUstream s, CUdeviceptr src, CUdeviceptr idx,
-                         size_t k, unsigned esize, CUdeviceptr dst) {
+CUresult kv_cugen_gather(const struct kv_cu *cu, CUstream s, CUdeviceptr src, uint64_t seed, int p,
+                         uint64_t n, unsigned esize, CUdeviceptr dst) {
   if (!ready || !cu || !cu->LaunchKernel)
     return KV_CU_ERROR_NOT_INITIALIZED;
   if (esize == 0 || esize > 8)
     return KV_CU_ERROR_INVALID_VALUE;
-  if (k == 0)
-    return KV_CU_SUCCESS;
-  uint64_t blocks = (k + THREADS - 1) / THREADS, count = k;
+  uint64_t k = n > KV_SAMPLE_ELEMS ? KV_SAMPLE_ELEMS : n;
+  if (k == 0 || k == n)
+    return k == 0 ? KV_CU_SUCCESS : KV_CU_ERROR_INVALID_VALUE; /* a whole buffer: copy it */
+  uint64_t blocks = (k + THREADS - 1) / THREADS;
   if (blocks > MAX_BLOCKS)
     blocks = MAX_BLOCKS;
-  void *args[] = {&src, &idx, &count, &esize, &dst};
+  void *args[] = {&src, &seed, &p, &n, &k, &esize, &dst};
   return cu->LaunchKernel(fn[K_GATHER], (unsigned)blocks, 1, 1, THREADS, 1, 1, 0, s, args, NULL);
 }

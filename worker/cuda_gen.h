@@ -42,10 +42,11 @@ CUresult kv_cugen_fill_at(const struct kv_cu *cu, CUstream s, enum kv_dtype d,
 CUresult kv_cugen_fill_param(const struct kv_cu *cu, CUstream s, const struct kv_task *t, int p,
                              int64_t nelem, CUdeviceptr dst, uint64_t seed);
 
-/* dst[i] = src[idx[i]] for i < k (idx: k int64 indices in device memory),
- * elements of esize bytes (1..8): a sampled validation's gather. Enqueued on
- * s; the returns of kv_cugen_fill_at. */
-CUresult kv_cugen_gather(const struct kv_cu *cu, CUstream s, CUdeviceptr src, CUdeviceptr idx,
-                         size_t k, unsigned esize, CUdeviceptr dst);
+/* The k = kv_sample_count(n) elements of sample `seed` of param p (n
+ * elements of esize bytes, 1..8, at src) into dst: a sampled validation's
+ * gather, the elements kv_sample_indices picks. Enqueued on s; the returns
+ * of kv_cugen_fill_at, KV_CU_ERROR_INVALID_VALUE when n needs no sample. */
+CUresult kv_cugen_gather(const struct kv_cu *cu, CUstream s, CUdeviceptr src, uint64_t seed, int p,
+                         uint64_t n, unsigned esize, CUdeviceptr dst);
 
 #endif

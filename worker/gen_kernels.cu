@@ -134,13 +134,14 @@ extern "C" __global__ void __launch_bounds__(256)
   }
 }
 
-/* Not the generator: the gather of a sampled validation (kv_sample_indices).
- * dst[i] = src[idx[i]] for i < k, elements of esize bytes (1, 2, 4 or 8). */
+/* Not the generator: the gather of a sampled validation. dst[s] =
+ * src[kvg_sample_index(seed, p, n, k, s)] for s < k < n, elements of esize
+ * bytes (1, 2, 4 or 8): the elements kv_sample_indices picks on the host. */
 extern "C" __global__ void __launch_bounds__(256)
-    kvg_gather(const unsigned char *src, const long long *idx, uint64_t k, unsigned esize,
-               unsigned char *dst) {
+    kvg_gather(const unsigned char *src, uint64_t seed, int p, uint64_t n, uint64_t k,
+               unsigned esize, unsigned char *dst) {
   KVG_GRID_LOOP(i, k) {
-    const unsigned char *s = src + (uint64_t)idx[i] * esize;
+    const unsigned char *s = src + kvg_sample_index(seed, p, n, k, i) * esize;
     unsigned char *d = dst + i * esize;
     switch (esize) {
     case 8:

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,43 +523,7 @@ int kv_worker_resume(struct kv_worker *w) {
   return kill(w->pid, SIGCONT);
 }
 
-/* Workers killed by kv_worker_stop_nowait and not yet reaped: reaped
- * without waiting whenever a worker starts or stops, and with waiting only
- * when the list is full. */
-#define REAP_LATER_MAX 64
-static pid_t reap_later[REAP_LATER_MAX];
-static int nreap_later;
-static pthread_mutex_t reap_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void reap_later_poll(pid_t add) {
-  pthread_mutex_lock(&reap_mu);
-  int k = 0;
-  for (int i = 0; i < nreap_later; i++)
-    if (waitpid(reap_later[i], NULL, WNOHANG) == 0)
-      reap_later[k++] = reap_later[i]; /* still dying */
-  nreap_later = k;
-  if (add > 0) {
-    if (nreap_later == REAP_LATER_MAX) {
-      waitpid(reap_later[0], NULL, 0);
-      memmove(reap_later, reap_later + 1, sizeof reap_later[0] * (REAP_LATER_MAX - 1));
-      nreap_later--;
-    }
-    reap_later[nreap_later++] = add;
-  }
-  pthread_mutex_unlock(&reap_mu);
-}
-
-static void worker_stop(struct kv_worker *w, int keep_output, int wait) {
-  reap_later_poll(0);
-  if (w->pid > 0 && !wait) {
-    /* Killed; its exit (a GPU context's teardown takes tens of ms) goes on
-     * off the caller's path. */
-    kill(-w->pid, SIGKILL);
-    kill(w->pid, SIGKILL);
-    reap_later_poll(w->pid);
-    w->pid = -1;
-    w->alive = 0;
-  }
+static void worker_stop(struct kv_worker *w, int keep_output) {
   if (w->pid > 0) {
     if (w->req_fd >= 0) {
       struct kv_frame_header h = {KV_WIRE_MAGIC, KV_MSG_QUIT, 0, 0, 0};
@@ -571,10 +534,8 @@ static void worker_stop(struct kv_worker *w, int keep_output, int wait) {
     }
     reap(w, 1);
   }
-  if (keep_output) {
-    drain(&w->out_fd, &w->out);
-    drain(&w->err_fd, &w->err);
-  }
+  drain(&w->out_fd, &w->out);
+  drain(&w->err_fd, &w->err);
   close_fd(&w->out_fd);
   close_fd(&w->err_fd);
   close_fd(&w->req_fd);
@@ -596,15 +557,11 @@ static void worker_stop(struct kv_worker *w, int keep_output, int wait) {
 }
 
 void kv_worker_stop(struct kv_worker *w) {
-  worker_stop(w, 0, 1);
+  worker_stop(w, 0);
 }
 
 void kv_worker_stop_keep_output(struct kv_worker *w) {
-  worker_stop(w, 1, 1);
-}
-
-void kv_worker_stop_nowait(struct kv_worker *w) {
-  worker_stop(w, 0, 0);
+  worker_stop(w, 1);
 }
 
 static enum kv_layer_state layer(json_t *hello, const char *k) {

@@ -88,15 +88,13 @@ void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r) {
   s->cw_up = 0;
 }
 
-/* The workers are killed, their exits (a GPU context's teardown each) left
- * to go on after the verdict. */
 void kv_session_release(struct kv_session *s) {
   if (s->rw_up)
-    kv_worker_stop_nowait(&s->rw);
+    kv_worker_stop(&s->rw);
   if (s->cw_up)
-    kv_worker_stop_nowait(&s->cw);
+    kv_worker_stop(&s->cw);
   if (s->ew_up)
-    kv_worker_stop_nowait(&s->ew);
+    kv_worker_stop(&s->ew);
   s->rw_up = s->cw_up = s->ew_up = 0;
 }
 

@@ -80,10 +80,6 @@ void kv_worker_stop(struct kv_worker *w);
 int kv_worker_pause(struct kv_worker *w);
 /* kv_worker_stop that leaves w->out and w->err for the caller to release. */
 void kv_worker_stop_keep_output(struct kv_worker *w);
-/* kv_worker_stop without waiting for the process to die (killed, reaped
- * later by this module): for a worker whose output and death no longer
- * matter. */
-void kv_worker_stop_nowait(struct kv_worker *w);
 int kv_worker_resume(struct kv_worker *w);
 /* Sizes the shared memfd to len bytes and seals its size (the worker must be
  * paused or trusted), mapping it here; the worker maps the same bytes. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kevo/util.h"
+#include "gen_core.h"
 
 int kv_is_output(enum kv_role r) {
   return r == KV_ROLE_OUT || r == KV_ROLE_INOUT;
@@ -165,8 +166,8 @@ static void *fill_main(void *arg) {
   }
 }
 
-#define FILL_CHUNK ((size_t)1 << 20) /* elements */
-#define FILL_MAX_CHUNKS 4096
+#define FILL_CHUNK ((size_t)1 << 16) /* elements */
+#define FILL_MAX_CHUNKS 65536
 #define FILL_MAX_THREADS 32
 
 void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
@@ -195,6 +196,8 @@ void kv_fill_inputs_mt(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAM
   }
   if (threads > FILL_MAX_THREADS)
     threads = FILL_MAX_THREADS;
+  if (threads > w.n)
+    threads = w.n;
   pthread_t th[FILL_MAX_THREADS];
   int started = 0;
   for (int i = 1; i < threads; i++)
@@ -436,16 +439,22 @@ int64_t kv_sample_count(int64_t n) {
 void kv_sample_indices(uint64_t seed, int p, int64_t n, int64_t *idx) {
   int64_t k = kv_sample_count(n);
   if (k == n) {
-    for (int64_t i = 0; i < n; i++)
-      idx[i] = i;
+    for (int64_t s = 0; s < n; s++)
+      idx[s] = s;
     return;
   }
-  /* Stratum s is [s*n/k, (s+1)*n/k), written so that no product overflows. */
-  int64_t q = n / k, r = n % k;
-  uint64_t st = seed ^ ((uint64_t)(p + 1) * 0xd6e8feb86659fd93ull);
-  for (int64_t s = 0; s < k; s++) {
-    int64_t lo = s * q + s * r / k, hi = (s + 1) * q + (s + 1) * r / k;
-    idx[s] = lo + (int64_t)(kv_splitmix64(&st) % (uint64_t)(hi - lo));
+  /* Stratum s starts at s*q + floor(s*r/k) (kvg_sample_index), walked here
+   * with the quotient and remainder of s*r by k carried along. */
+  uint64_t q = (uint64_t)n / (uint64_t)k, r = (uint64_t)n % (uint64_t)k, quot = 0, rem = 0, lo = 0;
+  for (uint64_t s = 0; s < (uint64_t)k; s++) {
+    rem += r;
+    if (rem >= (uint64_t)k) {
+      rem -= (uint64_t)k;
+      quot++;
+    }
+    uint64_t hi = (s + 1) * q + quot;
+    idx[s] = (int64_t)kvg_sample_pick(seed, p, s, lo, hi - lo);
+    lo = hi;
   }
 }
 

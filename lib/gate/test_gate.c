@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../lib/gate/internal.h"
+#include "../task/gen_core.h"
 #include "kevo/runtime.h"
 
 static const char *spec =
@@ -163,6 +164,18 @@ static void test_sample_catches_skipped_elements(void **state) {
   }
   kv_sample_indices(7, 1, n, b);
   assert_memory_equal(a, b, (size_t)k * sizeof *a);
+  /* The host's walk picks what the GPU's per-index arithmetic picks
+   * (gen_core.h), for counts just over the sample, odd ones, and past 2^33. */
+  const int64_t ns[] = {k + 1, n, 7 * k + k - 1, ((int64_t)1 << 33) + 12345};
+  for (size_t m = 0; m < sizeof ns / sizeof ns[0]; m++) {
+    kv_sample_indices(99 + m, 2, ns[m], b);
+    for (int64_t i = 0; i < k; i++)
+      if ((uint64_t)b[i] != kvg_sample_index(99 + m, 2, (uint64_t)ns[m], (uint64_t)k, (uint64_t)i))
+        fail_msg("n %lld: index %lld: the walk gives %lld, the formula %llu", (long long)ns[m],
+                 (long long)i, (long long)b[i],
+                 (unsigned long long)kvg_sample_index(99 + m, 2, (uint64_t)ns[m], (uint64_t)k,
+                                                      (uint64_t)i));
+  }
   kv_sample_indices(8, 1, n, b);
   assert_memory_not_equal(a, b, (size_t)k * sizeof *a);
   kv_sample_indices(7, 2, n, b);

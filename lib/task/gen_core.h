@@ -35,6 +35,27 @@
 
 #define KVG_GOLD 0x9e3779b97f4a7c15ULL
 
+/* The element of stratum s, [lo, lo + w), that sample `seed` of param p
+ * picks: splitmix64's s+1-th number from the param's state, scaled. */
+KVG_FN uint64_t kvg_sample_pick(uint64_t seed, int p, uint64_t s, uint64_t lo, uint64_t w) {
+  uint64_t z = (seed ^ ((uint64_t)(p + 1) * 0xd6e8feb86659fd93ULL)) + (s + 1) * KVG_GOLD;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return lo + (((z >> 32) * w) >> 32);
+}
+
+/* Index s (0 <= s < k < n) of sample `seed` of param p over n elements
+ * (kevo/runtime.h, kv_sample_indices, which walks the strata without
+ * dividing): the pick in stratum s, [s*n/k, (s+1)*n/k). Integer arithmetic
+ * only, so the host and the device gather the same elements. Strata are
+ * narrower than 2^32 elements (n < 2^50). */
+KVG_FN uint64_t kvg_sample_index(uint64_t seed, int p, uint64_t n, uint64_t k, uint64_t s) {
+  uint64_t q = n / k, r = n % k;
+  uint64_t lo = s * q + s * r / k, hi = (s + 1) * q + (s + 1) * r / k;
+  return kvg_sample_pick(seed, p, s, lo, hi - lo);
+}
+
 /* How a plan produces its elements. */
 enum kvg_mode {
   KVG_F32_UNIFORM, /* f32: two 24-bit draws per block */

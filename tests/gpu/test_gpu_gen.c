@@ -11,8 +11,8 @@
  *    printed (dtype, init, range, first differing index, both values).
  * 3. The gather of a sampled validation (kv_cugen_gather): for elements of
  *    1, 2, 4 and 8 bytes, a buffer of more than KV_SAMPLE_ELEMS elements
- *    gathered at kv_sample_indices on the device gives the elements the
- *    host picks from its own copy (kv_pack_sample).
+ *    gathered on the device (indices computed there) gives the elements
+ *    the host picks from its own copy (kv_pack_sample).
  * 2. Speed: GB/s of the device generator for a 256 MiB buffer of several
  *    dtypes and inits (f32 normal first), against the host's
  *    kv_fill_inputs_mt with every core for the f32 normal buffer (whose
@@ -405,11 +405,9 @@ static void test_gather(void **state) {
   const int64_t n = 3 * (int64_t)KV_SAMPLE_ELEMS + 4321, k = KV_SAMPLE_ELEMS;
   uint8_t *host = malloc((size_t)n * 8), *want = malloc((size_t)k * 8),
           *got = malloc((size_t)k * 8);
-  int64_t *idx = malloc((size_t)k * sizeof *idx);
-  assert_true(host && want && got && idx);
-  CUdeviceptr dsrc, didx, dout;
+  assert_true(host && want && got);
+  CUdeviceptr dsrc, dout;
   CK(cu.MemAlloc(&dsrc, (size_t)n * 8));
-  CK(cu.MemAlloc(&didx, (size_t)k * sizeof *idx));
   CK(cu.MemAlloc(&dout, (size_t)k * 8));
   for (size_t i = 0; i < (size_t)n * 8; i++)
     host[i] = (uint8_t)(i * 2654435761u >> 13);
@@ -427,10 +425,8 @@ static void test_gather(void **state) {
     void *bufs[KV_MAX_PARAMS] = {host};
     uint64_t seed = 0x5eed0000 + d;
     assert_int_equal(kv_pack_sample(t, nelem, bufs, 0, seed, want), 0);
-    kv_sample_indices(seed, 0, n, idx);
-    CK(cu.MemcpyHtoD(didx, idx, (size_t)k * sizeof *idx));
     memset(got, 0, (size_t)k * 8);
-    CK(kv_cugen_gather(&cu, stream, dsrc, didx, (size_t)k, sz, dout));
+    CK(kv_cugen_gather(&cu, stream, dsrc, seed, 0, (uint64_t)n, sz, dout));
     CK(cu.StreamSynchronize(stream));
     CK(cu.MemcpyDtoH(got, dout, (size_t)k * sz));
     int same = memcmp(want, got, (size_t)k * sz) == 0;
@@ -440,12 +436,10 @@ static void test_gather(void **state) {
     assert_true(same);
   }
   CK(cu.MemFree(dsrc));
-  CK(cu.MemFree(didx));
   CK(cu.MemFree(dout));
   free(host);
   free(want);
   free(got);
-  free(idx);
 }
 
 int main(void) {
