@@ -14,18 +14,7 @@
 #include <unistd.h>
 
 #include "../../lib/gate/internal.h"
-
-/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
- * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
-static const struct kv_gate_opts *env_opts(void) {
-  static struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
-  o.worker_path = getenv("KEVO_WORKER");
-  o.nvcc_path = getenv("KEVO_NVCC");
-  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
-  o.cache_dir = getenv("KEVO_CACHE_DIR");
-  return &o;
-}
+#include "env_opts.h"
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "env_opts.h"
 #include "kevo/gate.h"
 #include "kevo/task.h"
 #include "kevo/util.h"
@@ -76,11 +77,7 @@ static double now_s(void) {
 }
 
 static void opts(struct kv_gate_opts *o) {
-  kv_gate_opts_default(o);
-  o->worker_path = getenv("KEVO_WORKER"); /* the test environment's */
-  o->cache_dir = getenv("KEVO_CACHE_DIR");
-  o->nvcc_path = getenv("KEVO_NVCC");
-  o->cuda_arch = getenv("KEVO_CUDA_ARCH");
+  env_opts_fill(o);
   o->surface = "cuda";
   o->cache_dir = g.cache;
   o->time_budget_s = 0.3;

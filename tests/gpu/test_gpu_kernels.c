@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "env_opts.h"
 #include "kevo/gate.h"
 #include "kevo/task.h"
 
@@ -68,11 +69,7 @@ static int judge(const char *task_dir, const char *path, const char *label, unsi
   if (kv_task_load(dir, &t, err, sizeof err) != 0)
     fail_msg("%s", err);
   struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
-  o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
-  o.cache_dir = getenv("KEVO_CACHE_DIR");
-  o.nvcc_path = getenv("KEVO_NVCC");
-  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  env_opts_fill(&o);
   o.surface = "cuda";
   o.cache_dir = cache;
   o.time_budget_s = 0.3;

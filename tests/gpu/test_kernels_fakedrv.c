@@ -22,19 +22,8 @@
 #include <string.h>
 
 #include "../../lib/gate/internal.h"
+#include "env_opts.h"
 #include "../../lib/gate/nvrtc.h"
-
-/* The gate's options from the test environment (KEVO_WORKER, KEVO_NVCC,
- * KEVO_CUDA_ARCH, KEVO_CACHE_DIR): the library reads none of them itself. */
-static const struct kv_gate_opts *env_opts(void) {
-  static struct kv_gate_opts o;
-  kv_gate_opts_default(&o);
-  o.worker_path = getenv("KEVO_WORKER");
-  o.nvcc_path = getenv("KEVO_NVCC");
-  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
-  o.cache_dir = getenv("KEVO_CACHE_DIR");
-  return &o;
-}
 
 static int nvrtc_found(void) {
   char lib[PATH_MAX];
