@@ -100,6 +100,9 @@ struct kva_pick;
 typedef void kva_pick_fn(struct kva_search *s, struct kva_pick *p);
 kva_pick_fn kva_pick_greedy, kva_pick_best_of_n, kva_pick_ada;
 
+/* 0 when h has an LLM, else -1 with err naming the strategy and the fix. */
+int kva_need_llm(const struct kv_run_config *c, const struct kv_run_hooks *h, char *err,
+                 size_t errlen);
 /* Runs LLM strategy c->strategy, choosing with pick, until c->steps nodes,
  * a stop or the budget. `nodes` are what the store holds (resume) or the
  * starter's node or NULL; c the run's configuration. Sets the run's status. */

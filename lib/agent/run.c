@@ -571,11 +571,8 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
                        const struct strategy *strat, const struct kv_run_config *c,
                        const struct kv_gate_opts *g, const struct kv_run_hooks *h, int64_t *run_id,
                        char *err, size_t errlen) {
-  if (!h || !h->llm)
-    return kv_error(err, errlen,
-                    "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
-                    "--base-url) or use --strategy tune",
-                    c->strategy);
+  if (kva_need_llm(c, h, err, errlen) < 0)
+    return -1;
   int64_t task_id = 0;
   int rc = llm_run_create(st, t, c, g, h, &task_id, run_id, err, errlen);
   struct kv_node_row first = {0};

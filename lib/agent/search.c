@@ -786,15 +786,22 @@ static int take_replies(struct kva_search *s, struct kv_gate_result *r, char *er
   return rc;
 }
 
-int kva_search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
-                   kva_pick_fn *pick, const struct kv_run_config *c, const struct kv_gate_opts *g,
-                   const struct kv_run_hooks *h, const struct kv_node_row *rows, int nrows,
-                   char *err, size_t errlen) {
+int kva_need_llm(const struct kv_run_config *c, const struct kv_run_hooks *h, char *err,
+                 size_t errlen) {
   if (!h || !h->llm)
     return kv_error(err, errlen,
                     "--strategy %s needs an LLM: configure a model (kevo.json or --model, "
                     "--base-url) or use --strategy tune",
                     c->strategy);
+  return 0;
+}
+
+int kva_search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id, int64_t run_id,
+                   kva_pick_fn *pick, const struct kv_run_config *c, const struct kv_gate_opts *g,
+                   const struct kv_run_hooks *h, const struct kv_node_row *rows, int nrows,
+                   char *err, size_t errlen) {
+  if (kva_need_llm(c, h, err, errlen) < 0)
+    return -1;
   struct kva_search s;
   search_init(&s, st, t, task_id, run_id, c, g, h, nrows);
   int rc = kv_prompts_load(c->llm.prompt_dir, &s.prompts, err, errlen);
