@@ -49,7 +49,7 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
   memset(s, 0, sizeof(*s));
   s->t = t;
   s->o = o;
-  s->sf = kv_surface_find(o->surface);
+  s->sf = kv_surface_find(o->surface && *o->surface ? o->surface : NULL);
   if (!s->sf)
     return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,
                     kv_surface_names());
