@@ -1059,7 +1059,7 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
       json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
       json_object_set_new(tj, "speedup_vs_baseline", json_real(t->speedup_vs_baseline));
     }
-    if (!strcmp(r->surface, "cuda")) {
+    if (kv_surface_gpu(kv_surface_find(r->surface))) {
       json_object_set_new(tj, "timer",
                           json_pack("{s:s,s:s}", "candidate",
                                     t->cand_host_timer ? "host" : "events", "reference",
