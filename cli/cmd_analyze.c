@@ -13,6 +13,7 @@
 #include "kevo/llm.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 struct ui {
   double budget_usd;
@@ -300,7 +301,7 @@ int cmd_analyze(int argc, char **argv) {
   if (surface)
     g.surface = surface;
   struct kv_calib cal;
-  int cpu = strcmp(g.surface ? g.surface : "cpu", "cuda") != 0;
+  int cpu = !kv_surface_gpu(kv_surface_find(g.surface));
   if (!code && cpu && cli_calib(&cal, 0, 1) != 0)
     code = 2;
   if (cpu && !code)

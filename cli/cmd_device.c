@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kevo/surface.h"
 
 int cmd_device(int argc, char **argv) {
   int force = 0, json = 0;
@@ -20,10 +21,11 @@ int cmd_device(int argc, char **argv) {
     }
   }
   struct kv_calib c;
-  if (!strcmp(surface, "cuda")) {
+  const struct kv_surface *sf = kv_surface_find(surface);
+  if (kv_surface_gpu(sf)) {
     struct kv_gate_opts o;
     cli_gate_opts_default(&o);
-    o.surface = "cuda";
+    o.surface = kv_surface_name(sf);
     char err[2048];
     int measured = 0;
     if (!json)
@@ -42,8 +44,8 @@ int cmd_device(int argc, char **argv) {
              measured ? "(measured now)" : "(cached; --recalibrate measures again)");
     return 0;
   }
-  if (strcmp(surface, "cpu") != 0)
-    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda", surface);
+  if (!sf)
+    return cli_fail("--surface %s: not a surface; use one of %s", surface, kv_surface_names());
   if (cli_calib(&c, force, json) != 0)
     return 2;
   if (json)

@@ -12,6 +12,7 @@
 #include "kevo/run.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 /* kevo could not judge: the message on stderr, and with --json an object
  * on stdout too ({"verdict": null, "error": ...}), so that a script reading
@@ -35,8 +36,8 @@ static int eval_fail(int json, const char *fmt, ...) {
 
 /* "-": the candidate from stdin (at most 1 MiB), into DIR/stdin.c or .cu
  * under a fresh directory of the cache. 0, or -1 with err. */
-static int stdin_candidate(int cuda, char *path, size_t cap, char *dir, size_t dircap, char *err,
-                           size_t errlen) {
+static int stdin_candidate(const char *ext, char *path, size_t cap, char *dir, size_t dircap,
+                           char *err, size_t errlen) {
   char base[PATH_MAX];
   if (cli_cache_dir(base, sizeof base) < 0)
     return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
@@ -52,7 +53,7 @@ static int stdin_candidate(int cuda, char *path, size_t cap, char *dir, size_t d
       over = 1;
       break;
     }
-  snprintf(path, cap, "%s/stdin.%s", dir, cuda ? "cu" : "c");
+  snprintf(path, cap, "%s/stdin.%s", dir, ext);
   int rc = over     ? kv_error(err, errlen, "-: the candidate on stdin is over 1 MiB")
            : !b.len ? kv_error(err, errlen, "-: nothing on stdin; pipe the candidate's source in")
                     : kv_write_file(path, b.data ? b.data : "", b.len, err, errlen);
@@ -283,17 +284,19 @@ int cmd_eval(int argc, char **argv) {
     eval_fail(json, "eval: needs a task directory and a candidate file (- reads it from stdin)");
     return cli_usage("eval");
   }
-  int cuda = !strcmp(o.surface, "cuda");
-  if (strcmp(o.surface, "cpu") != 0 && !cuda)
-    return eval_fail(json, "--surface %s: not a surface; use --surface cpu or --surface cuda",
-                     o.surface);
+  const struct kv_surface *sf = kv_surface_find(o.surface);
+  if (!sf)
+    return eval_fail(json, "--surface %s: not a surface; use one of %s", o.surface,
+                     kv_surface_names());
+  int cuda = kv_surface_gpu(sf);
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
     return eval_fail(json, "%s", err);
   char spath[PATH_MAX], sdir[PATH_MAX] = "";
   if (!strcmp(pos[1], "-")) {
-    if (stdin_candidate(cuda, spath, sizeof spath, sdir, sizeof sdir, err, sizeof err) < 0) {
+    if (stdin_candidate(kv_surface_ext(sf), spath, sizeof spath, sdir, sizeof sdir, err,
+                        sizeof err) < 0) {
       kv_task_free(t);
       return eval_fail(json, "%s", err);
     }

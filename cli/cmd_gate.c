@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "kevo/serve.h"
+#include "kevo/surface.h"
 
 /* Ends the server's children (workers, compilers: each leads a process group
  * of its own, and a worker stopped while its evaluation waits for the device
@@ -97,8 +98,8 @@ int cmd_gate(int argc, char **argv) {
       o.idle_s = v;
     } else if (!strcmp(argv[i], "--surface") && i + 1 < argc) {
       surface = argv[++i];
-      if (strcmp(surface, "cpu") && strcmp(surface, "cuda")) {
-        cli_fail("gate serve: --surface %s: use cpu or cuda", surface);
+      if (!kv_surface_find(surface)) {
+        cli_fail("gate serve: --surface %s: use one of %s", surface, kv_surface_names());
         return 2;
       }
     } else {
@@ -128,10 +129,10 @@ int cmd_gate(int argc, char **argv) {
    * at all before it sends any; a host without a usable GPU refuses for good
    * (KV_EXEC_REFUSED), and the executor drops it at once. */
   char device[512] = "";
-  if (!strcmp(surface, "cuda")) {
+  if (kv_surface_gpu(kv_surface_find(surface))) {
     struct kv_gate_opts g;
     cli_gate_opts_default(&g);
-    g.surface = "cuda";
+    g.surface = surface;
     char host[256] = "?", e[1024];
     gethostname(host, sizeof host - 1);
     if (kv_gate_cuda_device(&g, device, sizeof device, e, sizeof e) < 0) {

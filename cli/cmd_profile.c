@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 static int devtool(int argc, char **argv, int profile) {
   const char *cmd = profile ? "profile" : "sanitize";
@@ -27,7 +28,7 @@ static int devtool(int argc, char **argv, int profile) {
       json = 1;
     else if (!profile && !strcmp(a, "--surface") && i + 1 < argc) {
       o.surface = argv[++i];
-      if (strcmp(o.surface, "cpu") && strcmp(o.surface, "cuda"))
+      if (!kv_surface_find(o.surface))
         return cli_fail("--surface %s: not a surface; use cpu (AddressSanitizer and "
                         "UndefinedBehaviorSanitizer) or cuda (compute-sanitizer)",
                         o.surface);
@@ -56,6 +57,7 @@ static int devtool(int argc, char **argv, int profile) {
     cli_fail("%s: needs a task directory and a candidate", cmd);
     return cli_usage(cmd);
   }
+  int gpu = kv_surface_gpu(kv_surface_find(o.surface));
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
@@ -63,7 +65,7 @@ static int devtool(int argc, char **argv, int profile) {
   if (access(pos[1], R_OK) != 0) {
     kv_task_free(t);
     return cli_fail("%s: cannot read the candidate; give the path of a %s file", pos[1],
-                    strcmp(o.surface, "cpu") ? "CUDA (.cu)" : "C");
+                    gpu ? "CUDA (.cu)" : "C");
   }
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (!r) {
@@ -73,9 +75,9 @@ static int devtool(int argc, char **argv, int profile) {
   if (!json)
     fprintf(stderr, "kevo %s: checking %s, then running it under %s (this takes a while)\n", cmd,
             pos[1],
-            profile                    ? "Nsight Compute"
-            : strcmp(o.surface, "cpu") ? "compute-sanitizer"
-                                       : "AddressSanitizer and UndefinedBehaviorSanitizer");
+            profile ? "Nsight Compute"
+            : gpu   ? "compute-sanitizer"
+                    : "AddressSanitizer and UndefinedBehaviorSanitizer");
   if (kv_gate_eval(t, pos[1], &o, r, err, sizeof err) < 0) {
     kv_gate_result_release(r);
     free(r);
@@ -115,8 +117,7 @@ static int devtool(int argc, char **argv, int profile) {
         printf("  sanitize not run (the candidate did not load)\n");
       } else {
         printf("  sanitize %.2f s (%s%s: %s; %d errors)\n", d->seconds,
-               strcmp(o.surface, "cpu") ? "compute-sanitizer " : "the C compiler's",
-               strcmp(o.surface, "cpu") ? kv_san_version(&o) : "",
+               gpu ? "compute-sanitizer " : "the C compiler's", gpu ? kv_san_version(&o) : "",
                d->tools[0] ? d->tools : "none ran", d->errors);
         kv_san_summary(d, line, 65536);
         printf("%s\n", line);

@@ -18,6 +18,7 @@
 #include "kevo/run.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 volatile sig_atomic_t cli_stop_flag;
 
@@ -386,9 +387,8 @@ int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json
     return cli_fail("--prompts %s: not a readable directory", r->c.llm.prompt_dir);
   /* Everything that can be checked is, before a run exists or a call is
    * made: the surface and the prompt templates (each {{variable}}). */
-  if (strcmp(r->g.surface, "cpu") && strcmp(r->g.surface, "cuda"))
-    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda",
-                    r->g.surface);
+  if (!kv_surface_find(r->g.surface))
+    return cli_fail("--surface %s: not a surface; use one of %s", r->g.surface, kv_surface_names());
   struct kv_prompts *pp = NULL;
   char perr[1024];
   if (kv_prompts_load(r->c.llm.prompt_dir, &pp, perr, sizeof perr) < 0)
@@ -415,7 +415,7 @@ int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json
                     "--api-key-env \"\")",
                     m->api_key_env, m->api_key_env, m->name[0] ? m->name : m->model);
   /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
-  if (strcmp(r->g.surface, "cuda") != 0) {
+  if (!kv_surface_gpu(kv_surface_find(r->g.surface))) {
     if (cli_calib(&r->cal, 0, 0) != 0)
       return 2;
     r->g.calib = &r->cal;
@@ -459,7 +459,7 @@ int cmd_run(int argc, char **argv) {
     cli_fail("run: needs a task directory");
     return cli_usage("run");
   }
-  int cuda = !strcmp(ra.g.surface, "cuda");
+  const char *ext = kv_surface_ext(kv_surface_find(ra.g.surface));
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)
@@ -474,7 +474,7 @@ int cmd_run(int argc, char **argv) {
   int code = cli_run_prepare(&ra, s, model_json, sizeof model_json);
   char spath[PATH_MAX];
   if (!code && !starter && kv_run_strategy_needs_llm(ra.c.strategy) != 1) {
-    snprintf(spath, sizeof spath, "%s/starter.%s", dir, cuda ? "cu" : "c");
+    snprintf(spath, sizeof spath, "%s/starter.%s", dir, ext);
     starter = spath;
   }
   if (!code && starter && access(starter, R_OK) != 0)
@@ -681,7 +681,7 @@ int cmd_resume(int argc, char **argv) {
     code = cli_fail("run %lld started with --skills on: %s", (long long)id,
                     tdir ? err : "its task directory is not recorded");
   struct kv_calib cal;
-  int cpu = strcmp(g.surface, "cuda") != 0;
+  int cpu = !kv_surface_gpu(kv_surface_find(g.surface));
   if (!code && cpu && cli_calib(&cal, 0, 0) != 0)
     code = 2;
   struct kv_exec *x = NULL;

@@ -11,6 +11,7 @@
 #include "kevo/skills.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 static void progress(void *ud, const char *line) {
   (void)ud;
@@ -87,9 +88,10 @@ static int lineage_extract(int argc, char **argv) {
     cli_fail("lineage extract: needs a task directory and an annotated expert kernel");
     return cli_usage("lineage");
   }
-  int cuda = !strcmp(g.surface, "cuda");
-  if (!cuda && strcmp(g.surface, "cpu"))
-    return cli_fail("--surface %s: not a surface; use cpu or cuda", g.surface);
+  const struct kv_surface *sf = kv_surface_find(g.surface);
+  if (!sf)
+    return cli_fail("--surface %s: not a surface; use one of %s", g.surface, kv_surface_names());
+  int cuda = kv_surface_gpu(sf);
   if (outfile && !cli_writable(outfile))
     return cli_fail("-o %s: cannot write there; give a writable path", outfile);
   char err[4096];
@@ -382,9 +384,10 @@ static int skills_match(struct kv_store *s, int argc, char **argv, int start) {
   if (npos < 1)
     return cli_usage("skills");
   char archbuf[64];
-  if (!arch && !strcmp(mo.surface, "cuda"))
+  int gpu = kv_surface_gpu(kv_surface_find(mo.surface));
+  if (!arch && gpu)
     arch = cli_env.cuda_arch;
-  if (!arch && !strcmp(mo.surface, "cuda"))
+  if (!arch && gpu)
     return cli_fail("skills match --surface cuda: name the GPU's architecture with --arch sm_90 "
                     "(or KEVO_CUDA_ARCH)");
   if (!arch) {
@@ -404,7 +407,7 @@ static int skills_match(struct kv_store *s, int argc, char **argv, int start) {
   }
   mo.candidate_src = cand;
   char rp[PATH_MAX];
-  snprintf(rp, sizeof rp, "%s/reference.%s", t->dir, strcmp(mo.surface, "cuda") ? "c" : "cu");
+  snprintf(rp, sizeof rp, "%s/reference.%s", t->dir, kv_surface_ext(kv_surface_find(mo.surface)));
   kv_read_file(rp, 64 * 1024, &ref, &len, err, sizeof err);
   struct kv_buf q;
   kv_buf_init(&q, 80 * 1024);
@@ -627,7 +630,7 @@ int cli_skill_pick(void *ud, const char *parent_code, const char *device, const 
   struct cli_skill_ctx *x = ud;
   char err[1024], arch[64];
   kv_rules_arch_of(x->surface, device, arch, sizeof arch);
-  if (!strcmp(x->surface, "cuda") && !arch[0] && cli_env.cuda_arch)
+  if (kv_surface_gpu(kv_surface_find(x->surface)) && !arch[0] && cli_env.cuda_arch)
     snprintf(arch, sizeof arch, "%s", cli_env.cuda_arch);
   json_t *cards = NULL;
   if (kv_skills_load(x->s, 0, &cards, err, sizeof err) != 0)

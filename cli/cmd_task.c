@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kevo/surface.h"
 
 /* kv_task_check's remarks that do not reject the task start "warning: ". */
 static int is_warning(const char *finding) {
@@ -44,8 +45,8 @@ int cmd_task(int argc, char **argv) {
     cli_fail("task check: needs a task directory");
     return cli_usage("task");
   }
-  if (strcmp(o.surface, "cpu") != 0 && strcmp(o.surface, "cuda") != 0)
-    return cli_fail("--surface %s: not a surface; use --surface cpu or --surface cuda", o.surface);
+  if (!kv_surface_find(o.surface))
+    return cli_fail("--surface %s: not a surface; use one of %s", o.surface, kv_surface_names());
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)

@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "kevo/llm.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 const double kv_bench_p[KV_BENCH_NP] = {0, 1, 1.5, 2};
 
@@ -308,8 +309,8 @@ static int take_result(struct kv_store *s, struct kv_bench_task_row *row, char *
 static const char *starter_of(const char *dir, const struct kv_bench_opts *o, char *buf, size_t cap,
                               int *missing) {
   *missing = 0;
-  int cuda = o->gate && o->gate->surface && !strcmp(o->gate->surface, "cuda");
-  snprintf(buf, cap, "%s/starter.%s", dir, cuda ? "cu" : "c");
+  snprintf(buf, cap, "%s/starter.%s", dir,
+           kv_surface_ext(kv_surface_find(o->gate ? o->gate->surface : NULL)));
   if (kv_path_exists(buf))
     return buf;
   if (kv_run_strategy_needs_llm(o->run.strategy) == 1)

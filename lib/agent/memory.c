@@ -13,6 +13,7 @@
 #include "kevo/llm.h"
 #include "kevo/rules.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 #define SOURCE_SCAN_MAX (1u << 20) /* a source longer than this is searched in its first MiB */
 #define EXPORT_EVIDENCE_MAX 2000   /* items per rule in an export; the rest fold into one */
@@ -692,9 +693,9 @@ static int import_rule(struct kv_store *st, json_t *r, size_t idx, const char *f
     return -1;
   if (!text)
     return kv_error(err, errlen, "%s: %s.text: missing; every rule needs its text", file, where);
-  if (surface && strcmp(surface, "cpu") && strcmp(surface, "cuda"))
-    return kv_error(err, errlen, "%s: %s.surface: '%s' is not a surface; use cpu, cuda or null",
-                    file, where, surface);
+  if (surface && !kv_surface_find(surface))
+    return kv_error(err, errlen, "%s: %s.surface: '%s' is not a surface; use one of %s or null",
+                    file, where, surface, kv_surface_names());
   json_t *prov = json_object_get(r, "provenance"), *aliases = json_object_get(r, "aliases");
   if (prov && !json_is_null(prov) &&
       (!json_is_array(prov) || json_array_size(prov) > IMPORT_EVIDENCE_MAX))

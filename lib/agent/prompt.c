@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "kevo/prompt.h"
+#include "kevo/surface.h"
 
 #define NTMPL (KV_PB_COUNT + KV_PK_COUNT + 1)
 #define TMPL_MAX (64u << 10)
@@ -356,15 +357,16 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
                          unsigned mask, struct kv_buf *out) {
   struct vars v = {0};
   const struct kv_gate_result *r = c->parent;
-  int cuda = c->surface && !strcmp(c->surface, "cuda");
-  const char *lang = cuda ? "cuda" : "c";
+  const struct kv_surface *sf = kv_surface_find(c->surface);
+  int cuda = kv_surface_gpu(sf);
+  const char *lang = kv_surface_lang_name(sf);
   char n1[64], n2[64], n3[64], n4[64], sizes[512], sig[4096];
   char *tmp = NULL, *tmp2 = NULL;
   struct kv_buf lb;
   kv_buf_init(&lb, 256u << 10);
   switch (b) {
   case KV_PB_TASK: {
-    if (kv_task_prototype(c->task, cuda ? KV_LANG_CUDA : KV_LANG_C, sig, sizeof sig) < 0)
+    if (kv_task_prototype(c->task, kv_surface_lang(sf), sig, sizeof sig) < 0)
       snprintf(sig, sizeof sig, "(the prototype is too long to show)\n");
     if (cuda) { /* the kernel-only form (kevo/launch.h), allowed wherever no host logic is needed */
       char names[512] = "";
@@ -664,8 +666,7 @@ char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsi
         !((c->summary_mask & (1u << i)) && render_summary(i, c, &b)))
       render_block(p, i, c, mask, &b);
   struct vars v = {0};
-  int cuda = c->surface && !strcmp(c->surface, "cuda");
-  var(&v, "lang", cuda ? "cuda" : "c");
+  var(&v, "lang", kv_surface_lang_name(kv_surface_find(c->surface)));
   var(&v, "entry", c->task->entry);
   render(p->text[KV_PB_COUNT + kind], &v, &b);
   if (b.truncated) {

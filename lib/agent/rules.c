@@ -9,6 +9,7 @@
 #include "kevo/prompt.h"
 #include "kevo/util.h"
 #include "kevo/rules.h"
+#include "kevo/surface.h"
 
 #define MAX_WORDS 96
 #define ACTIVE_MAX 32
@@ -191,7 +192,7 @@ void kv_rules_arch_of(const char *surface, const char *device, char *out, size_t
   if (!cap)
     return;
   out[0] = 0;
-  if (surface && !strcmp(surface, "cuda")) {
+  if (kv_surface_gpu(kv_surface_find(surface))) {
     for (const char *p = device ? strstr(device, "sm_") : NULL; p; p = strstr(p + 3, "sm_"))
       if (isdigit((unsigned char)p[3])) {
         size_t k = 3;

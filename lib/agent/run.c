@@ -16,6 +16,7 @@
 #include "kevo/run.h"
 #include "kevo/prompt.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 #include "internal.h"
 
 #define MAX_TUNABLES 8
@@ -359,7 +360,7 @@ static void prebuild_space(struct search *s, const struct kv_gate_opts *g) {
     char *src = variant_source(s, idx, &len);
     char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s/v%d.%s", dir, k,
-             g && g->surface && !strcmp(g->surface, "cuda") ? "cu" : "c");
+             kv_surface_ext(kv_surface_find(g ? g->surface : NULL)));
     if (src && kv_write_file(p, src, len, err, sizeof err) == 0 && (paths[made] = strdup(p)))
       made++;
     free(src);

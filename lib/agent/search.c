@@ -15,6 +15,7 @@
 #include "kevo/reply.h"
 #include "kevo/util.h"
 #include "kevo/rules.h"
+#include "kevo/surface.h"
 
 #define SOURCE_MAX (1 << 20)
 #define MAX_PENDING 64
@@ -628,7 +629,7 @@ static void prebuild(struct kva_search *s, const struct kv_llm_result *done, int
     return;
   if (kv_mkdtemp(cache, "pool", dir, sizeof dir, NULL, 0) < 0)
     return;
-  int cuda = s->g->surface && !strcmp(s->g->surface, "cuda");
+  const char *ext = kv_surface_ext(kv_surface_find(s->g->surface));
   for (int d = 0; d < nd; d++) {
     int coder = 0;
     for (int i = 0; i < s->npend; i++)
@@ -638,7 +639,7 @@ static void prebuild(struct kva_search *s, const struct kv_llm_result *done, int
     if (!coder || done[d].code != KV_LLM_OK || !done[d].text ||
         kv_reply_parse(done[d].text, strlen(done[d].text), s->task->entry, &rp, NULL, 0) < 0)
       continue;
-    snprintf(paths[n], sizeof paths[n], "%s/c%d.%s", dir, n, cuda ? "cu" : "c");
+    snprintf(paths[n], sizeof paths[n], "%s/c%d.%s", dir, n, ext);
     if (kv_write_file(paths[n], rp.code, strlen(rp.code), NULL, 0) == 0) {
       list[n] = paths[n];
       n++;
@@ -756,7 +757,7 @@ static void search_init(struct kva_search *s, struct kv_store *st, const struct 
     /* static analysis exists on the cuda surface only: elsewhere it would be
      * a player that never plays */
     unsigned players = c->llm.prompt_mask;
-    if (!g->surface || strcmp(g->surface, "cuda"))
+    if (!kv_surface_analyzed(kv_surface_find(g->surface)))
       players &= ~(1u << KV_PB_STATIC);
     kv_attr_init(&s->attr, players, &ao, c->seed ^ (uint64_t)nrows);
     s->attr_on = s->attr.n > 0;
@@ -810,8 +811,8 @@ int kva_search_llm(struct kv_store *st, const struct kv_task *t, int64_t task_id
     rc = kv_error(err, errlen, "out of memory");
   if (rc == 0) {
     char path[PATH_MAX];
-    int cuda = g->surface && !strcmp(g->surface, "cuda");
-    snprintf(path, sizeof path, "%s/reference.%s", t->dir, cuda ? "cu" : "c");
+    snprintf(path, sizeof path, "%s/reference.%s", t->dir,
+             kv_surface_ext(kv_surface_find(g->surface)));
     size_t len;
     if (kv_read_file(path, SOURCE_MAX, &s.reference, &len, NULL, 0) < 0)
       s.reference = NULL;

@@ -11,6 +11,7 @@
 #include "kevo/exec.h"
 #include "kevo/run.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 #include "internal.h"
 
 /* Records an evaluated source: the source, the evaluation (js: its result's
@@ -146,8 +147,7 @@ int kva_step(struct kv_exec *x, struct kv_store *st, const struct kv_task *t, in
     return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
   if (kv_mkdtemp(cache, "run", dir, sizeof dir, err, errlen) < 0)
     return -1;
-  int cuda = g->surface && !strcmp(g->surface, "cuda");
-  snprintf(path, sizeof path, "%s/candidate.%s", dir, cuda ? "cu" : "c");
+  snprintf(path, sizeof path, "%s/candidate.%s", dir, kv_surface_ext(kv_surface_find(g->surface)));
   int rc = kv_write_file(path, src, len, err, errlen);
   if (rc == 0)
     rc = kv_gate_eval(t, path, g, r, err, errlen);

@@ -15,6 +15,7 @@
 #include "kevo/rules.h"
 #include "kevo/run.h"
 #include "kevo/task.h"
+#include "kevo/surface.h"
 #include "kevo/util.h"
 
 #define MAX_HISTORY 8 /* as lib/agent/search.c */
@@ -245,7 +246,8 @@ static int load_run(struct an *a, char *err, size_t errlen) {
       rc = -1;
     if (rc == 0) {
       char path[PATH_MAX];
-      snprintf(path, sizeof path, "%s/reference.%s", dir, strcmp(a->surface, "cuda") ? "c" : "cu");
+      snprintf(path, sizeof path, "%s/reference.%s", dir,
+               kv_surface_ext(kv_surface_find(a->surface)));
       size_t len;
       if (kv_read_file(path, SOURCE_MAX, &a->reference, &len, NULL, 0) < 0)
         a->reference = NULL;
@@ -449,7 +451,7 @@ static int judge(struct an *a, const char *code, char hash[65], char *verdict, s
     cache[0] = 0;
   if (!cache[0] || kv_mkdtemp(cache, "analyze", dir, sizeof dir, err, errlen) < 0)
     return kv_error(err, errlen, "analyze: cannot make a scratch directory in the cache");
-  snprintf(path, sizeof path, "%s/candidate.%s", dir, strcmp(a->surface, "cuda") ? "c" : "cu");
+  snprintf(path, sizeof path, "%s/candidate.%s", dir, kv_surface_ext(kv_surface_find(a->surface)));
   struct kv_gate_result *r = calloc(1, sizeof *r);
   int rc = r ? kv_write_file(path, code, len, err, errlen) : kv_error(err, errlen, "no memory");
   struct kv_gate_opts g = *a->o->g;

@@ -24,6 +24,7 @@
 #include "kevo/serve.h"
 #include "kevo/util.h"
 #include "kevo/wire.h"
+#include "kevo/surface.h"
 
 extern char **environ;
 
@@ -258,8 +259,9 @@ static void env_scrubbed(struct server *s, int kevo_vars) {
 static int serve_args(struct kv_exec *x, struct server *s) {
   int rc = arg(s, "gate") | arg(s, "serve") | arg(s, "--stdio") | arg(s, "--idle") |
            arg(s, "%.0f", x->idle_s);
-  if (!strcmp(x->surface, "cuda"))
-    rc |= arg(s, "--surface") | arg(s, "cuda");
+  const struct kv_surface *sf = kv_surface_find(x->surface);
+  if (sf && sf != kv_surface_at(0)) /* the default goes unsaid */
+    rc |= arg(s, "--surface") | arg(s, "%s", kv_surface_name(sf));
   return rc;
 }
 
@@ -1274,7 +1276,8 @@ int kv_exec_submit(struct kv_exec *x, const struct kv_task *t, const char *src, 
   char h[65];
   kv_sha256_hex(src, len, h);
   /* content-addressed: the candidate is named by its hash */
-  snprintf(j->cand_name, sizeof j->cand_name, "cand-%.16s.%s", h, !strcmp(sf, "cuda") ? "cu" : "c");
+  snprintf(j->cand_name, sizeof j->cand_name, "cand-%.16s.%s", h,
+           kv_surface_ext(kv_surface_find(sf)));
   snprintf(j->surface, sizeof j->surface, "%s", sf);
   j->timing = g ? g->timing : 1;
   struct kv_gate_opts dflt;

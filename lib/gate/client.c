@@ -281,7 +281,7 @@ int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char
   }
   argv[a++] = "--scratch";
   argv[a++] = w->scratch;
-  int cuda = spec->surface && !strcmp(spec->surface, "cuda");
+  int cuda = kv_surface_gpu(kv_surface_find(spec->surface));
   if (spec->surface) {
     argv[a++] = "--surface";
     argv[a++] = (char *)spec->surface;

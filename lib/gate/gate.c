@@ -49,7 +49,7 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
   memset(s, 0, sizeof(*s));
   s->t = t;
   s->o = o;
-  s->sf = kv_surface_find(o->surface);
+  s->sf = kv_surface_find(o->surface && *o->surface ? o->surface : NULL);
   if (!s->sf)
     return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,
                     kv_surface_names());
@@ -1059,7 +1059,7 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
       json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
       json_object_set_new(tj, "speedup_vs_baseline", json_real(t->speedup_vs_baseline));
     }
-    if (!strcmp(r->surface, "cuda")) {
+    if (kv_surface_gpu(kv_surface_find(r->surface))) {
       json_object_set_new(tj, "timer",
                           json_pack("{s:s,s:s}", "candidate",
                                     t->cand_host_timer ? "host" : "events", "reference",

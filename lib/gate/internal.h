@@ -7,6 +7,7 @@
 
 #include "devlock.h"
 #include "kevo/gate.h"
+#include "kevo/surface.h"
 #include "kevo/util.h"
 
 /* ---- worker client (client.c) ---- */
@@ -243,6 +244,8 @@ void kv_build_pool(int (*build)(const struct kv_task *, const struct kv_gate_opt
 struct kv_surface {
   const char *name;      /* "cpu", "cuda" */
   enum kv_lang lang;     /* of the candidate, reference and prototype */
+  const char *ext;       /* of its sources, without the dot: "c", "cu" */
+  int gpu;               /* its candidates run on a GPU (kevo/surface.h) */
   const char *reference; /* the task's ground truth for this surface */
   const char *baseline;  /* also timed when the task has it; NULL: none */
   /* Before anything is compiled: the toolchain (and, for cuda, the
@@ -262,9 +265,7 @@ struct kv_surface {
   void (*analyze)(struct kv_build *b, const struct kv_gate_opts *o, const char *cache_dir,
                   double deadline_s);
 };
-const struct kv_surface *kv_surface_find(const char *name);
-/* "cpu, cuda" */
-const char *kv_surface_names(void);
+/* kv_surface_find, kv_surface_names and the rest: kevo/surface.h */
 
 /* ---- comparison (compare.c) ---- */
 struct kv_cmp {

@@ -45,14 +45,36 @@ static int cuda_policy(const struct kv_build *b, const struct kv_task *t, char *
 }
 
 static const struct kv_surface surfaces[] = {
-    {"cpu", KV_LANG_C, "reference.c", NULL, cpu_prepare, kv_build_c, cpu_policy, "cpu", 10, 0,
-     NULL},
-    {"cuda", KV_LANG_CUDA, "reference.cu", "baseline.cu", cuda_prepare, kv_build_cuda_code,
-     cuda_policy, "cuda", 30, 1, kv_sass_analyze_build},
+    {.name = "cpu",
+     .lang = KV_LANG_C,
+     .ext = "c",
+     .gpu = 0,
+     .reference = "reference.c",
+     .baseline = NULL,
+     .prepare = cpu_prepare,
+     .build = kv_build_c,
+     .policy = cpu_policy,
+     .worker_runtime = "cpu",
+     .worker_start_s = 10,
+     .device_in_worker = 0,
+     .analyze = NULL},
+    {.name = "cuda",
+     .lang = KV_LANG_CUDA,
+     .ext = "cu",
+     .gpu = 1,
+     .reference = "reference.cu",
+     .baseline = "baseline.cu",
+     .prepare = cuda_prepare,
+     .build = kv_build_cuda_code,
+     .policy = cuda_policy,
+     .worker_runtime = "cuda",
+     .worker_start_s = 30,
+     .device_in_worker = 1,
+     .analyze = kv_sass_analyze_build},
 };
 
 const struct kv_surface *kv_surface_find(const char *name) {
-  if (!name || !*name)
+  if (!name)
     return &surfaces[0];
   for (size_t i = 0; i < KV_ARRAY_LEN(surfaces); i++)
     if (!strcmp(surfaces[i].name, name))
@@ -60,6 +82,35 @@ const struct kv_surface *kv_surface_find(const char *name) {
   return NULL;
 }
 
+const struct kv_surface *kv_surface_at(size_t i) {
+  return i < KV_ARRAY_LEN(surfaces) ? &surfaces[i] : NULL;
+}
+
+/* test_gate checks that it lists the table's names, in its order. */
 const char *kv_surface_names(void) {
   return "cpu, cuda";
+}
+
+const char *kv_surface_name(const struct kv_surface *sf) {
+  return (sf ? sf : surfaces)->name;
+}
+
+enum kv_lang kv_surface_lang(const struct kv_surface *sf) {
+  return (sf ? sf : surfaces)->lang;
+}
+
+const char *kv_surface_lang_name(const struct kv_surface *sf) {
+  return kv_surface_lang(sf) == KV_LANG_CUDA ? "cuda" : "c";
+}
+
+const char *kv_surface_ext(const struct kv_surface *sf) {
+  return (sf ? sf : surfaces)->ext;
+}
+
+int kv_surface_gpu(const struct kv_surface *sf) {
+  return (sf ? sf : surfaces)->gpu;
+}
+
+int kv_surface_analyzed(const struct kv_surface *sf) {
+  return (sf ? sf : surfaces)->analyze != NULL;
 }

@@ -163,7 +163,7 @@ static void reordered_reference(const struct kv_task *t, const struct kv_gate_op
                                 const struct kv_surface *sf, const char *refsrc, const char *cache,
                                 const char *scratch, struct kv_worker *w, const struct sample *sm,
                                 int have, struct kv_task_report *r) {
-  if (strcmp(sf->name, "cpu") != 0 || have < 1 || strstr(kv_cc_version(), "clang"))
+  if (sf->lang != KV_LANG_C || have < 1 || strstr(kv_cc_version(), "clang"))
     return;
   char *text = NULL, dir[PATH_MAX], path[PATH_MAX + 16], e[512], d[1024];
   size_t len = 0;

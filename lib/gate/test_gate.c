@@ -35,6 +35,46 @@ static struct kv_task *load(void) {
   return t;
 }
 
+/* The table of surfaces is the one source: find, at, names and what each
+ * surface is agree with it. */
+static void test_surface_table(void **state) {
+  (void)state;
+  const struct kv_surface *cpu = kv_surface_find("cpu"), *cuda = kv_surface_find("cuda");
+  assert_non_null(cpu);
+  assert_non_null(cuda);
+  assert_ptr_equal(kv_surface_find(NULL), cpu);
+  assert_null(kv_surface_find("")); /* not a name; NULL is the default */
+  assert_null(kv_surface_find("CUDA"));
+  assert_null(kv_surface_find("rocm"));
+  assert_ptr_equal(kv_surface_at(0), cpu);
+  assert_ptr_equal(kv_surface_at(1), cuda);
+  assert_null(kv_surface_at(2));
+  char names[256] = "";
+  for (size_t i = 0; kv_surface_at(i); i++) {
+    const struct kv_surface *sf = kv_surface_at(i);
+    assert_ptr_equal(kv_surface_find(kv_surface_name(sf)), sf);
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+             kv_surface_name(sf));
+    /* a GPU surface is the one whose worker names the device */
+    assert_int_equal(kv_surface_gpu(sf), sf->device_in_worker);
+  }
+  assert_string_equal(kv_surface_names(), names);
+  assert_string_equal(kv_surface_ext(cpu), "c");
+  assert_string_equal(kv_surface_ext(cuda), "cu");
+  assert_int_equal(kv_surface_lang(cpu), KV_LANG_C);
+  assert_int_equal(kv_surface_lang(cuda), KV_LANG_CUDA);
+  assert_string_equal(kv_surface_lang_name(cpu), "c");
+  assert_string_equal(kv_surface_lang_name(cuda), "cuda");
+  assert_false(kv_surface_analyzed(cpu));
+  assert_true(kv_surface_analyzed(cuda));
+  assert_false(kv_surface_gpu(cpu));
+  assert_true(kv_surface_gpu(cuda));
+  /* NULL (an unknown name's lookup) answers as the default */
+  assert_string_equal(kv_surface_name(NULL), "cpu");
+  assert_string_equal(kv_surface_ext(NULL), "c");
+  assert_false(kv_surface_gpu(NULL));
+}
+
 static void test_close_rule(void **state) {
   (void)state;
   struct kv_task *t = load();
@@ -797,6 +837,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_own_names),
       cmocka_unit_test(test_worker_start_failure_leaks_nothing),
+      cmocka_unit_test(test_surface_table),
       cmocka_unit_test(test_close_rule),
       cmocka_unit_test(test_compare_names_first_failure),
       cmocka_unit_test(test_compare_large_in_chunks),

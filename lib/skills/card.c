@@ -8,6 +8,7 @@
 #include "kevo/skills.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 #define CI_METHOD                                                                                  \
   "percentile bootstrap (95%%, %d draws) of the geometric mean of simpler/richer medians "         \
@@ -290,8 +291,8 @@ int kv_skill_validate(const json_t *c, const char *where, char *err, size_t errl
       need(json_object_get(c, "scope"), "arch", JSON_STRING, w, "x86_64, sm_90, ...", err, errlen))
     return -1;
   const char *sf = json_string_value(json_object_get(json_object_get(c, "scope"), "surface"));
-  if (strcmp(sf, "cpu") && strcmp(sf, "cuda"))
-    return kv_error(err, errlen, "%s: surface: '%s'; use cpu or cuda", w, sf);
+  if (!kv_surface_find(sf))
+    return kv_error(err, errlen, "%s: surface: '%s'; use one of %s", w, sf, kv_surface_names());
   const char *stt = json_string_value(json_object_get(c, "status"));
   if (strcmp(stt, "admitted") && strcmp(stt, "rejected") && strcmp(stt, "unmeasured") &&
       strcmp(stt, "retired"))

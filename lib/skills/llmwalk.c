@@ -15,6 +15,7 @@
 #include "kevo/rules.h"
 #include "kevo/skills.h"
 #include "kevo/util.h"
+#include "kevo/surface.h"
 
 #define REPLY_CODE_MAX (1 << 20)
 
@@ -117,7 +118,7 @@ static char *deopt_prompt(const struct walk_prompts *wp, const struct kv_task *t
                           const char *surface, const char *cur, const struct kv_lineage *L,
                           int attempt, int attempts, const char *feedback) {
   char proto[8192], removed[2048] = "", na[16], nb[16], fb[1024] = "";
-  kv_task_prototype(t, strcmp(surface, "cuda") ? KV_LANG_C : KV_LANG_CUDA, proto, sizeof proto);
+  kv_task_prototype(t, kv_surface_lang(kv_surface_find(surface)), proto, sizeof proto);
   for (int i = 0; i < L->nsteps; i++)
     if (L->steps[i].accepted) {
       size_t u = strlen(removed);
@@ -132,7 +133,7 @@ static char *deopt_prompt(const struct walk_prompts *wp, const struct kv_task *t
                         "surface",  surface,
                         "summary",  t->summary ? t->summary : "",
                         "entry",    proto,
-                        "lang",     strcmp(surface, "cuda") ? "c" : "cuda",
+                        "lang",     kv_surface_lang_name(kv_surface_find(surface)),
                         "code",     cur,
                         "removed",  removed[0] ? removed : "none",
                         "attempt",  na,
@@ -147,7 +148,7 @@ static char *rederive_prompt(const struct walk_prompts *wp, const struct kv_task
   const char *vars[] = {"name",      t->name,
                         "surface",   surface,
                         "summary",   t->summary ? t->summary : "",
-                        "lang",      strcmp(surface, "cuda") ? "c" : "cuda",
+                        "lang",      kv_surface_lang_name(kv_surface_find(surface)),
                         "code",      simple,
                         "mechanism", m->name,
                         "intent",    m->intent,

@@ -255,7 +255,7 @@ static void test_cards_parse(void **state) {
   assert_int_equal(kv_skill_validate(c, "c", err, sizeof err), 0);
   json_object_set_new(json_object_get(c, "scope"), "surface", json_string("tpu"));
   assert_int_not_equal(kv_skill_validate(c, "c", err, sizeof err), 0);
-  assert_non_null(strstr(err, "use cpu or cuda"));
+  assert_non_null(strstr(err, "use one of cpu, cuda"));
   json_decref(c);
   json_decref(cards);
   free(text);
