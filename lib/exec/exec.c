@@ -88,7 +88,7 @@ struct server {
   double deadline; /* STARTING: the hello's; BUSY: the verdict's */
   char errtail[ERRTAIL];
   size_t errlen;
-  struct kv__hello hello;
+  struct kvx_hello hello;
   struct job *job;
   int jobs_done, task_sends;
   double busy_s, busy_since;
@@ -831,7 +831,7 @@ static void on_frame(struct kv_exec *x, struct server *s) {
   kv_frame_parser_init(&s->fp, 0);
   char e[1024];
   if (s->state == S_STARTING) {
-    if (hd.type != KV_GATE_HELLO || kv__exec_hello_parse(json, &s->hello, e, sizeof e) < 0) {
+    if (hd.type != KV_GATE_HELLO || kvx_hello_parse(json, &s->hello, e, sizeof e) < 0) {
       if (hd.type != KV_GATE_HELLO)
         snprintf(e, sizeof e, "its first frame is not a hello; is it a kevo gate server?");
       free(json);
@@ -857,7 +857,7 @@ static void on_frame(struct kv_exec *x, struct server *s) {
   }
   json_t *res = NULL;
   int need = 0;
-  int v = kv__exec_verdict_parse(json, j->id, &res, &need, e, sizeof e);
+  int v = kvx_verdict_parse(json, j->id, &res, &need, e, sizeof e);
   free(json);
   if (v < 0) {
     server_fault(x, s, e, 1);

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-struct kv__hello {
+struct kvx_hello {
   char version[64];
   long long protocol;
   char host[256];
@@ -17,12 +17,12 @@ struct kv__hello {
   pid_t pid;
 };
 /* A server's hello: 0, or -1 with err (not a hello, another protocol). */
-int kv__exec_hello_parse(const char *json, struct kv__hello *h, char *err, size_t errlen);
+int kvx_hello_parse(const char *json, struct kvx_hello *h, char *err, size_t errlen);
 /* A verdict frame for job want_id: 0 and *result (a reference the caller
  * drops); 1 when the server could not judge the job (error says why;
  * *need_task when it lacks the task's files); -1 when the frame is not a
  * verdict for this job (the channel is no longer trusted). */
-int kv__exec_verdict_parse(const char *json, const char *want_id, json_t **result, int *need_task,
-                           char *error, size_t errlen);
+int kvx_verdict_parse(const char *json, const char *want_id, json_t **result, int *need_task,
+                      char *error, size_t errlen);
 
 #endif

@@ -21,7 +21,7 @@ static void str_into(json_t *o, const char *key, char *out, size_t cap) {
   snprintf(out, cap, "%s", s ? s : "");
 }
 
-int kv__exec_hello_parse(const char *json, struct kv__hello *h, char *err, size_t errlen) {
+int kvx_hello_parse(const char *json, struct kvx_hello *h, char *err, size_t errlen) {
   memset(h, 0, sizeof *h);
   json_t *j = json_loads(json ? json : "", 0, NULL);
   if (!json_is_object(j)) {
@@ -48,8 +48,8 @@ int kv__exec_hello_parse(const char *json, struct kv__hello *h, char *err, size_
   return 0;
 }
 
-int kv__exec_verdict_parse(const char *json, const char *want_id, json_t **result, int *need_task,
-                           char *error, size_t errlen) {
+int kvx_verdict_parse(const char *json, const char *want_id, json_t **result, int *need_task,
+                      char *error, size_t errlen) {
   *result = NULL;
   *need_task = 0;
   json_t *j = json_loads(json ? json : "", 0, NULL);

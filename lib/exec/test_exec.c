@@ -135,9 +135,9 @@ static void test_result_parse(void **state) {
   kv_gate_result_release(&r);
   assert_int_equal(kv_gate_result_from_json("{\"verdict\": \"great\"}", &r, err, sizeof err), -1);
   assert_non_null(strstr(err, "same kevo version"));
-  struct kv__hello h;
-  assert_int_equal(
-      kv__exec_hello_parse("{\"kevo\": \"9.9\", \"protocol\": 99}", &h, err, sizeof err), -1);
+  struct kvx_hello h;
+  assert_int_equal(kvx_hello_parse("{\"kevo\": \"9.9\", \"protocol\": 99}", &h, err, sizeof err),
+                   -1);
   assert_non_null(strstr(err, "protocol 99"));
 }
 

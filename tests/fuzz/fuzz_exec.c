@@ -38,15 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   }
   case 1: {
-    struct kv__hello h;
-    if (kv__exec_hello_parse(text, &h, err, sizeof err) == 0 && h.protocol != 1)
+    struct kvx_hello h;
+    if (kvx_hello_parse(text, &h, err, sizeof err) == 0 && h.protocol != 1)
       abort();
     break;
   }
   case 2: {
     json_t *res = NULL;
     int need = 0;
-    int v = kv__exec_verdict_parse(text, "j1", &res, &need, err, sizeof err);
+    int v = kvx_verdict_parse(text, "j1", &res, &need, err, sizeof err);
     if ((v == 0) != (res != NULL))
       abort();
     json_decref(res);
