@@ -245,7 +245,6 @@ struct kv_surface {
   const char *name;      /* "cpu", "cuda" */
   enum kv_lang lang;     /* of the candidate, reference and prototype */
   const char *ext;       /* of its sources, without the dot: "c", "cu" */
-  int gpu;               /* its candidates run on a GPU (kevo/surface.h) */
   const char *reference; /* the task's ground truth for this surface */
   const char *baseline;  /* also timed when the task has it; NULL: none */
   /* Before anything is compiled: the toolchain (and, for cuda, the

@@ -48,7 +48,6 @@ static const struct kv_surface surfaces[] = {
     {.name = "cpu",
      .lang = KV_LANG_C,
      .ext = "c",
-     .gpu = 0,
      .reference = "reference.c",
      .baseline = NULL,
      .prepare = cpu_prepare,
@@ -61,7 +60,6 @@ static const struct kv_surface surfaces[] = {
     {.name = "cuda",
      .lang = KV_LANG_CUDA,
      .ext = "cu",
-     .gpu = 1,
      .reference = "reference.cu",
      .baseline = "baseline.cu",
      .prepare = cuda_prepare,
@@ -108,7 +106,7 @@ const char *kv_surface_ext(const struct kv_surface *sf) {
 }
 
 int kv_surface_gpu(const struct kv_surface *sf) {
-  return (sf ? sf : surfaces)->gpu;
+  return (sf ? sf : surfaces)->device_in_worker; /* a GPU's worker measures it */
 }
 
 int kv_surface_analyzed(const struct kv_surface *sf) {
