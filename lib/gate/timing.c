@@ -175,6 +175,7 @@ struct timing {
   const struct kv_sizeset *ss;
   int index; /* of ss in the task's bench sizes */
   int64_t nelem[KV_MAX_PARAMS];
+  int64_t snelem[KV_MAX_PARAMS]; /* nelem as a validation's sample caps it */
   int cuda;
   struct side sd[NSIDES];
   char d[1024];
@@ -428,8 +429,7 @@ static enum kv_call_status reference_torch(struct timing *tm, uint64_t seed, int
 static void judge_sample(struct timing *tm, int c, uint64_t seed, uint64_t sseed, int poison,
                          int inputs, const uint8_t *got, const uint8_t *exp) {
   const struct kv_task *t = tm->s->t;
-  int64_t snelem[KV_MAX_PARAMS];
-  kv_sample_layout(t, tm->nelem, snelem);
+  const int64_t *snelem = tm->snelem;
   size_t ob = kv_call_bytes(t, snelem, 0);
   struct kv_sample_of smp = {tm->nelem, sseed};
   struct kv_cmp cmp;
@@ -452,8 +452,7 @@ static void judge_sample(struct timing *tm, int c, uint64_t seed, uint64_t sseed
  * failed. */
 static int judge_pending(struct timing *tm, double deadline, char *err, size_t errlen) {
   const struct kv_task *t = tm->s->t;
-  int64_t snelem[KV_MAX_PARAMS];
-  kv_sample_layout(t, tm->nelem, snelem);
+  const int64_t *snelem = tm->snelem;
   size_t cb = kv_call_bytes(t, snelem, 1);
   int rc = 0;
   only(tm, SIDE_REF);
@@ -505,8 +504,7 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
   int poison = c & 1, inputs = tm->cuda && (!s->torch || tm->validated == 0);
   /* The sample's seed travels as JSON's 63-bit integer. */
   uint64_t sseed = kv_random_u64() >> 1;
-  int64_t snelem[KV_MAX_PARAMS];
-  kv_sample_layout(t, tm->nelem, snelem);
+  const int64_t *snelem = tm->snelem;
   size_t cb = kv_call_bytes(t, snelem, inputs);
   uint8_t *got = NULL, *exp = NULL;
   enum kv_call_status st = KV_CALL_OK;
@@ -880,6 +878,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   kv_sizeset_format(t, tm.ss, r->timing.sizes, sizeof r->timing.sizes);
   if (kv_layout(t, tm.ss, tm.nelem, err, errlen) < 0)
     return -1;
+  kv_sample_layout(t, tm.nelem, tm.snelem);
   /* The baseline into the reference worker's slot 2, unless it is there
    * (a later bench size, or a reference worker kept warm). */
   char slot2[KV_SLOT_KEY];
@@ -978,9 +977,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   }
   /* About TARGET_VALIDATIONS checked calls (fewer for outputs of many
    * bytes: each one's sample travels and is compared). */
-  int64_t snelem[KV_MAX_PARAMS];
-  kv_sample_layout(t, tm.nelem, snelem);
-  double out_bytes = (double)kv_call_bytes(t, snelem, 0);
+  double out_bytes = (double)kv_call_bytes(t, tm.snelem, 0);
   double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(256u << 20) / (out_bytes + 1)));
   /* Adaptive: the rate gives about `want` by the fewest rounds; past them,
    * the fixed budget's rate (about `want` over the most rounds), so a loop
