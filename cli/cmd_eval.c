@@ -234,118 +234,162 @@ static void print_human(const struct kv_gate_result *r, struct shown *sh) {
   printf("verdict: %s%s%s\n", kv_verdict_name(r->verdict), r->detail[0] ? ": " : "", r->detail);
 }
 
+/* The result JSON on one line (JSON Lines, for several candidates). */
+static void print_line(const char *js) {
+  json_t *j = json_loads(js, 0, NULL);
+  char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  printf("%s\n", s ? s : js);
+  free(s);
+  json_decref(j);
+}
+
+/* Judges one candidate ("-": read from stdin), records and prints its
+ * verdict (json: the result; lines: on one line). 0 accepted, 1 rejected, 2
+ * kevo could not judge. */
+static int eval_one(const struct kv_task *t, const char *cand, struct kv_gate_opts *o, int json,
+                    int lines, const char *db) {
+  const struct kv_surface *sf = kv_surface_find(o->surface);
+  char err[4096], spath[PATH_MAX], sdir[PATH_MAX] = "";
+  if (!strcmp(cand, "-")) {
+    if (stdin_candidate(kv_surface_ext(sf), spath, sizeof spath, sdir, sizeof sdir, err,
+                        sizeof err) < 0)
+      return eval_fail(json, "%s", err);
+    cand = spath;
+  }
+  if (access(cand, R_OK) != 0)
+    return eval_fail(json, "%s: cannot read the candidate; give the path of a %s file", cand,
+                     kv_surface_gpu(sf) ? "CUDA (.cu)" : "C");
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  if (!r)
+    return cli_fail("out of memory");
+  struct shown shown = {.cand = cand};
+  if (!json) { /* each phase as it ends */
+    o->on_phase = on_phase;
+    o->phase_ud = &shown;
+  }
+  int code;
+  if (kv_gate_eval(t, cand, o, r, err, sizeof err) < 0) {
+    code = eval_fail(json, "%s", err);
+  } else {
+    char *js = kv_gate_result_json(r);
+    record(t, cand, db, r, js ? js : "{}");
+    if (json && lines)
+      print_line(js ? js : "{}");
+    else if (json)
+      printf("%s\n", js ? js : "{}");
+    else
+      print_human(r, &shown);
+    fflush(stdout);
+    code = r->verdict == KV_V_OK ? 0 : 1;
+    free(js);
+  }
+  kv_gate_result_release(r);
+  free(r);
+  if (sdir[0])
+    kv_rmtree(sdir);
+  return code;
+}
+
 int cmd_eval(int argc, char **argv) {
   struct kv_gate_opts o;
   cli_gate_opts_default(&o);
   int json = 0;
-  const char *db = NULL, *pos[2] = {NULL, NULL};
-  int npos = 0;
+  const char *db = NULL, *task_dir = NULL;
+  const char **cands = calloc((size_t)argc, sizeof *cands);
+  int ncand = 0, nstdin = 0;
+  if (!cands)
+    return cli_fail("out of memory");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     double v;
+    int bad = 0;
     if (!strcmp(a, "--json"))
       json = 1;
     else if (!strcmp(a, "--torch-compile") && i + 1 < argc) {
-      if (cli_torch_compile_mode(argv[++i]))
-        return 2;
-      o.torch_compile = argv[i];
-    } else if (!strcmp(a, "--no-timing"))
+      o.torch_compile = argv[++i];
+      bad = cli_torch_compile_mode(o.torch_compile);
+    }    else if (!strcmp(a, "--no-timing"))
       o.timing = 0;
     else if (!strcmp(a, "--surface") && i + 1 < argc)
       o.surface = argv[++i];
     else if (!strcmp(a, "--db") && i + 1 < argc)
       db = argv[++i];
     else if (!strcmp(a, "--seed") && i + 1 < argc) {
-      if (cli_number("--seed", argv[++i], &v))
-        return 2;
+      bad = cli_number("--seed", argv[++i], &v);
       o.seed = (uint64_t)v;
-    } else if (!strcmp(a, "--budget") && i + 1 < argc) {
-      if (cli_number("--budget", argv[++i], &v))
-        return 2;
-      o.time_budget_s = v;
-    } else if (!strcmp(a, "--timing-ci") && i + 1 < argc) {
-      if (cli_timing_ci(argv[++i], &o.timing_ci))
-        return 2;
-    } else if (!strcmp(a, "--deadline") && i + 1 < argc) {
-      if (cli_number("--deadline", argv[++i], &v))
-        return 2;
-      o.job_deadline_s = v;
-    } else if (a[0] == '-' && a[1]) {
+    } else if (!strcmp(a, "--budget") && i + 1 < argc)
+      bad = cli_number("--budget", argv[++i], &o.time_budget_s);
+    else if (!strcmp(a, "--timing-ci") && i + 1 < argc)
+      bad = cli_timing_ci(argv[++i], &o.timing_ci);
+    else if (!strcmp(a, "--deadline") && i + 1 < argc)
+      bad = cli_number("--deadline", argv[++i], &o.job_deadline_s);
+    else if (a[0] == '-' && a[1]) {
       eval_fail(json, "eval: unknown or incomplete option '%s'", a);
+      free(cands);
       return cli_usage("eval");
-    } else if (npos < 2)
-      pos[npos++] = a;
+    } else if (!task_dir)
+      task_dir = a;
     else {
-      cli_fail("eval: unexpected argument '%s'", a);
-      return cli_usage("eval");
+      nstdin += !strcmp(a, "-");
+      cands[ncand++] = a;
+    }
+    if (bad) {
+      free(cands);
+      return 2;
     }
   }
-  if (npos != 2) {
-    eval_fail(json, "eval: needs a task directory and a candidate file (- reads it from stdin)");
+  if (!task_dir || ncand == 0 || nstdin > 1) {
+    eval_fail(json, nstdin > 1 ? "eval: stdin (-) can give one candidate only"
+                               : "eval: needs a task directory and a candidate file (- reads "
+                                 "it from stdin)");
+    free(cands);
     return cli_usage("eval");
   }
   const struct kv_surface *sf = kv_surface_find(o.surface);
-  if (!sf)
+  if (!sf) {
+    free(cands);
     return eval_fail(json, "--surface %s: not a surface; use one of %s", o.surface,
                      kv_surface_names());
-  int cuda = kv_surface_gpu(sf);
+  }
   char err[4096];
   struct kv_task *t;
-  if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
+  if (kv_task_load(task_dir, &t, err, sizeof err) < 0) {
+    free(cands);
     return eval_fail(json, "%s", err);
-  char spath[PATH_MAX], sdir[PATH_MAX] = "";
-  if (!strcmp(pos[1], "-")) {
-    if (stdin_candidate(kv_surface_ext(sf), spath, sizeof spath, sdir, sizeof sdir, err,
-                        sizeof err) < 0) {
-      kv_task_free(t);
-      return eval_fail(json, "%s", err);
-    }
-    pos[1] = spath;
-  }
-  if (access(pos[1], R_OK) != 0) {
-    kv_task_free(t);
-    return eval_fail(json, "%s: cannot read the candidate; give the path of a %s file", pos[1],
-                     cuda ? "CUDA (.cu)" : "C");
   }
   struct kv_calib cal;
   /* cuda: the gate measures (once) and caches the GPU's ceilings itself. */
-  if (o.timing && !cuda) {
+  if (o.timing && !kv_surface_gpu(sf)) {
     if (cli_calib(&cal, 0, json) != 0) {
       kv_task_free(t);
+      free(cands);
       return 2;
     }
     o.calib = &cal;
   }
-  struct kv_gate_result *r = calloc(1, sizeof *r);
-  if (!r) {
-    kv_task_free(t);
-    return cli_fail("out of memory");
+  /* Several candidates: judged in turn, the reference's workers kept warm
+   * and each next candidate's process started as the last one's verdict is
+   * out (kv_gate_warm), as in a run. */
+  if (ncand > 1)
+    o.warm = kv_gate_warm_new();
+  int code = 0, nok = 0, nrej = 0;
+  for (int i = 0; i < ncand && code != 2; i++) {
+    if (ncand > 1 && !json)
+      printf("[%d/%d] ", i + 1, ncand);
+    int c = eval_one(t, cands[i], &o, json, ncand > 1, db);
+    nok += c == 0;
+    nrej += c == 1;
+    code = c > code ? c : code;
   }
-  struct shown shown = {.cand = pos[1]};
-  if (!json) { /* each phase as it ends */
-    o.on_phase = on_phase;
-    o.phase_ud = &shown;
+  if (ncand > 1 && !json) {
+    int rw = 0, cw = 0;
+    kv_gate_warm_stats(o.warm, &rw, &cw);
+    printf("%d candidates: %d accepted, %d rejected%s; warm workers taken: reference %d, "
+           "candidate %d\n",
+           ncand, nok, nrej, code == 2 ? ", then kevo could not judge one (above)" : "", rw, cw);
   }
-  if (kv_gate_eval(t, pos[1], &o, r, err, sizeof err) < 0) {
-    kv_gate_result_release(r);
-    free(r);
-    kv_task_free(t);
-    if (sdir[0])
-      kv_rmtree(sdir);
-    return eval_fail(json, "%s", err);
-  }
-  char *js = kv_gate_result_json(r);
-  record(t, pos[1], db, r, js ? js : "{}");
-  if (json)
-    printf("%s\n", js ? js : "{}");
-  else
-    print_human(r, &shown);
-  int code = r->verdict == KV_V_OK ? 0 : 1;
-  free(js);
-  kv_gate_result_release(r);
-  free(r);
+  kv_gate_warm_free(o.warm);
   kv_task_free(t);
-  if (sdir[0])
-    kv_rmtree(sdir);
+  free(cands);
   return code;
 }

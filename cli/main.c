@@ -13,8 +13,9 @@ static const struct kv_command commands[] = {
     {"eval", cmd_eval,
      "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
      "[--budget SECONDS] [--timing-ci X|off] [--deadline SECONDS] [--torch-compile MODE] TASK_DIR "
-     "CANDIDATE",
-     "judge one candidate kernel: exit 0 accepted, 1 rejected, 2 could not judge"},
+     "CANDIDATE [CANDIDATE...]",
+     "judge candidate kernels (several: in turn, workers kept warm): exit 0 all accepted, 1 "
+     "one rejected, 2 could not judge"},
     {"task", cmd_task,
      "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes"},

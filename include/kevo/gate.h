@@ -194,6 +194,12 @@ struct kv_gate_opts {
 };
 void kv_gate_opts_default(struct kv_gate_opts *o);
 
+#define KV_MARKS_MAX 40
+struct kv_mark {
+  char what[24];
+  double at_s;
+};
+
 struct kv_gate_result {
   enum kv_verdict verdict;
   char detail[1024];
@@ -224,6 +230,12 @@ struct kv_gate_result {
   struct kv_ncu_report *profile;     /* the candidate under Nsight Compute (kevo/ncu.h) */
   struct kv_ncu_report *profile_ref; /* the reference, likewise (cached) */
   struct kv_san_report *debug;       /* compute-sanitizer's findings (kevo/sanitize.h) */
+  /* Where the evaluation's seconds went: what ended when, in order, in
+   * seconds from kv_gate_eval's start ("compiled", "workers_up", "checked",
+   * "loop", ..., "verdict"); at most KV_MARKS_MAX (later ones dropped). */
+  int nmarks;
+  struct kv_mark marks[KV_MARKS_MAX];
+  double start_s; /* kv_now_s() at kv_gate_eval's start */
 };
 
 /* Judges one candidate. Returns 0 when a verdict was reached (whatever it is)

@@ -560,6 +560,14 @@ void kv_worker_stop(struct kv_worker *w) {
   worker_stop(w, 0);
 }
 
+void kv_worker_kill(struct kv_worker *w) {
+  if (w->pid <= 0)
+    return;
+  kill(-w->pid, SIGKILL);
+  kill(w->pid, SIGKILL);
+  w->alive = 0;
+}
+
 void kv_worker_stop_keep_output(struct kv_worker *w) {
   worker_stop(w, 1);
 }

@@ -304,6 +304,7 @@ struct up_job {
   struct kv_worker *w;
   int *up;
   int rc, started, warm;
+  double ready_s; /* kv_now_s() when it was ready (or failed) */
   pthread_t th;
   char err[1024];
 };
@@ -312,6 +313,7 @@ static void *up_main(void *arg) {
   struct up_job *j = arg;
   j->rc = j->warm ? worker_up(j->s, j->w, j->up, j->err, sizeof j->err)
                   : worker_ready(j->s, j->w, j->up, j->err, sizeof j->err);
+  j->ready_s = kv_now_s();
   return NULL;
 }
 
@@ -501,6 +503,18 @@ void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt
   va_end(ap);
 }
 
+void kv_gate_mark_at(struct kv_gate_result *r, const char *what, double at) {
+  if (r->nmarks >= KV_MARKS_MAX)
+    return;
+  struct kv_mark *m = &r->marks[r->nmarks++];
+  snprintf(m->what, sizeof m->what, "%s", what);
+  m->at_s = at - r->start_s;
+}
+
+void kv_gate_mark(struct kv_gate_result *r, const char *what) {
+  kv_gate_mark_at(r, what, kv_now_s());
+}
+
 /* The ceilings of a cuda device: from the cache, else measured by worker w
  * (before any candidate is loaded into it) and saved. */
 static int device_calib(struct kv_session *s, struct kv_worker *w, int force, struct kv_calib *c,
@@ -605,6 +619,7 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
 int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
                  struct kv_gate_result *r, char *err, size_t errlen) {
   memset(r, 0, sizeof(*r));
+  r->start_s = kv_now_s();
   struct kv_gate_opts defaults;
   if (!o) {
     kv_gate_opts_default(&defaults);
@@ -694,11 +709,17 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     snprintf(ref->so_path, sizeof ref->so_path, "%s", refsrc);
   }
   r->compile_s = kv_now_s() - t0;
+  kv_gate_mark(r, "compiled");
   /* Waiting for the workers still to come counts as correctness time. */
   double t_up = kv_now_s();
+  int joined[2] = {ups[0].started, ups[1].started};
   up_join(&ups[0]);
   up_join(&ups[1]);
   double up_wait = kv_now_s() - t_up;
+  if (joined[0])
+    kv_gate_mark_at(r, "reference_worker_up", ups[0].ready_s);
+  if (joined[1])
+    kv_gate_mark_at(r, "candidate_worker_up", ups[1].ready_s);
   for (int i = 0; i < njobs; i++) {
     if (jobs[i].rc < 0) {
       snprintf(err, errlen, "%s", jobs[i].err);
@@ -801,6 +822,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       kv_error(err, errlen, "%s: the reference does not load: %s", refsrc, detail);
     goto out;
   }
+  kv_gate_mark(r, "reference_loaded");
   /* cuda: the device's ceilings, measured (once) in the reference's worker
    * before timing needs them. */
   struct kv_calib cal;
@@ -815,6 +837,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
     if (device_calib(&s, s.torch ? &s.ew : &s.rw, 0, &cal, &measured, err, errlen) < 0)
       goto out;
     calp = &cal;
+    if (measured)
+      kv_gate_mark(r, "calibrated");
   }
   if (calp)
     r->calib = *calp;
@@ -826,6 +850,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (lr < 0)
     goto out;
   kv_sandbox_status_from_hello(s.cw.hello, &r->sandbox);
+  kv_gate_mark(r, "candidate_loaded");
   if (lr > 0) {
     const char *why = strstr(detail, "undefined symbol");
     kv_set_verdict(r, KV_V_LOAD_ERROR, "the candidate does not load: %s%s", detail,
@@ -837,6 +862,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (kv_gate_checks(&s, refsrc, cand->so_path, r, &worst, err, errlen) < 0)
     goto out;
   r->check_s = kv_now_s() - t1;
+  kv_gate_mark(r, "checked");
   if (o->on_phase)
     o->on_phase(o->phase_ud, "checks", r);
   if (worst != KV_V_OK) {
@@ -860,6 +886,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       r->lock_wait_s = kv_now_s() - t2;
       if (lr < 0)
         goto out;
+      kv_gate_mark(r, "device_locked");
       kv_worker_resume(&s.cw);
       if (o->on_phase)
         o->on_phase(o->phase_ud, "timing", r);
@@ -904,6 +931,7 @@ out:
   }
   if (an.ran) {
     an_join(&an);
+    kv_gate_mark(r, "analysis_joined");
     r->nkernels = cand->nkernels; /* static analysis (kevo/sass.h): mixes are in kernels */
     memcpy(r->kernels, cand->kernels, sizeof r->kernels);
     r->static_done = cand->static_done;
@@ -915,10 +943,12 @@ out:
       o->on_phase(o->phase_ud, "static", r);
   }
   kv_session_release(&s);
+  kv_gate_mark(r, "workers_stopped");
   /* The profiler and the debugger, when asked for: after the verdict, which
    * they never change (toolrun.h). */
   if (rc == 0)
     kv_devtools_after(&s, ref, cand, refsrc, candidate_path, r);
+  kv_gate_mark(r, "end");
   for (int i = 0; i < 3; i++)
     kv_build_release(&jobs[i].b);
   return rc;
@@ -1013,6 +1043,10 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
   json_object_set_new(j, "seconds",
                       json_pack("{s:f,s:f,s:f,s:f}", "compile", r->compile_s, "check", r->check_s,
                                 "timing", r->time_s, "lock_wait", r->lock_wait_s));
+  json_t *tl = json_array();
+  for (int i = 0; i < r->nmarks; i++)
+    json_array_append_new(tl, json_pack("[s,f]", r->marks[i].what, r->marks[i].at_s));
+  json_object_set_new(j, "timeline", tl);
   if (r->timed) {
     const struct kv_timing *t = &r->timing;
     json_t *tj = json_pack(

@@ -79,6 +79,10 @@ void kv_worker_stop(struct kv_worker *w);
 /* Stops the worker process (SIGSTOP; returns once it is stopped, so none of
  * its threads runs) and lets it go on; a call resumes a paused worker. */
 int kv_worker_pause(struct kv_worker *w);
+/* Sends the worker SIGKILL and returns at once: its exit (on a GPU, its
+ * context's teardown) overlaps what the caller does next. No call may follow;
+ * kv_worker_stop reaps it. */
+void kv_worker_kill(struct kv_worker *w);
 /* kv_worker_stop that leaves w->out and w->err for the caller to release. */
 void kv_worker_stop_keep_output(struct kv_worker *w);
 int kv_worker_resume(struct kv_worker *w);
@@ -379,6 +383,10 @@ int kv_input_changed(const struct kv_task *t, const struct kv_sizeset *ss, int p
                      char *detail, size_t cap);
 void kv_set_verdict(struct kv_gate_result *r, enum kv_verdict v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Notes in r's timeline that `what` ended now (kv_gate_mark) or at kv_now_s()
+ * time `at` (kv_gate_mark_at). */
+void kv_gate_mark(struct kv_gate_result *r, const char *what);
+void kv_gate_mark_at(struct kv_gate_result *r, const char *what, double at);
 /* "; its last output: ..." from the candidate's captured stream. */
 void kv_tail_of(const struct kv_buf *b, char *out, size_t cap);
 /* Keeps what the candidate printed in r and stops its worker. */

@@ -107,6 +107,14 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
   r->check_s = num(s, "check");
   r->time_s = num(s, "timing");
   r->lock_wait_s = num(s, "lock_wait");
+  json_array_foreach(json_object_get(j, "timeline"), i, k) {
+    const char *w = json_string_value(json_array_get(k, 0));
+    if (r->nmarks >= KV_MARKS_MAX || !w)
+      break;
+    struct kv_mark *m = &r->marks[r->nmarks++];
+    snprintf(m->what, sizeof m->what, "%s", w);
+    m->at_s = json_number_value(json_array_get(k, 1));
+  }
   json_t *t = json_object_get(j, "timing");
   if (json_is_object(t)) {
     struct kv_timing *tm = &r->timing;

@@ -549,6 +549,18 @@ static void test_every_bench_size(void **state) {
   assert_int_equal(kv_gate_result_from_json(js, back, err, sizeof err), 0);
   assert_int_equal(back->timing.nsizes, 2);
   assert_true(fabs(back->timing.size[1].speedup - tm->size[1].speedup) < 1e-6);
+  /* The timeline: in order, every size's stages, and back from the JSON. */
+  int alone = 0;
+  assert_true(r->nmarks > 8 && r->nmarks == back->nmarks);
+  for (int i = 0; i < r->nmarks; i++) {
+    assert_string_equal(r->marks[i].what, back->marks[i].what);
+    assert_true(fabs(r->marks[i].at_s - back->marks[i].at_s) < 1e-6);
+    assert_true(i == 0 || r->marks[i].at_s >= r->marks[i - 1].at_s);
+    alone += !strcmp(r->marks[i].what, "alone");
+  }
+  assert_int_equal(alone, 2);
+  assert_string_equal(r->marks[0].what, "compiled");
+  assert_string_equal(r->marks[r->nmarks - 1].what, "end");
   kv_gate_result_release(back);
   free(back);
   free(js);

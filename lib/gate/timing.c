@@ -1004,6 +1004,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   double loop_dl = 3.0 * P * round_ns * 1e-9 + job;
   uint64_t loop_t0 = kv_now_ns();
   r->timing.stage_warmup_s = kv_now_s() - t_warm;
+  kv_gate_mark(r, "warm_up");
   enum kv_timing_stop stop = KV_TSTOP_GO;
   int rounds = 0;
   for (int j = 0; j < P && r->verdict == KV_V_OK && stop == KV_TSTOP_GO; j++) {
@@ -1052,9 +1053,14 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
       goto done;
     }
   }
-  /* cuda: the reference's answers to the validated calls. */
-  if (r->verdict == KV_V_OK && tm.npend) {
+  /* cuda: the reference's answers to the validated calls. The candidate's
+   * part is over: its process is killed now, so that its exit (a GPU
+   * context's teardown) overlaps them; the phases alone wait for it below. */
+  int judged = r->verdict == KV_V_OK && tm.npend;
+  if (judged) {
+    kv_gate_mark(r, "loop");
     double tv = kv_now_s();
+    kv_worker_kill(&s->cw);
     int jr = judge_pending(&tm, job * 6, err, errlen);
     tm.validate_s += kv_now_s() - tv;
     if (jr < 0) {
@@ -1070,6 +1076,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   r->timing.stage_loop_s = (double)(kv_now_ns() - loop_t0) * 1e-9 - tm.validate_s;
   snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(stop));
   r->timing.validated_calls = tm.validated;
+  kv_gate_mark(r, judged ? "validated" : "loop");
 
   /* The candidate's process goes (and with it any GPU work it left
    * running: stopping a process does not stop its kernels). The reference
@@ -1077,6 +1084,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
    * must agree with, and the empty entry alone prices kevo's overhead. */
   double t_alone = kv_now_s();
   kv_session_stop_candidate(s, r);
+  kv_gate_mark(r, "candidate_stopped");
   int PB = P / 2 > 2 ? P / 2 : 2;
   for (int j = 0; j < 2 * PB; j++) {
     int side = (j % 2) ^ ((j / 2) % 2) ? SIDE_EMPTY_ALONE : SIDE_ALONE; /* ABBA */
@@ -1089,6 +1097,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   }
 
   r->timing.stage_alone_s = kv_now_s() - t_alone;
+  kv_gate_mark(r, "alone");
 
   if (judge_times(&tm, m, P, base_so != NULL, cal, err, errlen) < 0)
     kevo_failed = 1;

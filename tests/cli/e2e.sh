@@ -130,6 +130,25 @@ expect "eval into an explicit --db" 1 "" -- "$K" eval --db "$T/other.db" --no-ti
 n=$(sqlite3 "$T/other.db" "select count(*) from evaluations" 2>/dev/null || echo 0)
 if [ "$n" = 1 ]; then ok "--db used"; else bad "--db store has $n rows"; fi
 
+# --- several candidates in one eval: in turn, workers kept warm ---
+expect "eval several (exit 1: one rejected)" 1 "3 candidates: 1 accepted, 2 rejected; warm workers taken: reference 2, candidate 2" -- "$K" eval --no-timing "$RS" "$RS/good.c" "$T/wrong.c" "$T/broken.c"
+expect "eval several (json lines)" 1 "" -- "$K" eval --json --budget 0.1 "$RS" "$RS/good.c" "$T/wrong.c" "$RS/starter.c"
+if python3 - "$T/out" <<'PY'; then ok "one JSON object per candidate, in order, each with its timeline"; else bad "eval several: JSON lines"; head -c 3000 "$T/out"; fi
+import json, sys
+js = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert [j["verdict"] for j in js] == ["ok", "wrong_output", "ok"], [j["verdict"] for j in js]
+for j in js:
+    tl = j["timeline"]
+    at = [t for _, t in tl]
+    assert tl[0][0] == "compiled" and tl[-1][0] == "end" and at == sorted(at) and at[0] > 0, tl
+names = [w for w, _ in js[2]["timeline"]]
+for w in ("checked", "device_locked", "warm_up", "loop", "candidate_stopped", "alone"):
+    assert w in names, (w, names)
+PY
+n=$(sqlite3 "$KEVO_DB" "select count(*) from evaluations where candidate_path like '%starter.c'" 2>/dev/null || echo 0)
+if [ "$n" -ge 1 ]; then ok "each of several candidates recorded"; else bad "the third candidate was not recorded"; fi
+expect "eval stdin twice" 2 "stdin \(-\) can give one candidate only" -- "$K" eval "$RS" - -
+
 # --- every example's candidates are accepted ---
 for d in "$SRC"/examples/tasks/*/; do
   [ -f "$d/task.json" ] || continue

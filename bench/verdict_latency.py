@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Source to verdict per new candidate on this machine's GPU (issue 13), side
+by side in one run: each example's good.cu (host entry, nvcc) and good_k.cu
+(kernel-only, NVRTC), every candidate never seen before (a unique comment;
+the task's reference and shim built once beforehand, as in a search):
+
+  cold  one `kevo eval` process per candidate: the process's wall clock,
+        worker start-up and teardown included (median of RUNS);
+  warm  one `kevo eval` of 1 + RUNS candidates: the workers kept warm
+        (kv_gate_warm, as in `kevo run`); a candidate's figure is the time
+        from the verdict before it to its own verdict on stdout, its
+        compile included (median of the RUNS after the first).
+
+Each cold figure is split by the verdict's own timeline (seconds from the
+evaluation's start: compiled, both workers up, checked, the timing loop,
+the reference's answers, the candidate's process gone, the phases alone,
+the workers stopped). With --inline, KernelBench's way (load_inline of the
+same good.cu, bench/kernelbench_inline.py) is measured in the same run, one
+example after another, and the ratios printed.
+
+usage: bench/verdict_latency.py [--build DIR] [--runs N] [--budget S]
+                                [--inline] [--out BENCHMARKS.md]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics as st
+import subprocess
+import sys
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--build", default="build")
+ap.add_argument("--runs", type=int, default=3)
+ap.add_argument("--budget", default="0.5")
+ap.add_argument("--inline", action="store_true")
+ap.add_argument("--tasks", default="")
+ap.add_argument("--out", default="")
+ap.add_argument("--surface", default="cuda", help="cpu: good.c alone (a dry run without a GPU)")
+a = ap.parse_args()
+K = os.path.abspath(os.path.join(a.build, "kevo"))
+T = tempfile.mkdtemp(prefix="kevo-latency-")
+env = dict(os.environ, KEVO_DB=os.path.join(T, "bench.db"))
+lines = []
+
+
+def say(s=""):
+    print(s, flush=True)
+    lines.append(s)
+
+
+def kevo(args, cache, **kw):
+    return subprocess.run([K] + args, env=dict(env, KEVO_CACHE_DIR=cache), capture_output=True,
+                          text=True, **kw)
+
+
+# The device's ceilings, measured once and copied into every cache.
+calib = os.path.join(T, "calib")
+SF = ["--surface", a.surface]
+kevo(["device"] + SF, calib)
+dev = json.loads(kevo(["device", "--json"] + SF, calib).stdout)["device"]
+calib_file = os.path.join(calib, "calib-%s.json" % a.surface)
+
+
+def new_cache(name):
+    d = os.path.join(T, name)
+    os.makedirs(d, exist_ok=True)
+    if os.path.exists(calib_file):
+        shutil.copy(calib_file, d)
+    return d
+
+
+def new_candidate(src, tag):
+    p = os.path.join(T, tag + os.path.splitext(src)[1])
+    with open(p, "w") as f:
+        f.write(open(src).read() + "\n// a new candidate %s %d\n" % (tag, os.getpid()))
+    return p
+
+
+MARKS = ["compiled", "reference_worker_up", "candidate_worker_up", "checked", "warm_up", "loop",
+         "validated", "candidate_stopped", "alone", "workers_stopped", "end"]
+
+
+def at(j, what):
+    for w, t in j.get("timeline", []):
+        if w == what:
+            return t
+    return None
+
+
+tasks = [t for t in (a.tasks.split(",") if a.tasks else sorted(os.listdir("examples/tasks")))
+         if os.path.exists("examples/tasks/%s/good_k.cu" % t)]
+say("### Source to verdict per new candidate, cold and warm (%s, %s, %d CPU cores, budget %s s "
+    "per side, median of %d)" % (time.strftime("%Y-%m-%d", time.gmtime()), dev, os.cpu_count(),
+                                 a.budget, a.runs))
+say()
+say("| task | form | cold s | warm s | verdict | speedup | cold: " + " / ".join(MARKS) +
+    " s; after end s |")
+say("|---|---|---|---|---|---|---|")
+summary = {}
+for name in tasks:
+    d = "examples/tasks/" + name
+    forms = (("nvcc", d + "/good.cu"), ("nvrtc", d + "/good_k.cu"))
+    if a.surface == "cpu":
+        forms = (("cc", d + "/good.c"),)
+    for form, src in forms:
+        cache = new_cache("c-%s-%s" % (name, form))
+        # The task's reference and shim, built once.
+        kevo(["eval", "--json", "--no-timing", d, src] + SF, cache)
+        cold, marks, js = [], {m: [] for m in MARKS}, []
+        for i in range(a.runs):
+            cand = new_candidate(src, "%s-%s-cold-%d" % (name, form, i))
+            s = time.monotonic()
+            p = kevo(["eval", "--json", "--budget", a.budget, d, cand] + SF, cache)
+            w = time.monotonic() - s
+            try:
+                j = json.loads(p.stdout)
+            except ValueError:
+                j = {"verdict": "kevo failed: " + p.stderr.strip()[-200:]}
+            js.append(j)
+            cold.append(w)
+            for m in MARKS:
+                if at(j, m) is not None:
+                    marks[m].append(at(j, m))
+            if at(j, "end") is not None:
+                marks.setdefault("after", []).append(w - at(j, "end"))
+        # Warm: one process, 1 + RUNS new candidates, verdicts timed as they come.
+        cands = [new_candidate(src, "%s-%s-warm-%d" % (name, form, i)) for i in range(a.runs + 1)]
+        s = time.monotonic()
+        p = subprocess.Popen([K, "eval", "--json", "--budget", a.budget] + SF + [d] +
+                             cands, env=dict(env, KEVO_CACHE_DIR=cache), stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        stamps, wj = [], []
+        for line in p.stdout:
+            stamps.append(time.monotonic())
+            try:
+                wj.append(json.loads(line))
+            except ValueError:
+                pass
+        p.wait()
+        warm = [stamps[i] - stamps[i - 1] for i in range(1, len(stamps))]
+        ok = all(j.get("verdict") == "ok" for j in js + wj)
+        sp = [j["timing"]["speedup"] for j in js if j.get("timing")]
+        med = lambda x: st.median(x) if x else float("nan")
+        summary.setdefault(form, []).append((med(cold), med(warm)))
+        say("| %s | %s | %.2f | %.2f | %s | %s | %s; %.2f |" % (
+            name, form, med(cold), med(warm),
+            "ok" if ok else "; ".join(sorted({str(j.get("verdict")) for j in js + wj})),
+            "%.2fx" % med(sp) if sp else "",
+            " / ".join("%.2f" % med(marks[m]) if marks[m] else "-" for m in MARKS),
+            med(marks.get("after", []))))
+say()
+say("| median over the examples | cold s | warm s |")
+say("|---|---|---|")
+med_of = {}
+for form, rows in summary.items():
+    med_of[form] = (st.median(c for c, _ in rows), st.median(w for _, w in rows))
+    say("| %s | %.2f | %.2f |" % ((form,) + med_of[form]))
+
+if a.inline:
+    say()
+    say("| KernelBench's way (load_inline), one after another | total s | without torch's import s |")
+    say("|---|---|---|")
+    tot = []
+    for name in tasks:
+        p = subprocess.run([sys.executable, "bench/kernelbench_inline.py", name],
+                           capture_output=True, text=True)
+        try:
+            j = json.loads(p.stdout.strip().splitlines()[-1])
+            tot.append(j["total_s"])
+            say("| %s | %.1f | %.1f |" % (name, j["total_s"], j["total_without_import_s"]))
+        except (ValueError, IndexError, KeyError):
+            say("| %s | failed: %s | |" % (name, p.stderr.strip()[-150:]))
+    if tot and "nvrtc" in med_of:
+        li = st.median(tot)
+        c, w = med_of["nvrtc"]
+        say()
+        say("load_inline median %.1f s: kernel-only cold %.1fx (%.2f s), warm %.1fx (%.2f s); "
+            "30x needs %.2f s, 100x %.2f s" % (li, li / c, c, li / w, w, li / 30, li / 100))
+if a.out:
+    with open(a.out, "a") as f:
+        f.write("\n" + "\n".join(lines) + "\n")
+shutil.rmtree(T, ignore_errors=True)
