@@ -919,6 +919,12 @@ out:
   kv_session_stop_candidate(&s, r);
   up_join(&ups[0]);
   up_join(&ups[1]);
+  /* Workers not kept warm are killed now, so that their exits (on a GPU,
+   * their contexts' teardown) overlap the analysis's end; reaped below. */
+  if (!(o->warm && ref_key[0] && rc == 0)) {
+    kv_worker_kill(&s.rw);
+    kv_worker_kill(&s.ew);
+  }
   if (o->warm && ref_key[0]) {
     if (rc == 0)
       kv_warm_put_ref(o->warm, ref_key, &s);
