@@ -80,7 +80,8 @@ def new_candidate(src, tag):
 
 
 MARKS = ["compiled", "reference_worker_up", "candidate_worker_up", "checked", "warm_up", "loop",
-         "validated", "candidate_stopped", "alone", "workers_stopped", "end"]
+         "validated", "candidate_stopped", "alone", "timed", "analysis_joined", "workers_stopped",
+         "end"]
 
 
 def at(j, what):

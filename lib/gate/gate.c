@@ -896,6 +896,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       const char *base = basesrc[0] ? bas->so_path : s.torch && o->torch_compile ? refsrc : NULL;
       int tr = kv_time_candidate(&s, base, cand->so_path, calp, r, err, errlen);
       kv_devlock_release(&lock);
+      kv_gate_mark(r, "timed");
       if (tr < 0)
         goto out;
     }
