@@ -39,6 +39,9 @@ ap.add_argument("--inline", action="store_true")
 ap.add_argument("--tasks", default="")
 ap.add_argument("--out", default="")
 ap.add_argument("--surface", default="cuda", help="cpu: good.c alone (a dry run without a GPU)")
+ap.add_argument("--forms", default="nvcc,nvrtc")
+ap.add_argument("--no-warm", action="store_true")
+ap.add_argument("--keep", default="", help="a directory for every verdict's JSON")
 a = ap.parse_args()
 K = os.path.abspath(os.path.join(a.build, "kevo"))
 T = tempfile.mkdtemp(prefix="kevo-latency-")
@@ -103,7 +106,8 @@ say("|---|---|---|---|---|---|---|")
 summary = {}
 for name in tasks:
     d = "examples/tasks/" + name
-    forms = (("nvcc", d + "/good.cu"), ("nvrtc", d + "/good_k.cu"))
+    forms = [f for f in (("nvcc", d + "/good.cu"), ("nvrtc", d + "/good_k.cu"))
+             if f[0] in a.forms.split(",")]
     if a.surface == "cpu":
         forms = (("cc", d + "/good.c"),)
     for form, src in forms:
@@ -122,15 +126,20 @@ for name in tasks:
                 j = {"verdict": "kevo failed: " + p.stderr.strip()[-200:]}
             js.append(j)
             cold.append(w)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                with open(os.path.join(a.keep, "%s-%s-cold-%d.json" % (name, form, i)), "w") as f:
+                    f.write(p.stdout)
             for m in MARKS:
                 if at(j, m) is not None:
                     marks[m].append(at(j, m))
             if at(j, "end") is not None:
                 marks.setdefault("after", []).append(w - at(j, "end"))
         # Warm: one process, 1 + RUNS new candidates, verdicts timed as they come.
-        cands = [new_candidate(src, "%s-%s-warm-%d" % (name, form, i)) for i in range(a.runs + 1)]
+        cands = [new_candidate(src, "%s-%s-warm-%d" % (name, form, i))
+                 for i in range(0 if a.no_warm else a.runs + 1)]
         s = time.monotonic()
-        p = subprocess.Popen([K, "eval", "--json", "--budget", a.budget] + SF + [d] +
+        p = subprocess.Popen(["true"] if not cands else [K, "eval", "--json", "--budget", a.budget] + SF + [d] +
                              cands, env=dict(env, KEVO_CACHE_DIR=cache), stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
         stamps, wj = [], []
@@ -146,12 +155,13 @@ for name in tasks:
         sp = [j["timing"]["speedup"] for j in js if j.get("timing")]
         med = lambda x: st.median(x) if x else float("nan")
         summary.setdefault(form, []).append((med(cold), med(warm)))
-        say("| %s | %s | %.2f | %.2f | %s | %s | %s; %.2f |" % (
+        stat = [j["static"]["seconds"] for j in js if (j.get("static") or {}).get("seconds")]
+        say("| %s | %s | %.2f | %.2f | %s | %s | %s; %.2f; static %.2f |" % (
             name, form, med(cold), med(warm),
             "ok" if ok else "; ".join(sorted({str(j.get("verdict")) for j in js + wj})),
             "%.2fx" % med(sp) if sp else "",
             " / ".join("%.2f" % med(marks[m]) if marks[m] else "-" for m in MARKS),
-            med(marks.get("after", []))))
+            med(marks.get("after", [])), med(stat)))
 say()
 say("| median over the examples | cold s | warm s |")
 say("|---|---|---|")

@@ -308,7 +308,7 @@ int cmd_eval(int argc, char **argv) {
     else if (!strcmp(a, "--torch-compile") && i + 1 < argc) {
       o.torch_compile = argv[++i];
       bad = cli_torch_compile_mode(o.torch_compile);
-    }    else if (!strcmp(a, "--no-timing"))
+    } else if (!strcmp(a, "--no-timing"))
       o.timing = 0;
     else if (!strcmp(a, "--surface") && i + 1 < argc)
       o.surface = argv[++i];

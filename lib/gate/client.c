@@ -1,5 +1,7 @@
 /* The parent's side of kevo-worker: start, call with a deadline, stop. */
 #include <errno.h>
+#include <stdint.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -557,6 +559,27 @@ static void worker_stop(struct kv_worker *w, int keep_output) {
 }
 
 void kv_worker_stop(struct kv_worker *w) {
+  worker_stop(w, 0);
+}
+
+static void *reaper_main(void *arg) {
+  int st;
+  waitpid((pid_t)(intptr_t)arg, &st, 0);
+  return NULL;
+}
+
+void kv_worker_stop_nowait(struct kv_worker *w) {
+  if (w->pid > 0) {
+    kv_worker_kill(w);
+    pthread_attr_t a;
+    pthread_t th;
+    int made = pthread_attr_init(&a) == 0;
+    made = made && pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0 &&
+           pthread_create(&th, &a, reaper_main, (void *)(intptr_t)w->pid) == 0;
+    if (made)
+      w->pid = -1; /* reaped there; else below, waiting */
+    pthread_attr_destroy(&a);
+  }
   worker_stop(w, 0);
 }
 

@@ -949,6 +949,13 @@ out:
     if (o->on_phase)
       o->on_phase(o->phase_ud, "static", r);
   }
+  if (!(o->warm && ref_key[0] && rc == 0)) { /* killed above: not waited for */
+    if (s.rw_up)
+      kv_worker_stop_nowait(&s.rw);
+    if (s.ew_up)
+      kv_worker_stop_nowait(&s.ew);
+    s.rw_up = s.ew_up = 0;
+  }
   kv_session_release(&s);
   kv_gate_mark(r, "workers_stopped");
   /* The profiler and the debugger, when asked for: after the verdict, which

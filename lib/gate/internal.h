@@ -83,6 +83,10 @@ int kv_worker_pause(struct kv_worker *w);
  * context's teardown) overlaps what the caller does next. No call may follow;
  * kv_worker_stop reaps it. */
 void kv_worker_kill(struct kv_worker *w);
+/* kv_worker_stop without waiting for the process's exit: it is killed, this
+ * side's descriptors, mapping and scratch are released now, and a detached
+ * thread reaps it (a GPU context's teardown takes 65 ms and more). */
+void kv_worker_stop_nowait(struct kv_worker *w);
 /* kv_worker_stop that leaves w->out and w->err for the caller to release. */
 void kv_worker_stop_keep_output(struct kv_worker *w);
 int kv_worker_resume(struct kv_worker *w);
