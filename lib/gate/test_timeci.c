@@ -196,16 +196,17 @@ static void test_decide(void **state) {
   for (int r = 1; r < most; r++)
     assert_int_equal(kv_timing_decide(&p, 0.01, ratio, clock, r, 0, 0, NULL, NULL), KV_TSTOP_GO);
   assert_int_equal(kv_timing_decide(&p, 0.01, ratio, clock, most, 0, 0, NULL, NULL), KV_TSTOP_MAX);
-  /* kevo's clock steady within KV_TIMING_CLOCK_CI (2%), not within the 1%
-   * target: it may stop (the clock bounds a forgery, it needs no 1%). */
+  /* kevo's clock steady within KV_TIMING_CLOCK_CI (6.5%), not within the 1%
+   * target nor the 3% it was: it may stop (the clock bounds a forgery, 13%
+   * below it, and needs no 1%). */
   fill(ratio, 64, 2.0, 0.002);
-  fill(clock, 64, 50e3, 0.02);
-  assert_int_equal(kv_timing_decide(&p, 0.01, ratio, clock, 6, 0, 0, NULL, &hc), KV_TSTOP_CI);
-  assert_true(hc > 0.01 && hc <= KV_TIMING_CLOCK_CI);
-  /* A cheater's steady report over phases that kevo's clock sees vary by 5%:
-   * the loop goes on. */
-  fill(ratio, 64, 2.0, 0.0);
   fill(clock, 64, 50e3, 0.05);
+  assert_int_equal(kv_timing_decide(&p, 0.01, ratio, clock, 6, 0, 0, NULL, &hc), KV_TSTOP_CI);
+  assert_true(hc > 0.03 && hc <= KV_TIMING_CLOCK_CI);
+  /* A cheater's steady report over phases that kevo's clock sees vary by
+   * 15%: the loop goes on. */
+  fill(ratio, 64, 2.0, 0.0);
+  fill(clock, 64, 50e3, 0.15);
   for (int r = 1; r < most; r++)
     assert_int_equal(kv_timing_decide(&p, 0.01, ratio, clock, r, 0, 0, NULL, NULL), KV_TSTOP_GO);
   /* kevo's clock cannot resolve the calls (the overhead is most of a
