@@ -1,10 +1,10 @@
 /* The parent's side of kevo-worker: start, call with a deadline, stop. */
 #include <errno.h>
-#include <stdint.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

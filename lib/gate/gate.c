@@ -920,11 +920,14 @@ out:
   kv_session_stop_candidate(&s, r);
   up_join(&ups[0]);
   up_join(&ups[1]);
-  /* Workers not kept warm are killed now, so that their exits (on a GPU,
-   * their contexts' teardown) overlap the analysis's end; reaped below. */
+  /* Workers not kept warm go now, not waited for: their exits (on a GPU,
+   * a context's teardown each) overlap the analysis's end. */
   if (!(o->warm && ref_key[0] && rc == 0)) {
-    kv_worker_kill(&s.rw);
-    kv_worker_kill(&s.ew);
+    if (s.rw_up)
+      kv_worker_stop_nowait(&s.rw);
+    if (s.ew_up)
+      kv_worker_stop_nowait(&s.ew);
+    s.rw_up = s.ew_up = 0;
   }
   if (o->warm && ref_key[0]) {
     if (rc == 0)
@@ -948,13 +951,6 @@ out:
     cand->sass = NULL;
     if (o->on_phase)
       o->on_phase(o->phase_ud, "static", r);
-  }
-  if (!(o->warm && ref_key[0] && rc == 0)) { /* killed above: not waited for */
-    if (s.rw_up)
-      kv_worker_stop_nowait(&s.rw);
-    if (s.ew_up)
-      kv_worker_stop_nowait(&s.ew);
-    s.rw_up = s.ew_up = 0;
   }
   kv_session_release(&s);
   kv_gate_mark(r, "workers_stopped");
