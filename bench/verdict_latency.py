@@ -7,9 +7,11 @@ the task's reference and shim built once beforehand, as in a search):
   cold  one `kevo eval` process per candidate: the process's wall clock,
         worker start-up and teardown included (median of RUNS);
   warm  one `kevo eval` of 1 + RUNS candidates: the workers kept warm
-        (kv_gate_warm, as in `kevo run`); a candidate's figure is the time
-        from the verdict before it to its own verdict on stdout, its
-        compile included (median of the RUNS after the first).
+        (kv_gate_warm, as in `kevo run`) and (cuda) each next candidate
+        compiled while the last one is judged; a candidate's figure is the
+        time from the verdict before it to its own verdict on stdout (median
+        of the RUNS after the first). "cached" counts those whose compile
+        was done ahead.
 
 Each cold figure is split by the verdict's own timeline (seconds from the
 evaluation's start: compiled, both workers up, checked, the timing loop,
@@ -41,6 +43,7 @@ ap.add_argument("--out", default="")
 ap.add_argument("--surface", default="cuda", help="cpu: good.c alone (a dry run without a GPU)")
 ap.add_argument("--forms", default="nvcc,nvrtc")
 ap.add_argument("--no-warm", action="store_true")
+ap.add_argument("--no-cold", action="store_true")
 ap.add_argument("--keep", default="", help="a directory for every verdict's JSON")
 a = ap.parse_args()
 K = os.path.abspath(os.path.join(a.build, "kevo"))
@@ -100,9 +103,9 @@ say("### Source to verdict per new candidate, cold and warm (%s, %s, %d CPU core
     "per side, median of %d)" % (time.strftime("%Y-%m-%d", time.gmtime()), dev, os.cpu_count(),
                                  a.budget, a.runs))
 say()
-say("| task | form | cold s | warm s | verdict | speedup | cold: " + " / ".join(MARKS) +
-    " s; after end s |")
-say("|---|---|---|---|---|---|---|")
+say("| task | form | cold s | warm s | warm: compiled ahead | verdict | speedup | cold: " +
+    " / ".join(MARKS) + " s; after end s |")
+say("|---|---|---|---|---|---|---|---|")
 summary = {}
 for name in tasks:
     d = "examples/tasks/" + name
@@ -115,7 +118,7 @@ for name in tasks:
         # The task's reference and shim, built once.
         kevo(["eval", "--json", "--no-timing", d, src] + SF, cache)
         cold, marks, js = [], {m: [] for m in MARKS}, []
-        for i in range(a.runs):
+        for i in range(0 if a.no_cold else a.runs):
             cand = new_candidate(src, "%s-%s-cold-%d" % (name, form, i))
             s = time.monotonic()
             p = kevo(["eval", "--json", "--budget", a.budget, d, cand] + SF, cache)
@@ -156,8 +159,9 @@ for name in tasks:
         med = lambda x: st.median(x) if x else float("nan")
         summary.setdefault(form, []).append((med(cold), med(warm)))
         stat = [j["static"]["seconds"] for j in js if (j.get("static") or {}).get("seconds")]
-        say("| %s | %s | %.2f | %.2f | %s | %s | %s; %.2f; static %.2f |" % (
-            name, form, med(cold), med(warm),
+        ahead = sum(1 for j in wj[1:] if (j.get("compile") or {}).get("cached"))
+        say("| %s | %s | %.2f | %.2f | %d of %d | %s | %s | %s; %.2f; static %.2f |" % (
+            name, form, med(cold), med(warm), ahead, max(len(wj) - 1, 0),
             "ok" if ok else "; ".join(sorted({str(j.get("verdict")) for j in js + wj})),
             "%.2fx" % med(sp) if sp else "",
             " / ".join("%.2f" % med(marks[m]) if marks[m] else "-" for m in MARKS),

@@ -1,5 +1,6 @@
 /* kevo eval: judge one candidate and record the verdict in the store. */
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +291,22 @@ static int eval_one(const struct kv_task *t, const char *cand, struct kv_gate_op
   return code;
 }
 
+/* The next candidate, compiled into the cache while this one is judged
+ * (kv_gate_prebuild; its evaluation then finds it built). */
+struct ahead {
+  const struct kv_task *t;
+  struct kv_gate_opts o;
+  const char *path;
+  pthread_t th;
+  int started;
+};
+
+static void *ahead_main(void *arg) {
+  struct ahead *a = arg;
+  kv_gate_prebuild(a->t, &a->path, 1, &a->o, NULL, 0); /* errors: its evaluation says */
+  return NULL;
+}
+
 int cmd_eval(int argc, char **argv) {
   struct kv_gate_opts o;
   cli_gate_opts_default(&o);
@@ -376,7 +393,15 @@ int cmd_eval(int argc, char **argv) {
   for (int i = 0; i < ncand && code != 2; i++) {
     if (ncand > 1 && !json)
       printf("[%d/%d] ", i + 1, ncand);
+    /* cuda: the next candidate compiles while this one is judged (the CPU
+     * is not what is timed there). */
+    struct ahead ah = {.t = t, .o = o, .path = i + 1 < ncand ? cands[i + 1] : NULL};
+    ah.o.on_phase = NULL;
+    if (ah.path && strcmp(ah.path, "-") && kv_surface_gpu(sf))
+      ah.started = pthread_create(&ah.th, NULL, ahead_main, &ah) == 0;
     int c = eval_one(t, cands[i], &o, json, ncand > 1, db);
+    if (ah.started)
+      pthread_join(ah.th, NULL);
     nok += c == 0;
     nrej += c == 1;
     code = c > code ? c : code;
