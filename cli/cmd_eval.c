@@ -318,7 +318,7 @@ int cmd_eval(int argc, char **argv) {
     return cli_fail("out of memory");
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    double v;
+    double v = 0;
     int bad = 0;
     if (!strcmp(a, "--json"))
       json = 1;
