@@ -86,7 +86,7 @@ def new_candidate(src, tag):
 
 
 MARKS = ["compiled", "reference_worker_up", "candidate_worker_up", "checked", "warm_up", "loop",
-         "validated", "candidate_stopped", "alone", "timed", "analysis_joined", "workers_stopped",
+         "validated", "candidate_stopped", "alone", "timed", "workers_stopped", "analysis_joined",
          "end"]
 
 

@@ -231,8 +231,9 @@ struct kv_gate_result {
   struct kv_ncu_report *profile_ref; /* the reference, likewise (cached) */
   struct kv_san_report *debug;       /* compute-sanitizer's findings (kevo/sanitize.h) */
   /* Where the evaluation's seconds went: what ended when, in order, in
-   * seconds from kv_gate_eval's start ("compiled", "workers_up", "checked",
-   * "loop", ..., "verdict"); at most KV_MARKS_MAX (later ones dropped). */
+   * seconds from kv_gate_eval's start by kevo's clock ("compiled",
+   * "reference_worker_up", ..., "checked", "loop", ..., "end"); at most
+   * KV_MARKS_MAX (later ones dropped). */
   int nmarks;
   struct kv_mark marks[KV_MARKS_MAX];
   double start_s; /* kv_now_s() at kv_gate_eval's start */

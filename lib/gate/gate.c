@@ -90,11 +90,11 @@ void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r) {
 
 void kv_session_release(struct kv_session *s) {
   if (s->rw_up)
-    kv_worker_stop(&s->rw);
+    kv_worker_stop_nowait(&s->rw);
   if (s->cw_up)
-    kv_worker_stop(&s->cw);
+    kv_worker_stop_nowait(&s->cw);
   if (s->ew_up)
-    kv_worker_stop(&s->ew);
+    kv_worker_stop_nowait(&s->ew);
   s->rw_up = s->cw_up = s->ew_up = 0;
 }
 
@@ -920,15 +920,6 @@ out:
   kv_session_stop_candidate(&s, r);
   up_join(&ups[0]);
   up_join(&ups[1]);
-  /* Workers not kept warm go now, not waited for: their exits (on a GPU,
-   * a context's teardown each) overlap the analysis's end. */
-  if (!(o->warm && ref_key[0] && rc == 0)) {
-    if (s.rw_up)
-      kv_worker_stop_nowait(&s.rw);
-    if (s.ew_up)
-      kv_worker_stop_nowait(&s.ew);
-    s.rw_up = s.ew_up = 0;
-  }
   if (o->warm && ref_key[0]) {
     if (rc == 0)
       kv_warm_put_ref(o->warm, ref_key, &s);
@@ -939,6 +930,10 @@ out:
       s.cw_up = 0;
     }
   }
+  /* What is not kept warm goes now (not waited for: the exits, a GPU
+   * context's teardown each, overlap the analysis's end). */
+  kv_session_release(&s);
+  kv_gate_mark(r, "workers_stopped");
   if (an.ran) {
     an_join(&an);
     kv_gate_mark(r, "analysis_joined");
@@ -952,8 +947,6 @@ out:
     if (o->on_phase)
       o->on_phase(o->phase_ud, "static", r);
   }
-  kv_session_release(&s);
-  kv_gate_mark(r, "workers_stopped");
   /* The profiler and the debugger, when asked for: after the verdict, which
    * they never change (toolrun.h). */
   if (rc == 0)

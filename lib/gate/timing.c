@@ -1042,6 +1042,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
         kv_timing_decide(&pl, target, rratio, rclock, rounds,
                          (double)(kv_now_ns() - loop_t0) * 1e-9, target ? loop_dl : 0, NULL, NULL);
   }
+  kv_gate_mark(r, "loop");
   /* Adaptive: at least one validated call, drawn from the candidate's last
    * phase now that the loop is over (its buffers still hold it). */
   if (r->verdict == KV_V_OK && target && tm.validated == 0) {
@@ -1056,9 +1057,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   /* cuda: the reference's answers to the validated calls. The candidate's
    * part is over: its process is killed now, so that its exit (a GPU
    * context's teardown) overlaps them; the phases alone wait for it below. */
-  int judged = r->verdict == KV_V_OK && tm.npend;
-  if (judged) {
-    kv_gate_mark(r, "loop");
+  if (r->verdict == KV_V_OK && tm.npend) {
     double tv = kv_now_s();
     kv_worker_kill(&s->cw);
     int jr = judge_pending(&tm, job * 6, err, errlen);
@@ -1067,6 +1066,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
       kevo_failed = 1;
       goto done;
     }
+    kv_gate_mark(r, "validated");
   }
   if (r->verdict != KV_V_OK)
     goto done;
@@ -1076,7 +1076,6 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   r->timing.stage_loop_s = (double)(kv_now_ns() - loop_t0) * 1e-9 - tm.validate_s;
   snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(stop));
   r->timing.validated_calls = tm.validated;
-  kv_gate_mark(r, judged ? "validated" : "loop");
 
   /* The candidate's process goes (and with it any GPU work it left
    * running: stopping a process does not stop its kernels). The reference

@@ -4,7 +4,7 @@
  * built the way the gate builds them, as new candidates (a unique comment;
  * the task's call shim cached), RUNS times each, cold cache directory; then
  * N tune-like variants (#defines first) built at once by the compile pool.
- * Prints markdown tables (bench/nvrtc_latency.sh measures source to verdict
+ * Prints markdown tables (bench/verdict_latency.py measures source to verdict
  * on a GPU).
  * usage: bench_nvrtc_compile SOURCE_DIR [RUNS] [VARIANTS]   (KEVO_CUDA_ARCH defaults to sm_90) */
 #include <limits.h>
