@@ -4,14 +4,17 @@ by side in one run: each example's good.cu (host entry, nvcc) and good_k.cu
 (kernel-only, NVRTC), every candidate never seen before (a unique comment;
 the task's reference and shim built once beforehand, as in a search):
 
-  cold  one `kevo eval` process per candidate: the process's wall clock,
-        worker start-up and teardown included (median of RUNS);
+  cold  one `kevo eval` process per candidate: from its start to its
+        verdict line on stdout, worker start-up included (median of RUNS);
+        beside it the process's whole wall clock, the static analysis
+        (which comes after the verdict) and the teardown included;
   warm  one `kevo eval` of 1 + RUNS candidates: the workers kept warm
         (kv_gate_warm, as in `kevo run`) and (cuda) each next candidate
         compiled while the last one is judged; a candidate's figure is the
-        time from the verdict before it to its own verdict on stdout (median
-        of the RUNS after the first). "cached" counts those whose compile
-        was done ahead.
+        time from the verdict line before it to its own (median of the RUNS
+        after the first). "compiled ahead" counts those whose compile was
+        done ahead.
+Every verdict's JSON is read back from the store kevo eval recorded it in.
 
 Each cold figure is split by the verdict's own timeline (seconds from the
 evaluation's start: compiled, both workers up, checked, the timing loop,
@@ -27,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import statistics as st
 import subprocess
 import sys
@@ -78,6 +82,29 @@ def new_cache(name):
     return d
 
 
+def stamped(args, cache):
+    """Runs kevo; the time of its start, of every "verdict:" line and of its exit."""
+    s = time.monotonic()
+    p = subprocess.Popen([K] + args, env=dict(env, KEVO_CACHE_DIR=cache), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    stamps = [time.monotonic() - s for line in p.stdout if line.startswith("verdict:")]
+    err = p.stderr.read()
+    p.wait()
+    return stamps, time.monotonic() - s, err
+
+
+def recorded(cand):
+    """The result kevo eval recorded for this candidate."""
+    db = sqlite3.connect(env["KEVO_DB"])
+    row = db.execute("select result_json from evaluations where candidate_path = ? "
+                     "order by id desc limit 1", (cand,)).fetchone()
+    db.close()
+    try:
+        return json.loads(row[0])
+    except (TypeError, ValueError):
+        return {"verdict": "not recorded"}
+
+
 def new_candidate(src, tag):
     p = os.path.join(T, tag + os.path.splitext(src)[1])
     with open(p, "w") as f:
@@ -86,8 +113,8 @@ def new_candidate(src, tag):
 
 
 MARKS = ["compiled", "reference_worker_up", "candidate_worker_up", "checked", "warm_up", "loop",
-         "validated", "candidate_stopped", "alone", "timed", "workers_stopped", "analysis_joined",
-         "end"]
+         "validated", "candidate_stopped", "alone", "timed", "workers_stopped", "verdict",
+         "analysis_joined", "end"]
 
 
 def at(j, what):
@@ -103,9 +130,9 @@ say("### Source to verdict per new candidate, cold and warm (%s, %s, %d CPU core
     "per side, median of %d)" % (time.strftime("%Y-%m-%d", time.gmtime()), dev, os.cpu_count(),
                                  a.budget, a.runs))
 say()
-say("| task | form | cold s | warm s | warm: compiled ahead | verdict | speedup | cold: " +
-    " / ".join(MARKS) + " s; after end s |")
-say("|---|---|---|---|---|---|---|---|")
+say("| task | form | cold s | cold, process s | warm s | warm: compiled ahead | verdict | speedup | "
+    "cold: " + " / ".join(MARKS) + " s; static s |")
+say("|---|---|---|---|---|---|---|---|---|")
 summary = {}
 for name in tasks:
     d = "examples/tasks/" + name
@@ -117,62 +144,45 @@ for name in tasks:
         cache = new_cache("c-%s-%s" % (name, form))
         # The task's reference and shim, built once.
         kevo(["eval", "--json", "--no-timing", d, src] + SF, cache)
-        cold, marks, js = [], {m: [] for m in MARKS}, []
+        cold, wall, marks, js = [], [], {m: [] for m in MARKS}, []
         for i in range(0 if a.no_cold else a.runs):
             cand = new_candidate(src, "%s-%s-cold-%d" % (name, form, i))
-            s = time.monotonic()
-            p = kevo(["eval", "--json", "--budget", a.budget, d, cand] + SF, cache)
-            w = time.monotonic() - s
-            try:
-                j = json.loads(p.stdout)
-            except ValueError:
-                j = {"verdict": "kevo failed: " + p.stderr.strip()[-200:]}
+            stamps, w, err = stamped(["eval", "--budget", a.budget, d, cand] + SF, cache)
+            j = recorded(cand) if stamps else {"verdict": "kevo failed: " + err.strip()[-200:]}
             js.append(j)
-            cold.append(w)
+            cold.append(stamps[0] if stamps else float("nan"))
+            wall.append(w)
             if a.keep:
                 os.makedirs(a.keep, exist_ok=True)
                 with open(os.path.join(a.keep, "%s-%s-cold-%d.json" % (name, form, i)), "w") as f:
-                    f.write(p.stdout)
+                    json.dump(j, f)
             for m in MARKS:
                 if at(j, m) is not None:
                     marks[m].append(at(j, m))
-            if at(j, "end") is not None:
-                marks.setdefault("after", []).append(w - at(j, "end"))
         # Warm: one process, 1 + RUNS new candidates, verdicts timed as they come.
         cands = [new_candidate(src, "%s-%s-warm-%d" % (name, form, i))
                  for i in range(0 if a.no_warm else a.runs + 1)]
-        s = time.monotonic()
-        p = subprocess.Popen(["true"] if not cands else [K, "eval", "--json", "--budget", a.budget] + SF + [d] +
-                             cands, env=dict(env, KEVO_CACHE_DIR=cache), stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-        stamps, wj = [], []
-        for line in p.stdout:
-            stamps.append(time.monotonic())
-            try:
-                wj.append(json.loads(line))
-            except ValueError:
-                pass
-        p.wait()
+        stamps = stamped(["eval", "--budget", a.budget] + SF + [d] + cands, cache)[0] if cands else []
+        wj = [recorded(c) for c in cands]
         warm = [stamps[i] - stamps[i - 1] for i in range(1, len(stamps))]
         ok = all(j.get("verdict") == "ok" for j in js + wj)
         sp = [j["timing"]["speedup"] for j in js if j.get("timing")]
         med = lambda x: st.median(x) if x else float("nan")
-        summary.setdefault(form, []).append((med(cold), med(warm)))
+        summary.setdefault(form, []).append((med(cold), med(warm), med(wall)))
         stat = [j["static"]["seconds"] for j in js if (j.get("static") or {}).get("seconds")]
         ahead = sum(1 for j in wj[1:] if (j.get("compile") or {}).get("cached"))
-        say("| %s | %s | %.2f | %.2f | %d of %d | %s | %s | %s; %.2f; static %.2f |" % (
-            name, form, med(cold), med(warm), ahead, max(len(wj) - 1, 0),
+        say("| %s | %s | %.2f | %.2f | %.2f | %d of %d | %s | %s | %s; %.2f |" % (
+            name, form, med(cold), med(wall), med(warm), ahead, max(len(wj) - 1, 0),
             "ok" if ok else "; ".join(sorted({str(j.get("verdict")) for j in js + wj})),
             "%.2fx" % med(sp) if sp else "",
-            " / ".join("%.2f" % med(marks[m]) if marks[m] else "-" for m in MARKS),
-            med(marks.get("after", [])), med(stat)))
+            " / ".join("%.2f" % med(marks[m]) if marks[m] else "-" for m in MARKS), med(stat)))
 say()
-say("| median over the examples | cold s | warm s |")
-say("|---|---|---|")
+say("| median over the examples | cold s | warm s | cold, process s |")
+say("|---|---|---|---|")
 med_of = {}
 for form, rows in summary.items():
-    med_of[form] = (st.median(c for c, _ in rows), st.median(w for _, w in rows))
-    say("| %s | %.2f | %.2f |" % ((form,) + med_of[form]))
+    med_of[form] = tuple(st.median(r[k] for r in rows) for k in range(3))
+    say("| %s | %.2f | %.2f | %.2f |" % ((form,) + med_of[form]))
 
 if a.inline:
     say()
@@ -190,7 +200,7 @@ if a.inline:
             say("| %s | failed: %s | |" % (name, p.stderr.strip()[-150:]))
     if tot and "nvrtc" in med_of:
         li = st.median(tot)
-        c, w = med_of["nvrtc"]
+        c, w = med_of["nvrtc"][:2]
         say()
         say("load_inline median %.1f s: kernel-only cold %.1fx (%.2f s), warm %.1fx (%.2f s); "
             "30x needs %.2f s, 100x %.2f s" % (li, li / c, c, li / w, w, li / 30, li / 100))

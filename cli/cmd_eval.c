@@ -102,7 +102,7 @@ static void record(const struct kv_task *t, const char *cand, const char *db,
 /* The phases as they end (kv_gate_opts.on_phase): what kevo eval prints. */
 struct shown {
   const char *cand;
-  int compile, checks, timing, stat; /* printed already */
+  int compile, checks, timing, verdict, stat; /* printed already */
 };
 
 static void print_compile(const struct kv_gate_result *r) {
@@ -140,6 +140,8 @@ static void print_checks(const struct kv_gate_result *r) {
   }
 }
 
+static void print_verdict(const struct kv_gate_result *r, struct shown *sh);
+
 static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r) {
   struct shown *sh = ud;
   if (!strcmp(phase, "compile") && !sh->compile) {
@@ -152,6 +154,9 @@ static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r
   } else if (!strcmp(phase, "static") && !sh->stat) {
     print_static(r);
     sh->stat = 1;
+  } else if (!strcmp(phase, "verdict") && !sh->verdict) {
+    print_verdict(r, sh);
+    sh->verdict = 1;
   } else if (!strcmp(phase, "timing") && !sh->timing && isatty(STDOUT_FILENO)) {
     printf("  timing   ...\r"); /* overwritten by the timing's line */
     sh->timing = 1;
@@ -159,16 +164,17 @@ static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r
   fflush(stdout);
 }
 
-/* What the phases did not print, and the verdict. */
-static void print_human(const struct kv_gate_result *r, struct shown *sh) {
+/* The timing and the verdict (what the phases before them did not print).
+ * The static analysis may come after it (on_phase "verdict"). */
+static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
   if (!sh->compile) {
     printf("%s\n", sh->cand);
     print_compile(r);
+    sh->compile = 1;
   }
   if (!sh->checks)
     print_checks(r);
-  if (!sh->stat)
-    print_static(r);
+  sh->checks = 1;
   if (r->timed) {
     const struct kv_timing *t = &r->timing;
     printf("  timing   %6.2f s  at %s\n", r->time_s, t->sizes);
@@ -233,6 +239,16 @@ static void print_human(const struct kv_gate_result *r, struct shown *sh) {
   if (r->device[0])
     printf("  device   %s\n", r->device);
   printf("verdict: %s%s%s\n", kv_verdict_name(r->verdict), r->detail[0] ? ": " : "", r->detail);
+  fflush(stdout);
+}
+
+/* What the phases did not print: the analysis (after the verdict when the
+ * "verdict" phase printed it) and, without that phase, the verdict. */
+static void print_human(const struct kv_gate_result *r, struct shown *sh) {
+  if (!sh->stat)
+    print_static(r);
+  if (!sh->verdict)
+    print_verdict(r, sh);
 }
 
 /* The result JSON on one line (JSON Lines, for several candidates). */

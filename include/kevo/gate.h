@@ -184,10 +184,13 @@ struct kv_gate_opts {
   int profile, debug;
   double profile_deadline_s, debug_deadline_s;
   /* Called as each phase of kv_gate_eval ends, with the result so far:
-   * "compile" (compile and static analysis in), "checks" (the checks in;
+   * "compile" (the compile in), "checks" (the checks in;
    * not when the candidate did not compile), "timing" (as timing starts;
-   * only when there is timing to do). NULL: none. (kevo eval shows its
-   * phases as they happen with it.) */
+   * only when there is timing to do), "verdict" (the verdict and timing are
+   * final; the static analysis, the profiler and the debugger may still be
+   * running: their fields are not filled yet), "static" (the static
+   * analysis in). NULL: none. (kevo eval shows its phases as they happen
+   * with it, the verdict before the analysis.) */
   void (*on_phase)(void *ud, const char *phase, const struct kv_gate_result *r);
   void *phase_ud;
   struct kv_gate_warm *warm; /* NULL: every evaluation starts its own workers */

@@ -478,6 +478,24 @@ static void test_prebuild_fills_the_cache(void **state) {
 /* Every bench size is timed (issue 17): per-size figures, the speedup their
  * geometric mean; and a candidate that skips its work only at the second
  * bench size (never a check size) is caught there. */
+/* The phases kv_gate_eval announced, in order, and what the "verdict" one
+ * carried. */
+struct phases {
+  char seen[128];
+  char verdict[sizeof((struct kv_gate_result *)0)->detail];
+  double speedup;
+};
+
+static void on_phase_seen(void *ud, const char *phase, const struct kv_gate_result *r) {
+  struct phases *p = ud;
+  size_t n = strlen(p->seen);
+  snprintf(p->seen + n, sizeof p->seen - n, "%s ", phase);
+  if (!strcmp(phase, "verdict")) {
+    snprintf(p->verdict, sizeof p->verdict, "%s", r->detail);
+    p->speedup = r->timing.speedup;
+  }
+}
+
 static void test_every_bench_size(void **state) {
   (void)state;
   const char *src = getenv("KEVO_SOURCE_DIR");
@@ -524,11 +542,19 @@ static void test_every_bench_size(void **state) {
   o.worker_path = getenv("KEVO_WORKER"); /* the test environment's */
   o.cache_dir = getenv("KEVO_CACHE_DIR");
   o.time_budget_s = 0.1;
+  struct phases ph = {0};
+  o.on_phase = on_phase_seen;
+  o.phase_ud = &ph;
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (kv_gate_eval(t, good, &o, r, err, sizeof err) != 0)
     fail_msg("%s", err);
   print_message("good: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
   assert_string_equal(kv_verdict_name(r->verdict), "ok");
+  /* The phases in order; the verdict went out final, with its timing. */
+  assert_string_equal(ph.seen, "compile checks timing verdict ");
+  assert_string_equal(ph.verdict, r->detail);
+  assert_true(ph.speedup == r->timing.speedup && ph.speedup > 0);
+  o.on_phase = NULL;
   const struct kv_timing *tm = &r->timing;
   assert_true(r->timed && tm->nsizes == 2);
   assert_non_null(strstr(tm->size[0].sizes, "rows=512"));
@@ -560,6 +586,7 @@ static void test_every_bench_size(void **state) {
   }
   assert_int_equal(alone, 2);
   assert_string_equal(r->marks[0].what, "compiled");
+  assert_string_equal(r->marks[r->nmarks - 2].what, "verdict");
   assert_string_equal(r->marks[r->nmarks - 1].what, "end");
   kv_gate_result_release(back);
   free(back);
