@@ -430,6 +430,8 @@ static void *pool_main(void *arg) {
       return NULL;
     struct kv_build_job *j = &p->jobs[i];
     j->rc = p->build(j->t, j->o, j->src, j->cache_dir, j->deadline_s, &j->b, j->err, sizeof j->err);
+    if (j->rc == 0 && j->b.ok && j->analyze)
+      j->analyze(&j->b, j->o, j->cache_dir, 30);
   }
 }
 

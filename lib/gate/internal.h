@@ -241,6 +241,10 @@ struct kv_build_job {
   struct kv_build b;
   int rc;
   char err[2048];
+  /* When set (kv_gate_prebuild): a built candidate's static analysis too,
+   * whose listing the cache keeps beside the object for its evaluation. */
+  void (*analyze)(struct kv_build *b, const struct kv_gate_opts *o, const char *cache_dir,
+                  double deadline_s);
 };
 void kv_build_pool(int (*build)(const struct kv_task *, const struct kv_gate_opts *, const char *,
                                 const char *, double, struct kv_build *, char *, size_t),

@@ -16,10 +16,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../lib/gate/internal.h"
 #include "env_opts.h"
@@ -135,6 +138,90 @@ static void test_fakedrv_timed(void **state) {
   kv_task_free(t);
 }
 
+/* Listings (<key>.sass) the cache holds, however deep. */
+static int nsass;
+static int count_sass(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st;
+  (void)f;
+  size_t n = strlen(path);
+  nsass += flag == FTW_F && n > 5 && !strcmp(path + n - 5, ".sass");
+  return 0;
+}
+
+static int sass_in_cache(void) {
+  nsass = 0;
+  nftw(cache, count_sass, 16, FTW_PHYS);
+  return nsass;
+}
+
+/* kv_gate_prebuild does the static analysis too (cuobjdump -sass, 0.45 s of
+ * CPU each, off the evaluation's path): its listing is in the cache, and the
+ * evaluation after it reads that listing without running cuobjdump (which
+ * is then /bin/false: a dump now would say "not available"). Needs
+ * cuobjdump (CI: the PyPI wheel, .ci/run). */
+static void test_prebuild_analyses(void **state) {
+  (void)state;
+  char tool[PATH_MAX];
+  kv_cuobjdump_path(env_opts(), tool, sizeof tool);
+  if (!nvrtc_found() || !tool[0]) {
+    printf("skipped: %s\n", tool[0] ? "no NVRTC" : "no cuobjdump (set KEVO_CUOBJDUMP)");
+    skip();
+  }
+  char dir[PATH_MAX * 2], path[PATH_MAX * 3], err[2048];
+  snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  /* A candidate never built before (this process's id in a comment). */
+  char *text = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "%s/cands/good.cu", dir);
+  assert_int_equal(kv_read_file(path, 1 << 20, &text, &len, err, sizeof err), 0);
+  char fresh[PATH_MAX + 32], tail[64];
+  snprintf(fresh, sizeof fresh, "%s/fresh.cu", cache);
+  snprintf(tail, sizeof tail, "\n// a new candidate %d\n", (int)getpid());
+  assert_int_equal(kv_write_file(fresh, text, len, err, sizeof err), 0);
+  FILE *f = fopen(fresh, "a");
+  assert_non_null(f);
+  fputs(tail, f);
+  fclose(f);
+  free(text);
+  struct kv_gate_opts o;
+  env_opts_fill(&o);
+  o.surface = "cuda";
+  o.cache_dir = cache;
+  o.timing = 0;
+  o.sandbox = 0;
+  o.job_deadline_s = 60;
+  const char *one = fresh;
+  int before = sass_in_cache();
+  if (kv_gate_prebuild(t, &one, 1, &o, err, sizeof err) != 1)
+    fail_msg("kv_gate_prebuild: %s", err);
+  assert_int_equal(sass_in_cache(), before + 1);
+  char *was = getenv("KEVO_CUOBJDUMP") ? strdup(getenv("KEVO_CUOBJDUMP")) : NULL;
+  setenv("KEVO_CUOBJDUMP", "/bin/false", 1);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  int rc = kv_gate_eval(t, fresh, &o, r, err, sizeof err);
+  if (was)
+    setenv("KEVO_CUOBJDUMP", was, 1);
+  else
+    unsetenv("KEVO_CUOBJDUMP");
+  free(was);
+  if (rc != 0)
+    fail_msg("kv_gate_eval: %s", err);
+  printf("prebuilt: %s, compile cached %d; static: done %d, %.3f s, note '%s'\n",
+         kv_verdict_name(r->verdict), r->compile_cached, r->static_done, r->static_s,
+         r->static_note);
+  assert_int_equal(r->verdict, KV_V_OK);
+  assert_true(r->compile_cached);
+  assert_true(r->static_done && r->kernels[0].has_sass && r->kernels[0].sass.total > 0);
+  assert_int_equal(sass_in_cache(), before + 1);
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
+}
+
 int main(void) {
   const char *s = getenv("KEVO_SOURCE_DIR");
   snprintf(src, sizeof src, "%s", s && *s ? s : KEVO_SOURCE_DIR);
@@ -143,6 +230,7 @@ int main(void) {
   setenv("KEVO_CUDA_ARCH", "sm_90", 1);
   kv_rmtree(cache); /* built afresh: what is judged is this build's */
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_fakedrv),
-                                     cmocka_unit_test(test_fakedrv_timed)};
+                                     cmocka_unit_test(test_fakedrv_timed),
+                                     cmocka_unit_test(test_prebuild_analyses)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
