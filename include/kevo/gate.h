@@ -146,6 +146,9 @@ struct kv_gate_opts {
   int timing;            /* 0: correctness only */
   double job_deadline_s; /* per worker job */
   double compile_deadline_s;
+  /* kv_gate_prebuild: 0 (default), the static analysis too; 1, the compile
+   * only, the analysis left to the evaluation (beside its checks). */
+  int prebuild_compile_only;
   double time_budget_s; /* target seconds of timed calls per side */
   /* Where things are; each NULL for the default. The library never reads
    * the environment for them: kevo's command line fills them from

@@ -601,7 +601,8 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
     jobs[i].o = o;
     jobs[i].cache_dir = s.cache;
     jobs[i].deadline_s = o->compile_deadline_s;
-    jobs[i].analyze = s.sf->analyze; /* off the evaluation's path too */
+    if (!o->prebuild_compile_only) /* off the evaluation's path too */
+      jobs[i].analyze = s.sf->analyze;
   }
   kv_build_pool(s.sf->build, jobs, n);
   int built = 0, rc = 0;

@@ -157,8 +157,9 @@ static int sass_in_cache(void) {
 /* kv_gate_prebuild does the static analysis too (cuobjdump -sass, 0.45 s of
  * CPU each, off the evaluation's path): its listing is in the cache, and the
  * evaluation after it reads that listing without running cuobjdump (which
- * is then /bin/false: a dump now would say "not available"). Needs
- * cuobjdump (CI: the PyPI wheel, .ci/run). */
+ * is then /bin/false: a dump now would say "not available"); with
+ * prebuild_compile_only it makes none. Needs cuobjdump (CI: the PyPI wheel,
+ * .ci/run). */
 static void test_prebuild_analyses(void **state) {
   (void)state;
   char tool[PATH_MAX];
@@ -216,6 +217,14 @@ static void test_prebuild_analyses(void **state) {
   assert_int_equal(r->verdict, KV_V_OK);
   assert_true(r->compile_cached);
   assert_true(r->static_done && r->kernels[0].has_sass && r->kernels[0].sass.total > 0);
+  assert_int_equal(sass_in_cache(), before + 1);
+  /* prebuild_compile_only (kevo eval's next candidate): no listing made. */
+  FILE *g = fopen(fresh, "a");
+  assert_non_null(g);
+  fputs("// and another\n", g);
+  fclose(g);
+  o.prebuild_compile_only = 1;
+  assert_int_equal(kv_gate_prebuild(t, &one, 1, &o, err, sizeof err), 1);
   assert_int_equal(sass_in_cache(), before + 1);
   kv_gate_result_release(r);
   free(r);
