@@ -252,11 +252,11 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
                  struct kv_gate_result *r, char *err, size_t errlen);
 void kv_gate_result_release(struct kv_gate_result *r);
 /* Compiles several candidates at once (the compile pool) into the cache, so
- * that judging them afterwards, one at a time, finds them built, and (cuda)
- * their static analysis done (cuobjdump -sass, 0.45 s of CPU each, kept
- * beside the object). Compile errors are cached like successes and reported
- * by kv_gate_eval. Returns the
- * number built or cached, negative when kevo could not compile at all. */
+ * that judging them afterwards, one at a time, finds them built and (cuda,
+ * unless o->prebuild_compile_only) their static analysis done (cuobjdump
+ * -sass, 0.45 s of CPU each, kept beside the object). Compile errors are
+ * cached like successes and reported by kv_gate_eval. Returns the number
+ * built or cached, negative when kevo could not compile at all. */
 int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
                      const struct kv_gate_opts *o, char *err, size_t errlen);
 /* The result as a JSON object text (malloc'd): verdict, detail, timing (when

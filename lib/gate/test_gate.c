@@ -475,9 +475,6 @@ static void test_prebuild_fills_the_cache(void **state) {
   kv_task_free(t);
 }
 
-/* Every bench size is timed (issue 17): per-size figures, the speedup their
- * geometric mean; and a candidate that skips its work only at the second
- * bench size (never a check size) is caught there. */
 /* The phases kv_gate_eval announced, in order, and what the "verdict" one
  * carried. */
 struct phases {
@@ -496,6 +493,9 @@ static void on_phase_seen(void *ud, const char *phase, const struct kv_gate_resu
   }
 }
 
+/* Every bench size is timed (issue 17): per-size figures, the speedup their
+ * geometric mean; and a candidate that skips its work only at the second
+ * bench size (never a check size) is caught there. */
 static void test_every_bench_size(void **state) {
   (void)state;
   const char *src = getenv("KEVO_SOURCE_DIR");

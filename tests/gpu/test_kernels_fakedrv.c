@@ -93,6 +93,12 @@ static void test_fakedrv(void **state) {
   assert_int_equal(bad, 0);
 }
 
+static void phase_seen(void *ud, const char *phase, const struct kv_gate_result *r) {
+  (void)r;
+  size_t n = strlen(ud);
+  snprintf((char *)ud + n, 128 - n, "%s ", phase);
+}
+
 /* The timed path too: phases of launches on fresh buffers, the events and
  * the host clock, on the stand-in's given ceilings (its PTX calibration
  * kernel cannot run). The kernel-only candidate and the kernel-only
@@ -119,6 +125,9 @@ static void test_fakedrv_timed(void **state) {
   o.sandbox = 0;
   o.calib = &cal;
   o.time_budget_s = 0.2;
+  char seen[128] = "";
+  o.on_phase = phase_seen;
+  o.phase_ud = seen;
   struct kv_gate_result *r = calloc(1, sizeof *r);
   assert_non_null(r);
   if (kv_gate_eval(t, path, &o, r, err, sizeof err) != 0)
@@ -133,6 +142,9 @@ static void test_fakedrv_timed(void **state) {
   assert_true(r->static_done || r->static_note[0]);
   if (r->static_done)
     assert_true(r->kernels[0].has_sass);
+  /* The verdict went out before the analysis was joined. */
+  printf("phases: %s\n", seen);
+  assert_string_equal(seen, "compile checks timing verdict static ");
   kv_gate_result_release(r);
   free(r);
   kv_task_free(t);
