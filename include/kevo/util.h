@@ -32,7 +32,8 @@ char *kv_buf_detach(struct kv_buf *b);
 
 /* Reads a whole file of at most max bytes (NUL-terminated). */
 int kv_read_file(const char *path, size_t max, char **out, size_t *len, char *err, size_t errlen);
-/* Writes atomically (temporary file in the same directory, then rename). */
+/* Writes atomically (a temporary file of its own in the same directory, then
+ * rename): safe from several threads and processes at once. */
 int kv_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen);
 /* write(2) that never raises SIGPIPE in the process (a worker that died
  * makes it fail with EPIPE instead): SIGPIPE is blocked in the calling

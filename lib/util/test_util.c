@@ -384,6 +384,56 @@ static void test_write_nosigpipe(void **state) {
   close(p[1]);
 }
 
+/* kv_write_file from several threads to one path (two equal candidates
+ * built and analysed at once): every write succeeds and the file is always
+ * one writer's whole content, never a mix, with no temporary left over. */
+struct writer {
+  const char *path;
+  char fill;
+  int failed;
+};
+
+static void *writer_main(void *arg) {
+  struct writer *w = arg;
+  char data[64 * 1024], err[256];
+  memset(data, w->fill, sizeof data);
+  for (int i = 0; i < 200; i++)
+    w->failed += kv_write_file(w->path, data, sizeof data, err, sizeof err) != 0;
+  return NULL;
+}
+
+static void test_write_file_threads(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kevo-wf-XXXXXX", path[64], err[256];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/f", dir);
+  struct writer w[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (struct writer){path, (char)('a' + i), 0};
+    assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(w[i].failed, 0);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  assert_int_equal(kv_read_file(path, 1 << 20, &text, &len, err, sizeof err), 0);
+  assert_int_equal(len, 64 * 1024);
+  for (size_t i = 1; i < len; i++)
+    assert_int_equal(text[i], text[0]);
+  free(text);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int entries = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    entries += e->d_name[0] != '.';
+  closedir(d);
+  assert_int_equal(entries, 1);
+  kv_rmtree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buf_cap),
@@ -398,6 +448,7 @@ int main(void) {
       cmocka_unit_test(test_rmtree_symlinks_not_followed),
       cmocka_unit_test(test_rmtree_stops_at_mounts),
       cmocka_unit_test(test_write_nosigpipe),
+      cmocka_unit_test(test_write_file_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

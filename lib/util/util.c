@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,8 +149,12 @@ int kv_read_file(const char *path, size_t max, char **out, size_t *len, char *er
 }
 
 int kv_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
+  /* A temporary name of its own per call: two threads writing the same path
+   * (two equal candidates built and analysed at once) never share one. */
+  static _Atomic unsigned long seq;
   char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d.%lu", path, (int)getpid(), atomic_fetch_add(&seq, 1)) >=
+      (int)sizeof tmp)
     return kv_error(err, errlen, "%s: path too long", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
