@@ -140,30 +140,6 @@ static void print_checks(const struct kv_gate_result *r) {
   }
 }
 
-static void print_verdict(const struct kv_gate_result *r, struct shown *sh);
-
-static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r) {
-  struct shown *sh = ud;
-  if (!strcmp(phase, "compile") && !sh->compile) {
-    printf("%s\n", sh->cand);
-    print_compile(r);
-    sh->compile = 1;
-  } else if (!strcmp(phase, "checks") && !sh->checks) {
-    print_checks(r);
-    sh->checks = 1;
-  } else if (!strcmp(phase, "static") && !sh->stat) {
-    print_static(r);
-    sh->stat = 1;
-  } else if (!strcmp(phase, "verdict") && !sh->verdict) {
-    print_verdict(r, sh);
-    sh->verdict = 1;
-  } else if (!strcmp(phase, "timing") && !sh->timing && isatty(STDOUT_FILENO)) {
-    printf("  timing   ...\r"); /* overwritten by the timing's line */
-    sh->timing = 1;
-  }
-  fflush(stdout);
-}
-
 /* The timing and the verdict (what the phases before them did not print).
  * The static analysis may come after it (on_phase "verdict"). */
 static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
@@ -239,6 +215,28 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
   if (r->device[0])
     printf("  device   %s\n", r->device);
   printf("verdict: %s%s%s\n", kv_verdict_name(r->verdict), r->detail[0] ? ": " : "", r->detail);
+  fflush(stdout);
+}
+
+static void on_phase(void *ud, const char *phase, const struct kv_gate_result *r) {
+  struct shown *sh = ud;
+  if (!strcmp(phase, "compile") && !sh->compile) {
+    printf("%s\n", sh->cand);
+    print_compile(r);
+    sh->compile = 1;
+  } else if (!strcmp(phase, "checks") && !sh->checks) {
+    print_checks(r);
+    sh->checks = 1;
+  } else if (!strcmp(phase, "static") && !sh->stat) {
+    print_static(r);
+    sh->stat = 1;
+  } else if (!strcmp(phase, "verdict") && !sh->verdict) {
+    print_verdict(r, sh);
+    sh->verdict = 1;
+  } else if (!strcmp(phase, "timing") && !sh->timing && isatty(STDOUT_FILENO)) {
+    printf("  timing   ...\r"); /* overwritten by the timing's line */
+    sh->timing = 1;
+  }
   fflush(stdout);
 }
 

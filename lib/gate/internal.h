@@ -337,8 +337,8 @@ int kv_warm_take_cand(struct kv_gate_warm *w, const char *key, struct kv_worker 
 void kv_warm_put_cand(struct kv_gate_warm *w, const char *key, struct kv_worker *cw);
 /* The session's surface, cache and scratch directories and worker path from
  * the options (the workers are started apart); release stops every worker
- * still held, without waiting for their exits (kv_worker_stop_nowait). Used by kv_gate_eval,
- * kv_gate_prebuild and kv_task_check. */
+ * still held, without waiting for their exits (kv_worker_stop_nowait). Used
+ * by kv_gate_eval, kv_gate_prebuild and kv_task_check. */
 int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct kv_gate_opts *o,
                     char *err, size_t errlen);
 void kv_session_release(struct kv_session *s);
