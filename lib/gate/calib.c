@@ -12,7 +12,6 @@
  * This file is compiled with -ffp-contract=fast (calib.cmake) so that
  * `acc * m + a` becomes one fused multiply-add where the ISA has it. */
 #include "kevo/calib.h"
-#include "kevo/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -562,16 +561,24 @@ int kv_calib_save(const char *path, const struct kv_calib *c, char *err, size_t 
                            "threads", c->threads, "measured_unix", (json_int_t)c->measured_unix);
   if (!root)
     return fail(err, errlen, -1, "calib: cannot build JSON (non-UTF-8 device name?)");
-  /* kv_write_file: a sibling of its own renamed over, so readers never see
-   * half a file, whatever else writes it at once. */
-  char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+  /* Write a sibling and rename it over, so readers never see half a file. */
+  char tmp[4096];
+  int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof tmp) {
+    json_decref(root);
+    return fail(err, errlen, -1, "calib: path too long: %s", path);
+  }
+  int rc = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS);
   json_decref(root);
-  if (!text)
-    return fail(err, errlen, -1, "calib: out of memory");
-  char e[512];
-  int rc = kv_write_file(path, text, strlen(text), e, sizeof e);
-  free(text);
-  if (rc < 0)
-    return fail(err, errlen, -1, "calib: %s", e);
+  if (rc != 0) {
+    int e = errno;
+    unlink(tmp);
+    return fail(err, errlen, -1, "calib: cannot write %s: %s", tmp, strerror(e));
+  }
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return fail(err, errlen, -1, "calib: cannot rename to %s: %s", path, strerror(e));
+  }
   return 0;
 }
