@@ -59,6 +59,10 @@ start_standin
   --base-url "$URL" --model m --api-key-env "" practice >"$T/one.out" 2>"$T/one.err"
 check "adapt --jobs 3 exits 0" $? 0
 check "every task done" "$(q "select group_concat(status) from bench_tasks")" "done,done,done,done,done"
+# Why a task did not end done (a CI run saw one 'failed' and kept no trace).
+q "select '  ' || name || ' ' || status || ': ' || coalesce(detail, '') from bench_tasks
+   where status != 'done'"
+[ "$(q "select count(*) from bench_tasks where status != 'done'")" = 0 ] || tail -n 20 "$T/one.err"
 check "one run per task" "$(q "select count(*) || ' ' || count(distinct run_id) from bench_tasks")" "5 5"
 check "runs: one per task, no other" "$(q "select count(*) from runs")" 5
 check "each run: its 3 steps, each once" \
