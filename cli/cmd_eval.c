@@ -158,7 +158,11 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
            t->cand.iqr_us, 100 * t->cand.cv, t->cand.n);
     printf("           reference %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d)\n", t->ref.median_us,
            t->ref.iqr_us, 100 * t->ref.cv, t->ref.n);
-    if (t->ref_alone.n)
+    if (t->ref_from_alone)
+      printf("           beside    %10.1f us  (the reference beside the candidate's process; "
+             "slower than alone, so the speedup is taken against alone)\n",
+             t->ref_beside_us);
+    else if (t->ref_alone.n)
       printf("           alone     %10.1f us  (the reference with no candidate process, n=%d)\n",
              t->ref_alone.median_us, t->ref_alone.n);
     if (t->phases)

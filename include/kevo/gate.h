@@ -94,8 +94,14 @@ struct kv_timing {
   double wall_s;       /* the parent's clock around the candidate's timing phases */
   double covered_s;    /* the part of wall_s the candidate's reported calls cover */
   /* The reference timed alone, once the candidate's process was gone: its
-   * interleaved times must agree (else the verdict is interference). */
+   * interleaved times must agree (cuda: else the verdict is interference).
+   * Where alone was the faster, ref is a copy of ref_alone (the speedup is
+   * taken against it), ref_from_alone is 1 and ref_beside_us holds the
+   * interleaved median; a slowed reference buys nothing. The baseline, timed
+   * beside the candidate only, then has its median scaled by alone/beside. */
   struct kv_stats ref_alone;
+  int ref_from_alone;
+  double ref_beside_us;
   int phases, calls_per_phase; /* per side */
   int validated_calls;         /* timed calls whose outputs were checked, drawn after each phase */
   double parent_us;   /* per candidate call by kevo's clock, less overhead from a clean process */

@@ -37,7 +37,8 @@ struct kv_sandbox_opts {
                    (allowed in a private netns: cuInit serves an abstract socket),
                    kill/tgkill of other processes, pidfd_*, setsid/setpgid, mount,
                    chroot, bpf, perf_event_open, keyctl, chmod/chown/xattr, setuid...,
-                   setrlimit, real-time scheduling; unknown newer syscalls: ENOSYS */
+                   setrlimit, real-time scheduling, other processes' (and threads')
+                   CPUs, nice, policy and I/O priority; unknown newer syscalls: ENOSYS */
   int rlimits;  /* RLIMIT_CORE 0, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU,
                    RLIMIT_AS (skipped in sanitizer builds) */
   /* landlock: writable /proc/self/task (naming another thread writes its comm there;

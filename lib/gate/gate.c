@@ -1069,6 +1069,10 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
         "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops, "roofline_fraction", t->roofline,
         "wall_s", t->wall_s, "covered_s", t->covered_s);
     json_object_set_new(tj, "reference_alone", stats_json(&t->ref_alone));
+    /* reference_median_us is the faster of beside and alone (kevo/gate.h) */
+    json_object_set_new(tj, "reference_from_alone", json_boolean(t->ref_from_alone));
+    json_object_set_new(tj, "reference_beside_median_us",
+                        json_real(t->ref_from_alone ? t->ref_beside_us : t->ref.median_us));
     json_object_set_new(tj, "clock",
                         json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b}", "phases", t->phases,
                                   "calls_per_phase", t->calls_per_phase, "validated_calls",

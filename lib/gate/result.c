@@ -123,6 +123,8 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     stats_of(json_object_get(t, "candidate"), &tm->cand);
     stats_of(json_object_get(t, "reference"), &tm->ref);
     stats_of(json_object_get(t, "reference_alone"), &tm->ref_alone);
+    tm->ref_from_alone = json_is_true(json_object_get(t, "reference_from_alone"));
+    tm->ref_beside_us = tm->ref_from_alone ? num(t, "reference_beside_median_us") : 0;
     tm->cand.median_us = num(t, "median_us");
     tm->ref.median_us = num(t, "reference_median_us");
     tm->speedup = num(t, "speedup");

@@ -710,6 +710,20 @@ static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int priva
     RULE1("sched_setscheduler", 1, SCMP_CMP_MASKED_EQ,
           0xffffffffu & ~(scmp_datum_t)SCHED_RESET_ON_FORK, rt_policies[i]);
 
+  /* Other processes' scheduling: the CPUs a process may run on, its nice
+   * value, policy and I/O priority outlive this process's SIGSTOP, so set on
+   * the reference's worker or kevo itself (all one user) they would slow the
+   * reference while the candidate's process is stopped, or in another
+   * evaluation. Only the calling thread's own (pid 0) may change; pthread's
+   * *_np calls, which name a thread by id, fail with EPERM. */
+  RULE1("sched_setaffinity", 0, SCMP_CMP_NE, 0, 0);
+  RULE1("sched_setscheduler", 0, SCMP_CMP_NE, 0, 0);
+  RULE1("sched_setparam", 0, SCMP_CMP_NE, 0, 0);
+  RULE1("setpriority", 0, SCMP_CMP_NE, PRIO_PROCESS, 0);
+  RULE1("setpriority", 1, SCMP_CMP_NE, 0, 0);
+  RULE1("ioprio_set", 0, SCMP_CMP_NE, 1 /* IOPRIO_WHO_PROCESS */, 0);
+  RULE1("ioprio_set", 1, SCMP_CMP_NE, 0, 0);
+
   /* Memory placement of other processes. */
   RULE1("migrate_pages", 0, SCMP_CMP_NE, 0, 0);
   RULE1("move_pages", 0, SCMP_CMP_NE, 0, 0);

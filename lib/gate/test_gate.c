@@ -352,7 +352,24 @@ static void test_result_json_survives_binary_output(void **state) {
   json_t *tj = json_object_get(j, "timing");
   assert_true(json_real_value(json_object_get(tj, "speedup")) == 4.0);
   assert_true(json_real_value(json_object_get(tj, "reference_median_us")) == 40.0);
+  assert_true(json_is_false(json_object_get(tj, "reference_from_alone")));
+  assert_true(json_real_value(json_object_get(tj, "reference_beside_median_us")) == 40.0);
   json_decref(j);
+  free(js);
+  /* The speedup taken against the reference alone: said, with the
+   * interleaved median, and read back. */
+  r.timing.ref_from_alone = 1;
+  r.timing.ref_beside_us = 95;
+  js = kv_gate_result_json(&r);
+  assert_non_null(js);
+  struct kv_gate_result back;
+  memset(&back, 0, sizeof back);
+  char err[256];
+  assert_int_equal(kv_gate_result_from_json(js, &back, err, sizeof err), 0);
+  assert_int_equal(back.timing.ref_from_alone, 1);
+  assert_true(back.timing.ref_beside_us == 95.0);
+  assert_true(back.timing.ref.median_us == 40.0);
+  kv_gate_result_release(&back);
   free(js);
   kv_gate_result_release(&r);
 }

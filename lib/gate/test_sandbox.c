@@ -722,6 +722,101 @@ static void test_no_signals_out(void **state) {
   assert_int_equal(kill(getpid(), 0), 0);
 }
 
+/* ---- other processes' scheduling ---- */
+
+/* Each call on the victim sets what is already there (its own nice, CPUs
+ * and I/O priority), so it changes nothing even where it is allowed; the
+ * filter judges the arguments, so EPERM is the answer that counts. */
+static void probe_sched_others(void *ctx, struct res *r) {
+  pid_t v = *(const pid_t *)ctx;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  int vnice = getpriority(PRIO_PROCESS, (id_t)v);
+  long vio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, v);
+  R(r, 0, sched_getaffinity(v, sizeof mask, &mask));
+  R(r, 1, sched_setaffinity(v, sizeof mask, &mask));
+  R(r, 2, setpriority(PRIO_PROCESS, (id_t)v, vnice));
+  R(r, 3, sched_setparam(v, &(struct sched_param){.sched_priority = 0}));
+  R(r, 4, sched_setscheduler(v, SCHED_OTHER, &(struct sched_param){.sched_priority = 0}));
+  R(r, 5, syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, v, vio < 0 ? 0 : vio));
+  R(r, 6, setpriority(PRIO_PGRP, (id_t)getpgrp(), getpriority(PRIO_PGRP, (id_t)getpgrp())));
+  R(r, 7, syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, vio < 0 ? 0 : vio));
+  /* its own: still allowed */
+  CPU_ZERO(&mask);
+  R(r, 8, sched_getaffinity(0, sizeof mask, &mask));
+  R(r, 9, sched_setaffinity(0, sizeof mask, &mask));
+  R(r, 10, setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0)));
+  R(r, 11, sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){.sched_priority = 0}));
+}
+
+/* The victim: a process of this user with no capabilities, as the
+ * reference's worker of an unprivileged kevo is (a root one keeps
+ * capabilities that the kernel itself protects from a capless child). */
+static pid_t start_victim(void) {
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(NULL);
+  pid_t v = fork();
+  assert_true(v >= 0);
+  if (v == 0) {
+    close(p[0]);
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    char ok = syscall(SYS_capset, &h, d) == 0 ? 'y' : 'n';
+    if (write(p[1], &ok, 1) != 1)
+      _exit(3);
+    for (;;)
+      pause();
+  }
+  close(p[1]);
+  char ok = 0;
+  ssize_t n = read(p[0], &ok, 1);
+  close(p[0]);
+  assert_true(n == 1 && ok == 'y');
+  return v;
+}
+
+static void expect_sched_denied(const struct res *r) {
+  expect_ok(r, 0, "sched_getaffinity(victim)");
+  expect_fail(r, 1, EPERM, "sched_setaffinity(victim)");
+  expect_fail(r, 2, EPERM, "setpriority(PRIO_PROCESS, victim)");
+  expect_fail(r, 3, EPERM, "sched_setparam(victim)");
+  expect_fail(r, 4, EPERM, "sched_setscheduler(victim, SCHED_OTHER)");
+  expect_fail(r, 5, EPERM, "ioprio_set(IOPRIO_WHO_PROCESS, victim)");
+  expect_fail(r, 6, EPERM, "setpriority(PRIO_PGRP)");
+  expect_fail(r, 7, EPERM, "ioprio_set(IOPRIO_WHO_PGRP)");
+  expect_ok(r, 9, "sched_setaffinity(self)");
+  expect_ok(r, 10, "setpriority(self)");
+  expect_ok(r, 11, "sched_setscheduler(self, SCHED_OTHER)");
+}
+
+static void test_no_scheduling_others(void **state) {
+  (void)state;
+  pid_t v = start_victim();
+  struct res plain, alone, all;
+  struct kv_sandbox_opts o1, o2;
+  opts_only(&o1, 0, 0, 1, 0);
+  opts_all(&o2);
+  int s0 = run_child(NULL, probe_sched_others, &v, &plain);
+  int s1 = run_child(&o1, probe_sched_others, &v, &alone);
+  int s2 = run_child(&o2, probe_sched_others, &v, &all);
+  kill(v, SIGKILL); /* before any assertion: it holds the test's output open */
+  waitpid(v, NULL, 0);
+  /* Unsandboxed, a process of the same user may set all of these on the
+   * victim (the attack a candidate would make on the reference's worker). */
+  expect_clean_exit(s0, &plain);
+  expect_ok(&plain, 1, "unsandboxed: sched_setaffinity(victim)");
+  expect_ok(&plain, 2, "unsandboxed: setpriority(victim)");
+  expect_ok(&plain, 3, "unsandboxed: sched_setparam(victim)");
+  expect_ok(&plain, 4, "unsandboxed: sched_setscheduler(victim)");
+  /* The seccomp filter alone denies them, and so does every layer. */
+  expect_clean_exit(s1, &alone);
+  expect_sched_denied(&alone);
+  expect_clean_exit(s2, &all);
+  expect_sched_denied(&all);
+}
+
 static void probe_abort(void *ctx, struct res *r) {
   (void)ctx;
   (void)r;
@@ -1482,6 +1577,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_files_confined, setup, teardown),
       cmocka_unit_test_setup_teardown(test_parent_environ_unreadable, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_signals_out, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_scheduling_others, setup, teardown),
       cmocka_unit_test_setup_teardown(test_abort_kills_self, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dlopen_candidate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_size_limit, setup, teardown),

@@ -40,8 +40,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +107,7 @@ static const struct tcase cases[] = {
     {"ref_got_hijack", "rowsum", 2, NO_FAKE_SPEEDUP, ATTACK},
     {"ref_code_patch", "rowsum", 2, NO_FAKE_SPEEDUP, ATTACK},
     {"ref_input_faults", "rowsum", 2, NO_FAKE_SPEEDUP, ATTACK},
+    {"ref_busy_host", "rowsum", 2, NO_FAKE_SPEEDUP, ATTACK}, /* the suite loads the host */
     /* 3: only some calls validated, and the candidate knows which */
     {"validate_last_sleep", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
     {"validate_last_refwarmup", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
@@ -251,6 +255,108 @@ static void check_result(const struct tcase *c, const struct kv_gate_result *r) 
   }
 }
 
+/* ---------- ref_busy_host: a host busy while a worker is stopped ---------- */
+
+#define BUSY_MAX_THREADS 64
+#define BUSY_MAX_CHILDREN 32
+
+static struct {
+  pthread_t watch, spin[BUSY_MAX_THREADS];
+  int nspin;
+  atomic_int on, quit;
+} busy;
+
+/* This process's children (the gate's workers), from every thread's
+ * children file; n at most cap. */
+static int busy_children(pid_t *out, int cap) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  if (!d)
+    return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < cap) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[300];
+    snprintf(path, sizeof path, "/proc/self/task/%s/children", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    long pid;
+    while (n < cap && fscanf(f, "%ld", &pid) == 1)
+      out[n++] = (pid_t)pid;
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Is the process stopped (state T: SIGSTOP)? */
+static int busy_stopped(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); /* the name may hold anything */
+  return p && p[1] == ' ' && p[2] == 'T';
+}
+
+static void *busy_watch(void *arg) {
+  (void)arg;
+  pid_t kids[BUSY_MAX_CHILDREN];
+  int nk = 0, tick = 0;
+  while (!atomic_load(&busy.quit)) {
+    if (tick++ % 20 == 0)
+      nk = busy_children(kids, BUSY_MAX_CHILDREN);
+    int any = 0;
+    for (int i = 0; i < nk && !any; i++)
+      any = busy_stopped(kids[i]);
+    atomic_store(&busy.on, any);
+    struct timespec ts = {0, 100 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void *busy_spin(void *arg) {
+  (void)arg;
+  volatile double z = 1.0;
+  while (!atomic_load_explicit(&busy.quit, memory_order_relaxed)) {
+    if (atomic_load_explicit(&busy.on, memory_order_relaxed)) {
+      for (int i = 0; i < 4096; i++)
+        z = z * 1.0000001 + 1e-9;
+    } else {
+      struct timespec ts = {0, 50 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return NULL;
+}
+
+static void busy_start(void) {
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  busy.nspin = (int)(ncpu > 0 ? 2 * ncpu : 2);
+  if (busy.nspin > BUSY_MAX_THREADS)
+    busy.nspin = BUSY_MAX_THREADS;
+  atomic_store(&busy.on, 0);
+  atomic_store(&busy.quit, 0);
+  for (int i = 0; i < busy.nspin; i++)
+    TA_REQUIRE(pthread_create(&busy.spin[i], NULL, busy_spin, NULL) == 0, "pthread_create");
+  TA_REQUIRE(pthread_create(&busy.watch, NULL, busy_watch, NULL) == 0, "pthread_create");
+}
+
+static void busy_stop(void) {
+  atomic_store(&busy.quit, 1);
+  pthread_join(busy.watch, NULL);
+  for (int i = 0; i < busy.nspin; i++)
+    pthread_join(busy.spin[i], NULL);
+  busy.nspin = 0;
+}
+
 /* ---------- running one case ---------- */
 
 static struct kv_gate_result *pending;
@@ -294,7 +400,12 @@ static void run_case(void **state) {
   printf("[timing attacks] %s (class %d, task %s) ...\n", c->name, c->cls, c->task);
   fflush(stdout);
   double t0 = now_s();
+  int busy_host = !strcmp(c->name, "ref_busy_host");
+  if (busy_host)
+    busy_start();
   int rc = kv_gate_eval(t, path, &o, r, err, sizeof err);
+  if (busy_host)
+    busy_stop();
   row->wall_s = now_s() - t0;
   row->ran = 1;
   if (rc != 0) {
@@ -340,6 +451,10 @@ static void run_case(void **state) {
     snprintf(row->note, sizeof row->note, "caught as interference");
   else if (r->verdict != KV_V_OK)
     snprintf(row->note, sizeof row->note, "%.200s", r->detail);
+  else if (r->timed && r->timing.ref_from_alone)
+    snprintf(row->note, sizeof row->note,
+             "the speedup is against the reference alone (beside the candidate: %.1f us)",
+             r->timing.ref_beside_us);
   check_result(c, r);
 }
 
