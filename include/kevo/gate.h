@@ -158,7 +158,13 @@ struct kv_gate_opts {
   double time_budget_s; /* target seconds of timed calls per side */
   /* Where things are; each NULL for the default. The library never reads
    * the environment for them: kevo's command line fills them from
-   * KEVO_CACHE_DIR, KEVO_WORKER, KEVO_NVCC and KEVO_CUDA_ARCH. */
+   * KEVO_CACHE_DIR, KEVO_WORKER, KEVO_NVCC and KEVO_CUDA_ARCH. It does read
+   * overrides that have no field here: the helpers' and tools' paths
+   * (KEVO_SANDBOX_HELPER, KEVO_NVRTC_HELPER, KEVO_CUOBJDUMP, KEVO_NCU,
+   * KEVO_COMPUTE_SANITIZER), KEVO_NVRTC, KEVO_PYTHON, KEVO_TORCH_WORKER,
+   * KEVO_LOCK_DIR and the sanitizer's KEVO_SANITIZER_*; PATH (nvcc's
+   * default); and LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES and OMP_NUM_THREADS,
+   * which it hands to the workers (nothing else of kevo's environment). */
   const char *cache_dir;        /* compiled objects; default kv_cache_dir ($XDG_CACHE_HOME/kevo) */
   const char *worker_path;      /* default: kevo-worker beside the executable; kevo's helpers
                                    (kevo-sandbox, kevo-nvrtc) are looked for beside it too */
