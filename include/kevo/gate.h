@@ -162,8 +162,8 @@ struct kv_gate_opts {
    * overrides that have no field here: the helpers' and tools' paths
    * (KEVO_SANDBOX_HELPER, KEVO_NVRTC_HELPER, KEVO_CUOBJDUMP, KEVO_NCU,
    * KEVO_COMPUTE_SANITIZER), KEVO_NVRTC, KEVO_PYTHON, KEVO_TORCH_WORKER,
-   * KEVO_LOCK_DIR and the sanitizer's KEVO_SANITIZER_*; PATH (nvcc's
-   * default); and LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES and OMP_NUM_THREADS,
+   * KEVO_LOCK_DIR and the sanitizer's KEVO_SANITIZER_*; PATH (python3 for a
+   * torch reference); and LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES and OMP_NUM_THREADS,
    * which it hands to the workers (nothing else of kevo's environment). */
   const char *cache_dir;        /* compiled objects; default kv_cache_dir ($XDG_CACHE_HOME/kevo) */
   const char *worker_path;      /* default: kevo-worker beside the executable; kevo's helpers
