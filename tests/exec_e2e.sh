@@ -10,6 +10,8 @@
 set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SRC="$2"
+# The examples at small bench sizes, made by the build (tests/small_tasks.py).
+EX="$(dirname "$K")/test-tasks"
 STANDIN=${3:-}
 T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-exec-e2e-XXXXXX")
 KPID=
@@ -38,7 +40,7 @@ expect() {
   fi
 }
 q() { sqlite3 "$KEVO_DB" "$1" 2>/dev/null; }
-RS="$SRC/examples/tasks/rowsum"
+RS="$EX/rowsum"
 cd "$T" || exit 1
 
 # ---- bad input ----

@@ -8,6 +8,8 @@ set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 STANDIN=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 SRC="$3"
+# The examples at small bench sizes, made by the build (tests/small_tasks.py).
+EX="$(dirname "$K")/test-tasks"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-agent-e2e-XXXXXX")
 SPID=
 cleanup() {
@@ -20,7 +22,7 @@ export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
 export KEVO_DB="$T/agent.db"
 export XDG_CONFIG_HOME="$T/config"
 REPLIES="$SRC/tests/agent/replies.txt"
-RS="$SRC/examples/tasks/rowsum"
+RS="$EX/rowsum"
 pass=0
 fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
@@ -52,15 +54,22 @@ cd "$T" || exit 1
 LLM="--base-url URL --model m --api-key-env ''"
 
 # ---- ada, two requests in flight, timing on --------------------------------
-# The first reply comes at once and the second is held 40 s: the first kernel
-# is judged (and the next ones, each reply served at once) while the second
-# request is still in flight. The check needs only the first judging to end
-# within 40 s, whatever the host's load; a fixed delay for every reply (10 s)
-# needed every judging to end within it, and one did not under ASan in a
-# clean-clone CI run.
-start_standin --script "ok,slow=40"
+# The first reply comes at once and the second is held until the run has
+# printed a judged step with a request in flight (the event this checks; at
+# most 120 s): the first kernel is judged while the second request is still
+# in flight, whatever the host's load. A fixed hold made every run wait it out.
+start_standin --script "ok,hold=120@$T/release"
 "$K" run --strategy ada --base-url "$URL" --model m --api-key-env "" --steps 10 --budget 0.1 \
-  --concurrency 2 --seed 1 -o "$T/best.c" "$RS" >"$T/ada.out" 2>&1
+  --concurrency 2 --seed 1 -o "$T/best.c" "$RS" >"$T/ada.out" 2>&1 &
+ada=$!
+i=0
+until grep -Eq 'step [0-9]+/10 .*[1-9] in flight\)  last: [a-z]' "$T/ada.out" 2>/dev/null || [ $i -ge 2400 ] ||
+  ! kill -0 $ada 2>/dev/null; do
+  sleep 0.05
+  i=$((i + 1))
+done
+touch "$T/release"
+wait $ada
 check "ada run exits 0" $? 0
 check "ada: 10 nodes" "$(q "select count(*) from nodes where run_id = 1")" 10
 invariants 1

@@ -9,6 +9,8 @@ set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 STANDIN=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 SRC=$(cd "$3" && pwd)
+# The examples at small bench sizes, made by the build (tests/small_tasks.py).
+EX="$(dirname "$K")/test-tasks"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-bench-e2e-XXXXXX")
 SPID=
 cleanup() {
@@ -30,10 +32,10 @@ cd "$T" || exit 1
 # The suite: level1/{rowsum,transpose}, level2/{broken,conv1d,nostarter}.
 S="$T/suite"
 mkdir -p "$S/level1" "$S/level2" "$S/level2/notatask"
-for t in rowsum transpose; do cp -r "$SRC/examples/tasks/$t" "$S/level1/$t"; done
-cp -r "$SRC/examples/tasks/conv1d" "$S/level2/conv1d"
+for t in rowsum transpose; do cp -r "$EX/$t" "$S/level1/$t"; done
+cp -r "$EX/conv1d" "$S/level2/conv1d"
 mkdir "$S/level2/broken" && echo '{"name": "broken",' >"$S/level2/broken/task.json"
-cp -r "$SRC/examples/tasks/rowsum" "$S/level2/nostarter" && rm "$S/level2/nostarter/starter.c"
+cp -r "$EX/rowsum" "$S/level2/nostarter" && rm "$S/level2/nostarter/starter.c"
 
 # Bad input first: each a clear error, nothing recorded.
 "$K" bench "$T/none" >"$T/e1" 2>&1

@@ -4,6 +4,8 @@
 set -u
 K="$1"
 SRC="$2"
+# The examples at small bench sizes, made by the build (tests/small_tasks.py).
+EX="$(dirname "$K")/test-tasks"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-e2e-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
@@ -40,7 +42,7 @@ jcheck() {
   fi
 }
 
-RS="$SRC/examples/tasks/rowsum"
+RS="$EX/rowsum"
 
 # --- bad input: one line naming the problem and the fix, exit 2 ---
 expect "no arguments" 2 "commands" -- "$K"
@@ -72,7 +74,7 @@ expect "task check unknown flag" 2 "unknown or incomplete option" -- "$K" task c
 expect "no compiler on PATH" 2 "cc" -- env PATH=/nonexistent KEVO_CACHE_DIR="$T/nocc" "$K" eval --no-timing "$RS" "$RS/good.c"
 
 # --- task check: every example is well-posed; an ill-posed one is caught ---
-for d in "$SRC"/examples/tasks/*/; do
+for d in "$EX"/*/; do
   [ -f "$d/task.json" ] || continue
   expect "task check $(basename "$d")" 0 "task ok" -- "$K" task check "$d"
 done
@@ -106,6 +108,9 @@ C
 expect "ill-posed task: a copy of the input passes" 1 "copy of input 'x'" -- "$K" task check "$T/tiny"
 
 # --- eval: verdicts, exit codes, JSON, the store ---
+# One judging at the example's own bench size (a 256 MiB matrix); the rest
+# use the small copies.
+expect "eval good (human), the example as shipped" 0 "verdict: ok: .* at rows=8192 cols=8192" -- "$K" eval --budget 0.2 "$SRC/examples/tasks/rowsum" "$SRC/examples/tasks/rowsum/good.c"
 expect "eval good (human)" 0 "verdict: ok" -- "$K" eval --budget 0.2 "$RS" "$RS/good.c"
 expect "eval good (json)" 0 "" -- "$K" eval --json --budget 0.2 "$RS" "$RS/good.c"
 jcheck "json has the contract's fields" "j['verdict']=='ok' and j['detail'] and j['timing']['median_us']>0 and j['timing']['reference_median_us']>0 and j['timing']['speedup']>0 and len(j['checks'])>=6 and 'log' in j['compile']"
@@ -150,7 +155,7 @@ if [ "$n" -ge 1 ]; then ok "each of several candidates recorded"; else bad "the 
 expect "eval stdin twice" 2 "stdin \(-\) can give one candidate only" -- "$K" eval "$RS" - -
 
 # --- every example's candidates are accepted ---
-for d in "$SRC"/examples/tasks/*/; do
+for d in "$EX"/*/; do
   [ -f "$d/task.json" ] || continue
   for c in starter good; do
     expect "eval $(basename "$d")/$c.c" 0 "verdict: ok" -- "$K" eval --budget 0.1 "$d" "$d/$c.c"

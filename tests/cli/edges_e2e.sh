@@ -8,6 +8,8 @@
 set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SRC="$2"
+# The examples at small bench sizes, made by the build (tests/small_tasks.py).
+EX="$(dirname "$K")/test-tasks"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-edges-e2e-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
@@ -35,8 +37,8 @@ expect() {
 check() { [ "$2" = "$3" ] && ok "$1" || bad "$1: got '$2', want '$3'"; }
 q() { sqlite3 "$KEVO_DB" "$1" 2>/dev/null; }
 
-RS="$SRC/examples/tasks/rowsum"
-SM="$SRC/examples/tasks/softmax"
+RS="$EX/rowsum"
+SM="$EX/softmax"
 cd "$T" || exit 1
 
 # --- task check names a size whose output cannot depend on the inputs ---

@@ -4,6 +4,8 @@
 set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SRC="$2"
+# The examples at small bench sizes, made by the build (tests/small_tasks.py).
+EX="$(dirname "$K")/test-tasks"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kevo-run-e2e-XXXXXX")
 trap 'rm -rf "$T"' EXIT
 export KEVO_CACHE_DIR="${KEVO_CACHE_DIR:-$T/cache}"
@@ -30,7 +32,7 @@ expect() {
 }
 q() { sqlite3 "$KEVO_DB" "$1" 2>/dev/null; }
 
-RS="$SRC/examples/tasks/rowsum"
+RS="$EX/rowsum"
 cd "$T" || exit 1
 
 expect "run needs a task" 2 "needs a task directory" -- "$K" run
@@ -66,7 +68,7 @@ expect "resume needs a number" 2 "needs a run number" -- "$K" resume
 # no step is repeated, the run completes. The wait ends as soon as two steps
 # are committed; its bound is for the AddressSanitizer build on a loaded
 # 2-core machine, where one step of softmax took over a minute (CI, 2026-11-26).
-"$K" run --budget 0.3 --seed 7 "$SRC/examples/tasks/softmax" >"$T/killed.out" 2>&1 &
+"$K" run --budget 0.3 --seed 7 "$EX/softmax" >"$T/killed.out" 2>&1 &
 pid=$!
 i=0
 while [ "$(q "select count(*) from nodes where run_id = 2")" -lt 2 ] 2>/dev/null && [ $i -lt 2400 ]; do
@@ -79,7 +81,7 @@ before=$(q "select count(*) from nodes where run_id = 2")
 [ "$before" -ge 2 ] && ok "killed after $before committed steps" || bad "kill timing: $before nodes"
 [ "$(q "pragma integrity_check")" = ok ] && ok "store intact after kill -9" || bad "integrity"
 expect "resume the killed run" 0 "run 2 finished" -- "$K" resume 2
-nv=$(grep -o 'kevo:tune NACC=[0-9,]*' "$SRC/examples/tasks/softmax/starter.c" | tr ',' '\n' | wc -l)
+nv=$(grep -o 'kevo:tune NACC=[0-9,]*' "$EX/softmax/starter.c" | tr ',' '\n' | wc -l)
 after=$(q "select count(*) from nodes where run_id = 2")
 distinct=$(q "select count(distinct params) from nodes where run_id = 2")
 [ "$after" = "$nv" ] && [ "$distinct" = "$nv" ] && ok "resumed run covers every value once ($after)" ||

@@ -40,6 +40,7 @@ struct step {
   char retry_after[32];
   double delay_s;
   size_t bytes;
+  char until[256]; /* hold: the file whose creation ends the wait */
 };
 
 struct conn {
@@ -178,6 +179,10 @@ static int parse_script(struct standin *s, const char *script, char *err, size_t
     else if (!strncmp(t, "slow=", 5)) {
       st->a = A_SLOW;
       st->delay_s = atof(t + 5);
+    } else if (!strncmp(t, "hold=", 5) && strchr(t, '@')) {
+      st->a = A_SLOW;
+      st->delay_s = atof(t + 5);
+      snprintf(st->until, sizeof st->until, "%s", strchr(t, '@') + 1);
     } else if (!strncmp(t, "huge=", 5) || !strncmp(t, "stream=", 7)) {
       st->a = t[0] == 'h' ? A_HUGE : A_STREAM;
       st->bytes = (size_t)strtoull(strchr(t, '=') + 1, NULL, 10);
@@ -229,11 +234,16 @@ static int send_all(struct standin *s, int fd, const char *p, size_t n) {
 }
 
 /* Sleeps up to `secs`, waking early when the server stops. */
-static void nap(struct standin *s, double secs) {
+/* Waits secs, or (until non-empty) until that file exists, at most secs. */
+static void nap(struct standin *s, double secs, const char *until) {
   struct pollfd p = {.fd = s->stop_pipe[0], .events = POLLIN};
   int ms = (int)(secs * 1000);
-  if (ms > 0)
-    poll(&p, 1, ms);
+  for (int waited = 0; waited < ms; waited += 20) {
+    if (until[0] && access(until, F_OK) == 0)
+      return;
+    if (poll(&p, 1, until[0] ? 20 : ms) != 0 || !until[0])
+      return;
+  }
 }
 
 /* ---- replies ------------------------------------------------------------ */
@@ -434,7 +444,7 @@ static void serve(struct standin *s, int fd) {
       }
     } else {
       if (st.a == A_SLOW)
-        nap(s, st.delay_s);
+        nap(s, st.delay_s, st.until);
       json_t *req = json_loads(body, 0, NULL);
       out = ok_body(s, anthropic, req, st.a != A_NOUSAGE, n);
       json_decref(req);

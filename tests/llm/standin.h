@@ -12,6 +12,8 @@
  *   truncated      200 whose body stops halfway (Content-Length says more)
  *   empty          200 with an empty body
  *   slow=S         waits S seconds, then replies normally
+ *   hold=S@PATH    waits until the file PATH exists (at most S seconds),
+ *                  then replies normally: a test releases it on an event
  *   huge=N         200 with N bytes of body (Content-Length says so)
  *   stream=N       200 with N bytes of body and no Content-Length
  *   close          closes the connection without replying
