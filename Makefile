@@ -5,6 +5,12 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 CTEST_FLAGS ?= --output-on-failure -LE gpu
+# Tests at once: most of an end-to-end test's time is waits (judging, nvcc,
+# Python, servers), and kevo's device lock keeps timing loops one at a time.
+TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# The sanitizer pass: every test but those labelled gpu or waits (end-to-end
+# waits that ASan would only slow down: README, "Tests").
+ASAN_CTEST_FLAGS ?= --output-on-failure -LE 'gpu|waits'
 
 .PHONY: all deps test test-asan demo fuzz format clean install
 
@@ -22,13 +28,14 @@ install: all
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: all
-	cd $(BUILD) && ctest $(CTEST_FLAGS)
+	cd $(BUILD) && ctest -j$(TEST_JOBS) $(CTEST_FLAGS)
 
-# The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Under AddressSanitizer + UndefinedBehaviorSanitizer: unit tests, parsers,
+# fuzz corpora, the adversarial suites, the worker and the CLI's end-to-end.
 test-asan: deps
 	@test -f $(ASAN_BUILD)/build.ninja || cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKEVO_SANITIZE=ON $(CMAKE_FLAGS)
 	@cmake --build $(ASAN_BUILD)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest -j$(TEST_JOBS) $(ASAN_CTEST_FLAGS)
 
 demo: all
 	@scripts/demo.sh $(BUILD)
