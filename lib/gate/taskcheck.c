@@ -73,8 +73,24 @@ static void store_double(enum kv_dtype d, void *buf, size_t i, double v) {
   }
 }
 
-/* Does a trivial output (kind 0: zeros, 1: the mean of the true output, 2:
- * a copy of input `src`) pass every check? */
+/* The mean of output p over every element of the draws at sample k's check
+ * size (samples come NSEEDS to a size): a constant that knows the size but
+ * not the inputs. */
+static double size_mean(const struct kv_task *t, const struct sample *sm, int ns, int k, int p) {
+  double sum = 0, cnt = 0;
+  for (int j = k - k % NSEEDS; j < ns && j < k - k % NSEEDS + NSEEDS; j++) {
+    size_t n = (size_t)sm[j].nelem[p];
+    for (size_t i = 0; i < n; i++)
+      sum += kv_elem_as_double(t->params[p].dtype, sm[j].out[p], i);
+    cnt += (double)n;
+  }
+  return cnt > 0 ? sum / cnt : 0;
+}
+
+/* Does a trivial output (kind 0: zeros, 1: one constant per check size, the
+ * mean of the true outputs over the draws there, 2: a copy of input `src`)
+ * pass every check? A constant per draw would be the output itself when it
+ * has one element (a total, a loss): the constant must not know the inputs. */
 static int trivial_passes(const struct kv_task *t, struct sample *sm, int ns, int kind, int src) {
   for (int k = 0; k < ns; k++) {
     struct sample *x = &sm[k];
@@ -88,10 +104,7 @@ static int trivial_passes(const struct kv_task *t, struct sample *sm, int ns, in
       if (!fake)
         return 0;
       if (kind == 1) {
-        double mean = 0;
-        for (size_t i = 0; i < n; i++)
-          mean += kv_elem_as_double(d, x->out[p], i);
-        mean = n ? mean / (double)n : 0;
+        double mean = size_mean(t, sm, ns, k, p);
         for (size_t i = 0; i < n; i++)
           store_double(d, fake, i, mean);
       } else if (kind == 2) {
@@ -384,8 +397,12 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
               "than the tolerance (atol %g) or tighten it",
               t->atol);
     else if (trivial_passes(t, sm, have, 1, 0))
-      finding(r, "ill-posed: a constant output (the mean of the true one) passes every check; "
-                 "tighten the tolerance or use inputs that make outputs vary");
+      finding(r, "ill-posed: a constant output that ignores the inputs (one per check size: "
+                 "the mean of the reference's outputs over two fresh draws there) passes every "
+                 "check; the outputs vary less than the tolerance (atol %g, rtol %g) between "
+                 "draws at every check size: tighten it, or add check sizes or inputs whose "
+                 "outputs vary more",
+              t->atol, t->rtol);
     for (int p = 0; p < t->nparams; p++) {
       if (t->params[p].role != KV_ROLE_IN || !sm[0].in[p])
         continue;

@@ -106,6 +106,24 @@ cat >"$T/tiny/reference.c" <<'C'
 void tiny(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = x[i] * 1.000001f; }
 C
 expect "ill-posed task: a copy of the input passes" 1 "copy of input 'x'" -- "$K" task check "$T/tiny"
+# One-element outputs (a total, a loss): well-posed when the value moves
+# with the inputs beyond the tolerance, ill-posed (naming why) when not.
+mkdir -p "$T/total"
+cat >"$T/total/task.json" <<'JSON'
+{"name": "total", "entry": "total",
+ "params": [{"name": "x", "role": "in", "dtype": "f32", "shape": ["n"]},
+            {"name": "y", "role": "out", "dtype": "f32", "shape": [1]},
+            {"name": "n", "role": "size"}],
+ "check": [{"n": 5}, {"n": 1000}], "tolerance": {"atol": 1e-4, "rtol": 1e-4}}
+JSON
+cat >"$T/total/reference.c" <<'C'
+void total(const float *x, float *y, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i]; y[0] = (float)s; }
+C
+expect "a one-element output (a total) is well-posed" 0 "task ok" -- "$K" task check "$T/total"
+cat >"$T/total/reference.c" <<'C'
+void total(const float *x, float *y, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i]; y[0] = (float)(1.0 + 1e-7 * s); }
+C
+expect "a one-element output that barely moves is ill-posed, saying why" 1 "constant output that ignores the inputs .* vary less than the tolerance" -- "$K" task check "$T/total"
 
 # --- eval: verdicts, exit codes, JSON, the store ---
 # One judging at the example's own bench size (a 256 MiB matrix); the rest
