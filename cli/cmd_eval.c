@@ -180,6 +180,15 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
     if (t->cand_host_timer)
       printf("           note: the candidate's work ran outside the stream's events; timed by "
              "the host clock\n");
+    if (t->torch_lead_us > 0)
+      printf("           lead      %10.1f us  before each torch forward, so that Python's "
+             "dispatch stays out of its events%s\n",
+             t->torch_lead_us,
+             t->torch_uncovered ? "" : " (every timed call covered)");
+    if (t->torch_uncovered)
+      printf("           note: %d torch call(s) outlasted their lead: launch latency may be in "
+             "the reference's or baseline's times, so the speedup against them is low\n",
+             t->torch_uncovered);
     printf("           stages    warm-up %.2f s, loop %.2f s, validations %.2f s, alone %.2f s\n",
            t->stage_warmup_s, t->stage_loop_s, t->stage_validate_s, t->stage_alone_s);
     for (int i = 0; t->nsizes > 1 && i < t->nsizes; i++)

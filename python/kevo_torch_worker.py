@@ -26,7 +26,14 @@ call. TIME does what kevo-worker's cuda runtime does: every call of a phase
 on its own buffers (one draw per phase, copied on the device), one L2 flush (a fill of twice the L2) after the
 inputs are made, then per call CUDA events around forward on the current
 stream and the host clock around forward plus a device-wide
-synchronization. The copy of forward's result into kevo's output buffer
+synchronization. Before each call's start event a lead kernel (a spin of
+torch.cuda._sleep) keeps the GPU busy while Python dispatches forward, so the
+events hold GPU time only, as triton's do_bench measures it (its host
+dispatch, 50-120 us for eager and compiled modules on an H100, fell inside
+the events of an idle GPU). Each call proves it: the start event must still
+be pending when forward returns; a call where it is not ("uncovered") doubles
+the lead for the calls after it, and the reply counts such calls. The host
+clock leaves the lead out. The copy of forward's result into kevo's output buffer
 comes after both clocks stopped (on either surface): eager PyTorch returns a
 new tensor, and what kevo times is forward itself, as KernelBench does.
 
@@ -73,6 +80,10 @@ shm = {"map": None, "len": 0, "whole": None}
 dev = None  # torch.device("cuda") on the cuda surface
 flush = None  # the L2 flush buffer (cuda)
 phase = {"key": None, "cap": 0, "bufs": []}  # cuda: every call's buffers of a TIME phase
+# cuda: the lead kernel before each timed forward (module docstring): its
+# length in SM clock cycles (from the rate measured at HELLO), and its bounds.
+lead = {"cycles": 0, "per_us": 0.0}
+LEAD_US0, LEAD_US_MAX = 200.0, 20000.0
 
 
 class Fail(Exception):
@@ -310,20 +321,29 @@ class Reference:
         self.models[lay.key] = m
         return m
 
-    def call(self, lay, raws, events=None):
+    def call(self, lay, raws, events=None, lead_cycles=0):
         """One forward on the buffers raws[p] (uint8 tensors, on the surface's
         device), then its outputs written into the output buffers. Returns
         (host_ns, event_ns): the host clock around forward (cuda: and a
         device-wide synchronization), and the time between events (a pair of
         torch.cuda.Event) recorded around forward on the current stream,
-        else the host clock again. The copy of the outputs is outside both."""
+        else the host clock again. The copy of the outputs is outside both.
+        With lead_cycles (cuda, events of three: lead start, start, end), a
+        lead kernel runs before the start event; the host time then leaves
+        the lead's GPU time out, and covered (the third value returned) says
+        whether the start event was still pending when forward returned,
+        and the fourth the lead's GPU time (ns)."""
         model, fin, binds, outs = self.model_for(lay)
         args = [typed(raws[p], p, lay) for p in fin]
         for w, p, shape in binds:
             t = typed(raws[p], p, lay)
             w.data = t if tuple(t.shape) == shape else t.view(shape)
+        covered = None
         with torch.no_grad():
             t0 = time.perf_counter_ns()
+            if events and lead_cycles:
+                events[2].record()
+                torch.cuda._sleep(lead_cycles)
             if events:
                 events[0].record()
             try:
@@ -338,9 +358,13 @@ class Reference:
                               str(e).splitlines()[0] if str(e) else ""))
             if events:
                 events[1].record()
+                if lead_cycles:
+                    covered = not events[0].query()
             if dev is not None:
                 torch.cuda.synchronize()
             t1 = time.perf_counter_ns()
+            lead_ns = int(events[2].elapsed_time(events[0]) * 1e6) if events and lead_cycles else 0
+            t0 += lead_ns
             res = list(res) if isinstance(res, (list, tuple)) else [res]
             if len(res) != len(outs):
                 raise Fail("forward returned %d outputs, task.json has %d" % (len(res), len(outs)))
@@ -353,8 +377,9 @@ class Reference:
                     typed(raws[p], p, lay).copy_(r.reshape(lay.dims[p]))
             if dev is not None:
                 torch.cuda.synchronize()  # the copy ends before the next call's clocks start
-        host = t1 - t0
-        return host, int(events[0].elapsed_time(events[1]) * 1e6) if events else host
+        host = max(0, t1 - t0)
+        ev = int(events[0].elapsed_time(events[1]) * 1e6) if events else host
+        return (host, ev, covered, lead_ns) if lead_cycles else (host, ev)
 
 
 def pick(req):
@@ -570,8 +595,10 @@ def cuda_time(req, lay, ref, m):
     flush.fill_((seed * 2654435761) & 0x7FFFFFFF)
     torch.cuda.synchronize()
     prep_ns = time.perf_counter_ns() - t_prep  # the parent sizes phases without it
-    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-    ev, host = [], []
+    events = tuple(torch.cuda.Event(enable_timing=True) for _ in range(3))
+    ev, host, uncovered, lead_ns = [], [], 0, 0
+    if not lead["cycles"]:
+        lead["cycles"] = max(1000, int(LEAD_US0 * lead["per_us"]))
     for c in range(m):
         if ref is None:  # kevo's empty entry
             t0 = time.perf_counter_ns()
@@ -581,11 +608,32 @@ def cuda_time(req, lay, ref, m):
             host.append(time.perf_counter_ns() - t0)
             ev.append(int(events[0].elapsed_time(events[1]) * 1e6))
         else:
-            h, e = ref.call(lay, phase["bufs"][c], events)
+            h, e, covered, ln = ref.call(lay, phase["bufs"][c], events, lead["cycles"])
             host.append(h)
             ev.append(e)
+            lead_ns += ln
+            if not covered:
+                uncovered += 1
+                lead["cycles"] = max(lead["cycles"], int(min(2 * lead["cycles"],
+                                                             LEAD_US_MAX * lead["per_us"])))
     sys.stdout.flush()
-    reply({"ns": ev, "host_ns": host, "prep_ns": prep_ns})
+    lead_us = lead["cycles"] / lead["per_us"] if lead["per_us"] > 0 else 0
+    reply({"ns": ev, "host_ns": host, "prep_ns": prep_ns, "lead_ns": lead_ns,
+           "lead_us": lead_us, "uncovered": uncovered})
+
+
+def sleep_rate():
+    """torch.cuda._sleep's cycles per microsecond on this GPU: the spin timed
+    by events once its kernel is loaded (a lazy load inside the events would
+    make the rate several times too low, and the lead too short)."""
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    torch.cuda._sleep(2000000)
+    b.record()
+    torch.cuda.synchronize()
+    return 2000000 / max(1.0, a.elapsed_time(b) * 1000)
 
 
 def cuda_hello():
@@ -602,6 +650,7 @@ def cuda_hello():
         torch.cuda.set_device(dev)
         l2 = int(getattr(pr, "L2_cache_size", 0) or (64 << 20))
         flush = torch.empty(2 * l2 // 4, dtype=torch.int32, device=dev)
+        lead["per_us"] = sleep_rate()
     except Exception as e:
         return {"ok": False, "error": "torch cannot use the GPU: %s: %s" % (type(e).__name__, e)}
     arch = "sm_%d%d" % (pr.major, pr.minor)

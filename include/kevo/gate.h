@@ -85,6 +85,13 @@ struct kv_timing {
    * work ran outside the events, e.g. on another stream). */
   int cand_host_timer, ref_host_timer;
   double sync_overhead_us; /* cuda: host clock of an empty call, subtracted from host times */
+  /* cuda, a torch reference: the lead kernel queued before each timed
+   * forward so that Python's dispatch stays out of the events (its last
+   * length, us), and the timed calls of the reference and the compiled
+   * baseline whose dispatch outlasted it (their events may hold launch
+   * latency; the lead doubles after each). */
+  double torch_lead_us;
+  int torch_uncovered;
   /* cuda: kevo's empty phases (parent's clock, median per phase) while the
    * candidate's process existed and once it was gone (interference check). */
   double empty_beside_us, empty_alone_us;

@@ -162,6 +162,9 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     str_into(ci, "stop", tm->stop, sizeof tm->stop);
     tm->min_phases = (int)json_integer_value(json_object_get(ci, "min_phases"));
     tm->max_phases = (int)json_integer_value(json_object_get(ci, "max_phases"));
+    json_t *tl = json_object_get(t, "torch_lead");
+    tm->torch_lead_us = num(tl, "us");
+    tm->torch_uncovered = (int)json_integer_value(json_object_get(tl, "uncovered_calls"));
     json_t *sg = json_object_get(t, "stages");
     tm->stage_warmup_s = num(sg, "warmup");
     tm->stage_loop_s = num(sg, "loop");

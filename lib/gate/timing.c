@@ -125,6 +125,17 @@ static double sum_of(const double *x, int n) {
   return s;
 }
 
+/* A torch worker's lead kernel (python/kevo_torch_worker.py), from a phase's
+ * reply: its length and the calls it did not cover. */
+static void torch_lead(struct kv_gate_result *r, json_t *rep) {
+  double us = json_number_value(json_object_get(rep, "lead_us"));
+  json_int_t un = json_integer_value(json_object_get(rep, "uncovered"));
+  if (us > r->timing.torch_lead_us)
+    r->timing.torch_lead_us = us;
+  if (un > 0 && un < 4096)
+    r->timing.torch_uncovered += (int)un;
+}
+
 static int side_grow(struct side *sd, int more) {
   if (sd->n + more > sd->cap) {
     int cap = (sd->n + more) * 2;
@@ -327,10 +338,13 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
       /* A torch reference (trusted) makes its inputs on the host, which
        * kevo-worker does on the device: what it says that took is left out
        * of the per-call price that sizes the phases (only that). */
-      double prep = json_number_value(json_object_get(rep, "prep_ns"));
+      double prep = json_number_value(json_object_get(rep, "prep_ns")) +
+                    json_number_value(json_object_get(rep, "lead_ns"));
       if (side != SIDE_CAND && sd->w == &tm->s->rw && tm->s->torch && prep > 0 &&
           prep < (double)(t1 - t0))
         sd->per_call = ((double)(t1 - t0) - prep) / m;
+      if (side != SIDE_CAND && tm->s->torch && keep)
+        torch_lead(tm->r, rep);
       if (keep) {
         sd->wall[sd->nph++] = (double)(t1 - t0);
         sd->n += m;
