@@ -66,7 +66,8 @@ static __global__ void hinge_final(float *out, int blocks, double count) {
 }
 
 extern "C" void op_100_HingeLoss(const float *predictions, const float *targets, float *out,
-                                 int batch_size, cudaStream_t stream) {
+                                 int batch_size, int input_shape_0, cudaStream_t stream) {
+  (void)input_shape_0; /* targets' length, equal to batch_size in the module */
   if (batch_size <= 0)
     return;
   size_t total = (size_t)batch_size * batch_size;

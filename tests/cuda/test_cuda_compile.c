@@ -93,6 +93,51 @@ static void test_examples_compile(void **state) {
   assert_int_equal(failed, 0);
 }
 
+/* bench/kernelbench_cands: hand-written candidates of KernelBench problems
+ * (bench/kernelbench_vs_harness.sh), each against the task `kevo import`
+ * made of its problem (tasks/NAME/task.json, written by kevo import and kept
+ * here: KernelBench is not in the tree). A candidate that stops following
+ * the generated prototype fails here. */
+static void test_kernelbench_cands_compile(void **state) {
+  (void)state;
+  char base[PATH_MAX];
+  snprintf(base, sizeof base, "%s/bench/kernelbench_cands", src_dir());
+  DIR *d = opendir(base);
+  assert_non_null(d);
+  struct dirent *e;
+  int compiled = 0, failed = 0;
+  while ((e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    if (n < 4 || strcmp(e->d_name + n - 3, ".cu"))
+      continue;
+    char name[256], dir[PATH_MAX * 2], err[1024];
+    snprintf(name, sizeof name, "%.*s", (int)(n - 3), e->d_name);
+    char *w = strstr(name, ".wrong");
+    if (w)
+      *w = 0;
+    snprintf(dir, sizeof dir, "%s/tasks/%s", base, name);
+    struct kv_task *t;
+    if (kv_task_load(dir, &t, err, sizeof err) < 0) {
+      printf("FAIL %s: no task for it: %s\n", e->d_name, err);
+      failed++;
+      continue;
+    }
+    char log[65536];
+    int ok = compile_cu(t, base, e->d_name, log, sizeof log);
+    printf("%s kernelbench_cands/%s\n", ok ? "ok  " : "FAIL", e->d_name);
+    if (!ok) {
+      printf("%s\n", log);
+      failed++;
+    }
+    compiled++;
+    kv_task_free(t);
+  }
+  closedir(d);
+  printf("%d KernelBench candidates compiled, %d failed\n", compiled, failed);
+  assert_true(compiled >= 6);
+  assert_int_equal(failed, 0);
+}
+
 static void test_wrong_signature_fails(void **state) {
   (void)state;
   char dir[PATH_MAX], err[1024];
@@ -117,6 +162,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_wrong_signature_fails),
       cmocka_unit_test(test_examples_compile),
+      cmocka_unit_test(test_kernelbench_cands_compile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
