@@ -42,7 +42,7 @@ def kevo_sides(kevo, task, cand, env):
         p = subprocess.run([kevo, "eval", "--surface", "cuda", "--json", "--torch-compile", "default",
                             task, cand], capture_output=True, text=True, env=env)
         try:
-            j = json.loads(p.stdout.strip().splitlines()[-1])
+            j = json.loads(p.stdout)
         except Exception:
             print("kevo eval failed:", p.stdout[-2000:], p.stderr[-2000:], flush=True)
             return None

@@ -31,9 +31,13 @@ torch.cuda._sleep) keeps the GPU busy while Python dispatches forward, so the
 events hold GPU time only, as triton's do_bench measures it (its host
 dispatch, 50-120 us for eager and compiled modules on an H100, fell inside
 the events of an idle GPU). Each call proves it: the start event must still
-be pending when forward returns; a call where it is not ("uncovered") doubles
-the lead for the calls after it, and the reply counts such calls. The host
-clock leaves the lead out. The copy of forward's result into kevo's output buffer
+be pending when forward returns; the reply counts the calls where it is not
+("uncovered"). The lead follows the dispatch it must cover: after each
+phase, the larger of 3x its median and 1.5x its longest (50 us to 20 ms),
+and at once twice an uncovered call's dispatch. It stays short: a long
+near-idle spin lowered the clocks (a 1.6 ms lead left a 50 us compiled
+kernel 27% slower than do_bench, CV 24%, on an H100). The host clock leaves
+the lead out. The copy of forward's result into kevo's output buffer
 comes after both clocks stopped (on either surface): eager PyTorch returns a
 new tensor, and what kevo times is forward itself, as KernelBench does.
 
@@ -83,7 +87,7 @@ phase = {"key": None, "cap": 0, "bufs": []}  # cuda: every call's buffers of a T
 # cuda: the lead kernel before each timed forward (module docstring): its
 # length in SM clock cycles (from the rate measured at HELLO), and its bounds.
 lead = {"cycles": 0, "per_us": 0.0}
-LEAD_US0, LEAD_US_MAX = 200.0, 20000.0
+LEAD_US0, LEAD_US_MIN, LEAD_US_MAX = 200.0, 50.0, 20000.0
 
 
 class Fail(Exception):
@@ -332,7 +336,8 @@ class Reference:
         lead kernel runs before the start event; the host time then leaves
         the lead's GPU time out, and covered (the third value returned) says
         whether the start event was still pending when forward returned,
-        and the fourth the lead's GPU time (ns)."""
+        the fourth the lead's GPU time and the fifth forward's host dispatch
+        (ns)."""
         model, fin, binds, outs = self.model_for(lay)
         args = [typed(raws[p], p, lay) for p in fin]
         for w, p, shape in binds:
@@ -344,6 +349,7 @@ class Reference:
             if events and lead_cycles:
                 events[2].record()
                 torch.cuda._sleep(lead_cycles)
+            td = time.perf_counter_ns()
             if events:
                 events[0].record()
             try:
@@ -360,6 +366,7 @@ class Reference:
                 events[1].record()
                 if lead_cycles:
                     covered = not events[0].query()
+            td = time.perf_counter_ns() - td
             if dev is not None:
                 torch.cuda.synchronize()
             t1 = time.perf_counter_ns()
@@ -379,7 +386,7 @@ class Reference:
                 torch.cuda.synchronize()  # the copy ends before the next call's clocks start
         host = max(0, t1 - t0)
         ev = int(events[0].elapsed_time(events[1]) * 1e6) if events else host
-        return (host, ev, covered, lead_ns) if lead_cycles else (host, ev)
+        return (host, ev, covered, lead_ns, td) if lead_cycles else (host, ev)
 
 
 def pick(req):
@@ -596,7 +603,7 @@ def cuda_time(req, lay, ref, m):
     torch.cuda.synchronize()
     prep_ns = time.perf_counter_ns() - t_prep  # the parent sizes phases without it
     events = tuple(torch.cuda.Event(enable_timing=True) for _ in range(3))
-    ev, host, uncovered, lead_ns = [], [], 0, 0
+    ev, host, uncovered, lead_ns, disp = [], [], 0, 0, []
     if not lead["cycles"]:
         lead["cycles"] = max(1000, int(LEAD_US0 * lead["per_us"]))
     for c in range(m):
@@ -608,18 +615,25 @@ def cuda_time(req, lay, ref, m):
             host.append(time.perf_counter_ns() - t0)
             ev.append(int(events[0].elapsed_time(events[1]) * 1e6))
         else:
-            h, e, covered, ln = ref.call(lay, phase["bufs"][c], events, lead["cycles"])
+            h, e, covered, ln, td = ref.call(lay, phase["bufs"][c], events, lead["cycles"])
             host.append(h)
             ev.append(e)
             lead_ns += ln
+            disp.append(td / 1e3)
             if not covered:
                 uncovered += 1
-                lead["cycles"] = max(lead["cycles"], int(min(2 * lead["cycles"],
-                                                             LEAD_US_MAX * lead["per_us"])))
+                set_lead(max(lead["cycles"] / lead["per_us"], 2 * td / 1e3))
+    if disp:
+        disp.sort()
+        set_lead(max(3 * disp[len(disp) // 2], 1.5 * disp[-1]))
     sys.stdout.flush()
     lead_us = lead["cycles"] / lead["per_us"] if lead["per_us"] > 0 else 0
     reply({"ns": ev, "host_ns": host, "prep_ns": prep_ns, "lead_ns": lead_ns,
            "lead_us": lead_us, "uncovered": uncovered})
+
+
+def set_lead(us):
+    lead["cycles"] = max(1000, int(min(max(us, LEAD_US_MIN), LEAD_US_MAX) * lead["per_us"]))
 
 
 def sleep_rate():
