@@ -187,7 +187,8 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
              t->torch_uncovered ? "" : " (every timed call covered)");
     if (t->torch_uncovered)
       printf("           note: %d torch call(s) outlasted their lead: launch latency may be in "
-             "the reference's or baseline's times, so the speedup against them is low\n",
+             "the reference's or baseline's times, so the speedup against them may be "
+             "overstated\n",
              t->torch_uncovered);
     printf("           stages    warm-up %.2f s, loop %.2f s, validations %.2f s, alone %.2f s\n",
            t->stage_warmup_s, t->stage_loop_s, t->stage_validate_s, t->stage_alone_s);

@@ -34,10 +34,9 @@ the events of an idle GPU). Each call proves it: the start event must still
 be pending when forward returns; the reply counts the calls where it is not
 ("uncovered"). The lead follows the dispatch it must cover: after each
 phase, the larger of 3x its median and 1.5x its longest (50 us to 20 ms),
-and at once twice an uncovered call's dispatch. It stays short: a long
-near-idle spin lowered the clocks (a 1.6 ms lead left a 50 us compiled
-kernel 27% slower than do_bench, CV 24%, on an H100). The host clock leaves
-the lead out. The copy of forward's result into kevo's output buffer
+and at once twice an uncovered call's dispatch, so that it costs little
+(a 1.6 ms lead did not change the times it covers: bench/
+compiled_baseline_probe.py). The host clock leaves the lead out. The copy of forward's result into kevo's output buffer
 comes after both clocks stopped (on either surface): eager PyTorch returns a
 new tensor, and what kevo times is forward itself, as KernelBench does.
 
