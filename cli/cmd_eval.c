@@ -183,8 +183,7 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
     if (t->torch_lead_us > 0)
       printf("           lead      %10.1f us  before each torch forward, so that Python's "
              "dispatch stays out of its events%s\n",
-             t->torch_lead_us,
-             t->torch_uncovered ? "" : " (every timed call covered)");
+             t->torch_lead_us, t->torch_uncovered ? "" : " (every timed call covered)");
     if (t->torch_uncovered)
       printf("           note: %d torch call(s) outlasted their lead: launch latency may be in "
              "the reference's or baseline's times, so the speedup against them may be "

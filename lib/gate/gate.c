@@ -1117,9 +1117,9 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                                     t->ref_host_timer ? "host" : "events"));
       json_object_set_new(tj, "sync_overhead_us", json_real(t->sync_overhead_us));
       if (t->torch_lead_us > 0)
-        json_object_set_new(tj, "torch_lead",
-                            json_pack("{s:f,s:i}", "us", t->torch_lead_us, "uncovered_calls",
-                                      t->torch_uncovered));
+        json_object_set_new(
+            tj, "torch_lead",
+            json_pack("{s:f,s:i}", "us", t->torch_lead_us, "uncovered_calls", t->torch_uncovered));
       json_object_set_new(
           tj, "empty_phase_us",
           json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone", t->empty_alone_us));

@@ -397,11 +397,12 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
               "than the tolerance (atol %g) or tighten it",
               t->atol);
     else if (trivial_passes(t, sm, have, 1, 0))
-      finding(r, "ill-posed: a constant output that ignores the inputs (one per check size: "
-                 "the mean of the reference's outputs over two fresh draws there) passes every "
-                 "check; the outputs vary less than the tolerance (atol %g, rtol %g) between "
-                 "draws at every check size: tighten it, or add check sizes or inputs whose "
-                 "outputs vary more",
+      finding(r,
+              "ill-posed: a constant output that ignores the inputs (one per check size: "
+              "the mean of the reference's outputs over two fresh draws there) passes every "
+              "check; the outputs vary less than the tolerance (atol %g, rtol %g) between "
+              "draws at every check size: tighten it, or add check sizes or inputs whose "
+              "outputs vary more",
               t->atol, t->rtol);
     for (int p = 0; p < t->nparams; p++) {
       if (t->params[p].role != KV_ROLE_IN || !sm[0].in[p])
