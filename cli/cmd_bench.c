@@ -52,8 +52,9 @@ static json_t *level_json(const struct kv_bench_level *l) {
     p_name(k, sizeof k, kv_bench_p[p]);
     json_object_set_new(fp, k, json_real(l->fast_p[p]));
   }
-  return json_pack("{s:i,s:i,s:i,s:o,s:f}", "level", l->level, "tasks", l->n, "correct", l->correct,
-                   "fast_p", fp, "geomean_speedup", l->geomean);
+  return json_pack("{s:i,s:i,s:i,s:o,s:f,s:f}", "level", l->level, "tasks", l->n, "correct",
+                   l->correct, "fast_p", fp, "geomean_speedup", l->geomean, "adaexplore_score",
+                   l->ada);
 }
 
 static int print_json(const struct kv_bench_row *b, const struct kv_bench_task_row *rows, int n,
@@ -75,7 +76,7 @@ static int print_json(const struct kv_bench_row *b, const struct kv_bench_task_r
       json_object_set_new(o, "detail", json_string(t->detail));
     json_array_append_new(tasks, o);
   }
-  struct kv_bench_level all = {0, sm->n, sm->correct, {0}, sm->geomean};
+  struct kv_bench_level all = {0, sm->n, sm->correct, {0}, sm->geomean, sm->ada};
   memcpy(all.fast_p, sm->fast_p, sizeof all.fast_p);
   json_t *summary = level_json(&all);
   json_object_del(summary, "level");
@@ -116,8 +117,10 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
   for (int i = 0; i < n; i++) {
     const struct kv_bench_task_row *t = &rows[i];
     char sp[32] = "-", bs[32] = "-", run[32] = "-";
-    if (t->correct)
+    if (t->correct && t->speedup > 0)
       snprintf(sp, sizeof sp, "%.2fx", t->speedup);
+    else if (t->correct)
+      snprintf(sp, sizeof sp, "untimed");
     if (t->speedup_baseline > 0)
       snprintf(bs, sizeof bs, "%.2fx", t->speedup_baseline);
     if (t->run_id > 0)
@@ -139,7 +142,7 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
     p_name(k, sizeof k, kv_bench_p[p]);
     printf(" %8s", k);
   }
-  printf(" %8s\n", "geomean");
+  printf(" %8s %8s\n", "geomean", "ada");
   for (int l = 0; l <= sm->nlevels; l++) {
     const struct kv_bench_level *lv = l < sm->nlevels ? &sm->levels[l] : NULL;
     if (lv && sm->nlevels == 1)
@@ -152,12 +155,16 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
       printf(" %8.2f", lv ? lv->fast_p[p] : sm->fast_p[p]);
     double g = lv ? lv->geomean : sm->geomean;
     if (g > 0)
-      printf(" %7.2fx\n", g);
+      printf(" %7.2fx", g);
     else
-      printf(" %8s\n", "-");
+      printf(" %8s", "-");
+    printf(" %7.2fx\n", lv ? lv->ada : sm->ada);
   }
   printf("fast_p: the share of all tasks that are correct and more than p times as fast as the "
-         "reference; geomean: over the correct tasks (KernelBench's way)\n");
+         "reference; geomean: over the correct tasks (KernelBench's way); ada: the mean "
+         "speedup over all tasks, incorrect ones as 0, each clamped at %g (AdaExplore's "
+         "score)\n",
+         KV_BENCH_ADA_CLAMP);
 }
 
 static int show(struct kv_store *s, int64_t id, int json, const char *stopped) {

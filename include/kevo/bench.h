@@ -69,16 +69,20 @@ int kv_bench_run(struct kv_store *s, const struct kv_bench_opts *o, const struct
 /* KernelBench's score of a suite. fast_p: the fraction of ALL the bench's
  * tasks that are correct and faster than p times the reference (p = 0, 1,
  * 1.5, 2: fast_0 is the correctness rate); tasks that failed, were skipped or
- * never ran count as incorrect. geomean: the geometric mean speedup over the
+ * never ran count as incorrect; a correct task judged without timing counts
+ * in fast_0 only. geomean: the geometric mean speedup over the
  * correct tasks only (KernelBench's geometric_mean_speed_ratio_correct_only);
- * 0 when none is. */
+ * 0 when none is. ada: AdaExplore's score, the mean speedup over ALL the
+ * tasks with an incorrect (or unfinished) task counted as 0 and every
+ * speedup clamped at KV_BENCH_ADA_CLAMP. */
+#define KV_BENCH_ADA_CLAMP 10.0
 struct kv_bench_level {
   int level, n, correct;
-  double fast_p[KV_BENCH_NP], geomean;
+  double fast_p[KV_BENCH_NP], geomean, ada;
 };
 struct kv_bench_summary {
   int n, done, correct, failed, skipped, pending;
-  double fast_p[KV_BENCH_NP], geomean;
+  double fast_p[KV_BENCH_NP], geomean, ada;
   int nlevels;
   struct kv_bench_level levels[KV_BENCH_MAX_LEVELS]; /* by level, level 0 (none) included */
 };

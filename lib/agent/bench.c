@@ -168,25 +168,32 @@ void kv_bench_found_free(struct kv_bench_found *f, int n) {
 /* ---- the score ------------------------------------------------------------ */
 
 static void score(const struct kv_bench_task_row *rows, int n, int level, int *count, int *correct,
-                  double fast_p[KV_BENCH_NP], double *geomean) {
-  int c = 0, k = 0, fast[KV_BENCH_NP] = {0};
-  double logs = 0;
+                  double fast_p[KV_BENCH_NP], double *geomean, double *ada) {
+  int c = 0, k = 0, timed_c = 0, fast[KV_BENCH_NP] = {0};
+  double logs = 0, clamped = 0;
   for (int i = 0; i < n; i++) {
     if (level >= 0 && rows[i].level != level)
       continue;
     k++;
-    if (!rows[i].correct || !(rows[i].speedup > 0))
+    if (!rows[i].correct)
       continue;
     c++;
-    logs += log(rows[i].speedup);
+    /* Correct but not timed (--no-timing): correct (fast_0), no speedup. */
+    int timed = rows[i].speedup > 0;
+    if (timed) {
+      logs += log(rows[i].speedup);
+      clamped += fmin(rows[i].speedup, KV_BENCH_ADA_CLAMP);
+      timed_c++;
+    }
     for (int p = 0; p < KV_BENCH_NP; p++)
-      fast[p] += rows[i].speedup > kv_bench_p[p];
+      fast[p] += kv_bench_p[p] == 0 || (timed && rows[i].speedup > kv_bench_p[p]);
   }
   *count = k;
   *correct = c;
   for (int p = 0; p < KV_BENCH_NP; p++)
     fast_p[p] = k ? (double)fast[p] / k : 0;
-  *geomean = c ? exp(logs / c) : 0;
+  *geomean = timed_c ? exp(logs / timed_c) : 0;
+  *ada = k ? clamped / k : 0;
 }
 
 void kv_bench_summarize(const struct kv_bench_task_row *rows, int n, struct kv_bench_summary *out) {
@@ -203,7 +210,7 @@ void kv_bench_summarize(const struct kv_bench_task_row *rows, int n, struct kv_b
     if (!seen && out->nlevels < KV_BENCH_MAX_LEVELS)
       out->levels[out->nlevels++].level = rows[i].level;
   }
-  score(rows, n, -1, &out->n, &out->correct, out->fast_p, &out->geomean);
+  score(rows, n, -1, &out->n, &out->correct, out->fast_p, &out->geomean, &out->ada);
   /* Levels in ascending order. */
   for (int a = 1; a < out->nlevels; a++)
     for (int b = a; b > 0 && out->levels[b].level < out->levels[b - 1].level; b--) {
@@ -213,7 +220,7 @@ void kv_bench_summarize(const struct kv_bench_task_row *rows, int n, struct kv_b
     }
   for (int l = 0; l < out->nlevels; l++) {
     struct kv_bench_level *lv = &out->levels[l];
-    score(rows, n, lv->level, &lv->n, &lv->correct, lv->fast_p, &lv->geomean);
+    score(rows, n, lv->level, &lv->n, &lv->correct, lv->fast_p, &lv->geomean, &lv->ada);
   }
 }
 

@@ -44,11 +44,20 @@ static void test_score(void **state) {
   assert_true(fabs(s.fast_p[2] - 1.0 / 8) < 1e-12); /* > 1.5: 2.0 only */
   assert_true(fabs(s.fast_p[3] - 0.0) < 1e-12);     /* > 2: none */
   assert_true(fabs(s.geomean - pow(2.0 * 0.5 * 1.5 * 1.0, 0.25)) < 1e-12);
+  /* AdaExplore's score: every task in the mean, the incorrect ones as 0. */
+  assert_true(fabs(s.ada - (2.0 + 0.5 + 1.5 + 1.0) / 8) < 1e-12);
   assert_int_equal(s.nlevels, 3);
   assert_int_equal(s.levels[0].level, 1);
   assert_int_equal(s.levels[0].n, 3);
   assert_int_equal(s.levels[0].correct, 2);
   assert_true(fabs(s.levels[0].geomean - 1.0) < 1e-12);
+  assert_true(fabs(s.levels[0].ada - 2.5 / 3) < 1e-12);
+  /* speedups clamped at 10 in AdaExplore's score, not in the geomean */
+  struct kv_bench_task_row big[] = {row(1, "done", 1, 40.0), row(1, "done", 1, 2.0)};
+  struct kv_bench_summary b;
+  kv_bench_summarize(big, 2, &b);
+  assert_true(fabs(b.ada - 6.0) < 1e-12);
+  assert_true(fabs(b.geomean - sqrt(80.0)) < 1e-12);
   assert_int_equal(s.levels[1].level, 2);
   assert_int_equal(s.levels[1].n, 4);
   assert_true(fabs(s.levels[1].fast_p[1] - 0.25) < 1e-12);
@@ -58,6 +67,13 @@ static void test_score(void **state) {
   kv_bench_summarize(none, 1, &s);
   assert_true(s.geomean == 0);
   assert_true(s.fast_p[0] == 0);
+  /* --no-timing: correct tasks count as correct (fast_0) with no speedup. */
+  struct kv_bench_task_row untimed[] = {row(1, "done", 1, 0), row(1, "done", 1, 0),
+                                        row(1, "done", 0, 0)};
+  kv_bench_summarize(untimed, 3, &s);
+  assert_int_equal(s.correct, 2);
+  assert_true(fabs(s.fast_p[0] - 2.0 / 3) < 1e-12);
+  assert_true(s.fast_p[1] == 0 && s.geomean == 0 && s.ada == 0);
   kv_bench_summarize(NULL, 0, &s);
   assert_int_equal(s.n, 0);
 }
