@@ -157,9 +157,11 @@ def sandbox(st, notes):
         notes.append("rlimits: %s" % e)
     libc = ctypes.CDLL(None, use_errno=True)
     uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
+    # CLONE_NEWNET | CLONE_NEWIPC: no network, and System V objects private
+    # to this process (as kevo-worker's sandbox)
+    if libc.unshare(0x40000000 | 0x08000000) == 0:
         st["netns"] = "active"
-    elif libc.unshare(0x10000000 | 0x40000000) == 0:  # CLONE_NEWUSER | CLONE_NEWNET
+    elif libc.unshare(0x10000000 | 0x40000000 | 0x08000000) == 0:  # and CLONE_NEWUSER
         st["netns"] = "active"
         try:
             for f, v in (("uid_map", "%d %d 1\n" % (uid, uid)), ("setgroups", "deny\n"),

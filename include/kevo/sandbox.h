@@ -24,7 +24,9 @@ struct kv_sandbox_opts {
   const char
       *dev_paths[KV_SANDBOX_MAX_PATHS]; /* device nodes readable+writable (e.g. /dev/nvidia*) */
   int ndev_paths;
-  int netns;    /* unshare a new, empty network namespace */
+  int netns;    /* unshare a new, empty network namespace, and a new IPC
+                   namespace with it (System V objects and POSIX message
+                   queues: private to the process, gone when it ends) */
   int landlock; /* filesystem: write only under scratch_dir, read only the system
                    library directories, /etc/ld.so.*, /proc/self (write: its task/, for
                    thread names), /sys/devices/system/cpu, /sys/fs/cgroup,

@@ -284,8 +284,12 @@ static int enter_userns(int flags, const char *who, struct kv_sandbox_status *st
   return 0;
 }
 
+/* A new network namespace and a new IPC namespace: System V shared memory,
+ * message queues and semaphores (allowed by the filter: libraries use them)
+ * made here are invisible to every other evaluation and die with the
+ * process, so nothing one candidate leaves can be read by the next. */
 static enum kv_layer_state apply_netns(struct kv_sandbox_status *st) {
-  if (unshare(CLONE_NEWNET) == 0)
+  if (unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0)
     return KV_LAYER_ACTIVE;
   int err = errno;
   if (err != EPERM && err != EINVAL && err != ENOSPC && err != EUSERS) {
@@ -294,7 +298,7 @@ static enum kv_layer_state apply_netns(struct kv_sandbox_status *st) {
   }
   /* Unprivileged: a user namespace grants the right to make a network
    * namespace inside it. */
-  if (enter_userns(CLONE_NEWNET, "netns", st) != 0) {
+  if (enter_userns(CLONE_NEWNET | CLONE_NEWIPC, "netns", st) != 0) {
     note(st, "netns: unshare: %s", strerror(err));
     return KV_LAYER_UNAVAILABLE;
   }

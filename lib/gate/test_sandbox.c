@@ -29,6 +29,7 @@
 #include <sys/ptrace.h>
 #include <seccomp.h>
 #include <sys/resource.h>
+#include <sys/msg.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -817,6 +818,68 @@ static void test_no_scheduling_others(void **state) {
   expect_sched_denied(&all);
 }
 
+/* System V IPC (issue 28): an evaluation leaves a shared memory segment and
+ * a message queue under a known key; a later one looks them up. */
+static void probe_ipc_leave(void *ctx, struct res *r) {
+  key_t key = *(const key_t *)ctx;
+  R(r, 0, shmget(key, 4096, IPC_CREAT | 0600));
+  if (r->v[0] >= 0) {
+    char *p = shmat((int)r->v[0], NULL, 0);
+    if (p != (void *)-1) {
+      strcpy(p, "left by an earlier evaluation");
+      shmdt(p);
+    }
+  }
+  R(r, 1, msgget(key, IPC_CREAT | 0600));
+}
+
+static void probe_ipc_find(void *ctx, struct res *r) {
+  key_t key = *(const key_t *)ctx;
+  R(r, 0, shmget(key, 0, 0));
+  R(r, 1, msgget(key, 0));
+}
+
+static void ipc_remove(key_t key) {
+  int id = shmget(key, 0, 0);
+  if (id >= 0)
+    shmctl(id, IPC_RMID, NULL);
+  id = msgget(key, 0);
+  if (id >= 0)
+    msgctl(id, IPC_RMID, NULL);
+}
+
+static void test_ipc_private(void **state) {
+  (void)state;
+  key_t key = (key_t)(0x4b000000 | (getpid() & 0xffffff));
+  struct kv_sandbox_opts o;
+  opts_all(&o);
+  struct res r;
+  ipc_remove(key);
+  /* Unsandboxed, the objects outlive the process: the attack works. */
+  expect_clean_exit(run_child(NULL, probe_ipc_leave, &key, &r), &r);
+  expect_ok(&r, 0, "unsandboxed: shmget");
+  int left_shm = shmget(key, 0, 0) >= 0, left_msg = msgget(key, 0) >= 0;
+  ipc_remove(key);
+  assert_true(left_shm && left_msg);
+  /* Sandboxed: they can be made (libraries use them) but are private to the
+   * process and gone with it. */
+  expect_clean_exit(run_child(&o, probe_ipc_leave, &key, &r), &r);
+  expect_ok(&r, 0, "sandboxed: shmget");
+  expect_ok(&r, 1, "sandboxed: msgget");
+  left_shm = shmget(key, 0, 0) >= 0;
+  left_msg = msgget(key, 0) >= 0;
+  ipc_remove(key);
+  assert_false(left_shm);
+  assert_false(left_msg);
+  /* And what others left is out of reach. */
+  int id = shmget(key, 4096, IPC_CREAT | 0600), q = msgget(key, IPC_CREAT | 0600);
+  assert_true(id >= 0 && q >= 0);
+  expect_clean_exit(run_child(&o, probe_ipc_find, &key, &r), &r);
+  ipc_remove(key);
+  assert_true(r.v[0] < 0 && r.e[0] == ENOENT);
+  assert_true(r.v[1] < 0 && r.e[1] == ENOENT);
+}
+
 static void probe_abort(void *ctx, struct res *r) {
   (void)ctx;
   (void)r;
@@ -1579,6 +1642,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_no_signals_out, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_scheduling_others, setup, teardown),
       cmocka_unit_test_setup_teardown(test_abort_kills_self, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_ipc_private, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dlopen_candidate, setup, teardown),
       cmocka_unit_test_setup_teardown(test_file_size_limit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_proc_mem_not_writable, setup, teardown),
