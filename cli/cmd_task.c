@@ -12,6 +12,24 @@ static int is_warning(const char *finding) {
   return !strncmp(finding, "warning: ", 9);
 }
 
+/* The entry a candidate on `surface` defines: the generated prototype's
+ * declaration, without its guard, includes and comment. */
+static void entry_declaration(const struct kv_task *t, const char *surface, char *out, size_t cap) {
+  char full[1 << 14];
+  out[0] = 0;
+  if (kv_task_prototype(t, kv_surface_lang(kv_surface_find(surface)), full, sizeof full) < 0)
+    return;
+  size_t at = 0;
+  for (char *line = strtok(full, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] == '#' || !strncmp(line, "/*", 2))
+      continue;
+    int w = snprintf(out + at, cap - at, "    %s\n", line);
+    if (w < 0 || (size_t)w >= cap - at)
+      return;
+    at += (size_t)w;
+  }
+}
+
 int cmd_task(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "check") != 0) {
     cli_fail("task: the subcommand is 'check'");
@@ -51,8 +69,12 @@ int cmd_task(int argc, char **argv) {
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)
     return cli_fail("%s", err);
+  char proto[1 << 14];
+  entry_declaration(t, o.surface, proto, sizeof proto);
   struct kv_task_report r;
   if (kv_task_check(t, &o, &r, err, sizeof err) < 0) {
+    if (!json && proto[0])
+      printf("a candidate for %s defines:\n%s", t->name, proto);
     kv_task_free(t);
     return cli_fail("%s", err);
   }
@@ -66,6 +88,7 @@ int cmd_task(int argc, char **argv) {
     json_object_set_new(j, "warnings", w);
     if (!r.ok && r.compile_log)
       json_object_set_new(j, "compile_log", json_string(r.compile_log));
+    json_object_set_new(j, "prototype", json_string(proto));
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", s);
     free(s);
@@ -79,6 +102,8 @@ int cmd_task(int argc, char **argv) {
       printf("  reference at the bench size: %.2f ms per call\n", r.bench_ref_ms);
     if (!r.ok && r.compile_log && r.compile_log[0])
       printf("%s", r.compile_log);
+    if (proto[0])
+      printf("  a candidate defines:\n%s", proto);
     printf("%s\n", r.ok ? "task ok" : "task rejected");
   }
   int code = r.ok ? 0 : 1;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kevo/import.h"
+#include "kevo/task.h"
 #include "kevo/util.h"
 
 void kv_import_opts_default(struct kv_import_opts *o) {
@@ -81,6 +82,35 @@ static void tail_of(const char *s, size_t n, char *out, size_t cap) {
   out[k] = 0;
 }
 
+/* The entries a candidate defines, for the task's README: what the model or
+ * the user writes (kevo task check prints it too). Returns the bytes written
+ * into out (nothing when the task does not load). */
+#define KV_README_PROTO_MAX (1 << 16)
+static size_t readme_entries(const char *dir, char *out, size_t cap) {
+  struct kv_task *t;
+  char err[512];
+  if (cap == 0 || kv_task_load(dir, &t, err, sizeof err) < 0)
+    return 0;
+  char *c = malloc(KV_README_PROTO_MAX), *cu = malloc(KV_README_PROTO_MAX);
+  size_t n = 0;
+  if (c && cu && kv_task_prototype(t, KV_LANG_C, c, KV_README_PROTO_MAX) > 0 &&
+      kv_task_prototype(t, KV_LANG_CUDA, cu, KV_README_PROTO_MAX) > 0) {
+    int w = snprintf(out, cap,
+                     "\n## What a candidate defines\n\n"
+                     "kevo includes this header before the candidate (C, `--surface cpu`, "
+                     "candidate.c):\n\n```c\n%s```\n\n"
+                     "and this one on the cuda surface (candidate.cu, its work launched on "
+                     "`stream`):\n\n```cuda\n%s```\n\n"
+                     "`kevo task check` prints the declaration too.\n",
+                     c, cu);
+    n = w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap - 1;
+  }
+  free(c);
+  free(cu);
+  kv_task_free(t);
+  return n;
+}
+
 static int write_task(const char *dir, const char *name, const char *json, const char *src,
                       size_t srclen, const char *py_path, const char *readme_extra, char *err,
                       size_t errlen) {
@@ -91,7 +121,7 @@ static int write_task(const char *dir, const char *name, const char *json, const
   snprintf(p, sizeof p, "%s/reference.py", dir);
   if (kv_write_file(p, src, srclen, err, errlen) < 0)
     return -1;
-  char abs[PATH_MAX], hex[65], when[32], readme[PATH_MAX + 1024];
+  char abs[PATH_MAX], hex[65], when[32];
   if (!realpath(py_path, abs))
     snprintf(abs, sizeof abs, "%s", py_path);
   kv_sha256_hex(src, srclen, hex);
@@ -99,13 +129,19 @@ static int write_task(const char *dir, const char *name, const char *json, const
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(when, sizeof when, "%Y-%m-%d", &tm);
-  int n = snprintf(readme, sizeof readme,
-                   "%s: imported by `kevo import` on %s from %s (sha256 %.16s); reference.py is "
-                   "that file verbatim%s.\n",
-                   name, when, abs, hex, readme_extra);
+  size_t cap = 3 * KV_README_PROTO_MAX + PATH_MAX + 2048, n;
+  char *readme = malloc(cap);
+  if (!readme)
+    return kv_error(err, errlen, "out of memory");
+  n = (size_t)snprintf(readme, cap,
+                       "%s: imported by `kevo import` on %s from %s (sha256 %.16s); reference.py "
+                       "is that file verbatim%s.\n",
+                       name, when, abs, hex, readme_extra);
+  n += readme_entries(dir, readme + n, cap - n);
   snprintf(p, sizeof p, "%s/README.md", dir);
-  return kv_write_file(p, readme, (size_t)(n < (int)sizeof readme ? n : (int)sizeof readme - 1),
-                       err, errlen);
+  int rc = kv_write_file(p, readme, n < cap ? n : cap - 1, err, errlen);
+  free(readme);
+  return rc;
 }
 
 int kv_import_module(const struct kv_import_opts *o, const char *py_path, const char *outdir,

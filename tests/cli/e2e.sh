@@ -120,6 +120,8 @@ cat >"$T/total/reference.c" <<'C'
 void total(const float *x, float *y, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i]; y[0] = (float)s; }
 C
 expect "a one-element output (a total) is well-posed" 0 "task ok" -- "$K" task check "$T/total"
+grep -q "^    void total(const float \*x, float \*y, int n);" "$T/out" &&
+  ok "task check prints the entry a candidate defines" || bad "task check: no prototype in its output"
 cat >"$T/total/reference.c" <<'C'
 void total(const float *x, float *y, int n) { double s = 0; for (int i = 0; i < n; i++) s += x[i]; y[0] = (float)(1.0 + 1e-7 * s); }
 C

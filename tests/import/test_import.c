@@ -310,6 +310,12 @@ static void test_child(void **state) {
   free(s);
   snprintf(f, sizeof f, "%s/good/README.md", outdir);
   assert_true(kv_path_exists(f));
+  /* It shows what a candidate defines, on both surfaces. */
+  assert_int_equal(kv_read_file(f, 1 << 20, &s, &len, err, sizeof err), 0);
+  assert_non_null(strstr(s, "## What a candidate defines"));
+  assert_non_null(strstr(s, "extern \"C\" void "));
+  assert_non_null(strstr(s, "cudaStream_t stream);"));
+  free(s);
   /* The task loads: its reference is reference.py (the torch worker's). */
   snprintf(f, sizeof f, "%s/good", outdir);
   struct kv_task *t = NULL;
