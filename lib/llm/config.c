@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 #include "kevo/util.h"
@@ -79,6 +80,46 @@ static int env_name_ok(const char *s) {
   return 1;
 }
 
+/* What in a base URL is a credential kevo would store with every call and
+ * run (llm_calls.base_url, the run's configuration, the report): a
+ * user:password@ part, or a query parameter named like a key. NULL when
+ * none. */
+static const char *url_credential(const char *url) {
+  const char *auth = strstr(url, "://");
+  auth = auth ? auth + 3 : url;
+  size_t alen = strcspn(auth, "/?#");
+  if (memchr(auth, '@', alen))
+    return "a user:password@ part";
+  static const char *const names[] = {"key",   "api_key",      "apikey", "api-key",
+                                      "token", "access_token", "secret", "password",
+                                      "sig",   "signature"};
+  const char *q = strchr(auth, '?');
+  while (q) {
+    q++;
+    size_t n = strcspn(q, "=&#");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+      if (n == strlen(names[i]) && !strncasecmp(q, names[i], n))
+        return "a query parameter that carries a key";
+    q = strchr(q, '&');
+  }
+  return NULL;
+}
+
+/* Is the URL's host this machine (a key may travel over plain http there)? */
+static int url_loopback(const char *url) {
+  const char *h = strstr(url, "://");
+  h = h ? h + 3 : url;
+  size_t n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/?#");
+  if ((n == 9 && !strncmp(h, "localhost", 9)) || (n == 5 && !strncmp(h, "[::1]", 5)))
+    return 1;
+  if (n < 7 || strncmp(h, "127.", 4))
+    return 0;
+  for (size_t i = 4; i < n; i++) /* 127.a.b.c, digits and dots only */
+    if (!(h[i] == '.' || (h[i] >= '0' && h[i] <= '9')))
+      return 0;
+  return 1;
+}
+
 /* Checks one value for a field; `where` names it ("FILE: models.NAME.FIELD"). */
 static int check_value(const struct field *f, json_t *v, const char *where, char *err,
                        size_t errlen) {
@@ -96,6 +137,12 @@ static int check_value(const struct field *f, json_t *v, const char *where, char
                       f->cap - 1);
     if (f->kind == K_URL && strncmp(s, "http://", 7) && strncmp(s, "https://", 8))
       return llm_fail(KV_LLM_EUSAGE, err, errlen, "%s: '%s' is not %s", where, s, f->what);
+    if (f->kind == K_URL && url_credential(s))
+      return llm_fail(KV_LLM_EUSAGE, err, errlen,
+                      "%s: the URL carries a credential (%s), which kevo would store with every "
+                      "call and run; remove it and put the key in an environment variable named "
+                      "by api_key_env",
+                      where, url_credential(s));
     if (f->kind == K_PROVIDER) {
       const struct llm_provider *p = llm_provider_find(s);
       int replay_of = !strcmp(f->name, "replay_of");
@@ -450,6 +497,12 @@ int kv_llm_config_resolve(const struct kv_llm_config *c, const struct kv_llm_fla
     if (strlen(f->base_url) >= sizeof m->base_url)
       return llm_fail(KV_LLM_EUSAGE, err, errlen, "--base-url: longer than %zu bytes",
                       sizeof m->base_url - 1);
+    if (url_credential(f->base_url))
+      return llm_fail(KV_LLM_EUSAGE, err, errlen,
+                      "--base-url: the URL carries a credential (%s), which kevo would store "
+                      "with every call and run; remove it and put the key in an environment "
+                      "variable named by --api-key-env",
+                      url_credential(f->base_url));
     snprintf(m->base_url, sizeof m->base_url, "%s", f->base_url);
   }
   if (f->model && !named) {
@@ -471,6 +524,13 @@ int kv_llm_config_resolve(const struct kv_llm_config *c, const struct kv_llm_fla
     m->max_tokens = f->max_tokens;
   if (f->temperature >= 0)
     m->temperature = f->temperature;
+  /* A key over plain http to another host crosses the network in clear. */
+  const char *key = m->api_key_env[0] ? getenv(m->api_key_env) : NULL;
+  if (key && *key && !strncmp(m->base_url, "http://", 7) && !url_loopback(m->base_url))
+    return llm_fail(KV_LLM_EUSAGE, err, errlen,
+                    "%s: the key in $%s would cross the network unencrypted; use an https:// "
+                    "URL, or --api-key-env '' (api_key_env \"\") for a server that needs no key",
+                    m->base_url, m->api_key_env);
   if (!m->model[0])
     return llm_fail(KV_LLM_EUSAGE, err, errlen,
                     "no model for provider %s: pass --model ID, or name one in a config file "

@@ -434,6 +434,34 @@ static void test_write_file_threads(void **state) {
   kv_rmtree(dir);
 }
 
+/* A symbolic link planted at kv_write_file's temporary names (their pid and
+ * counter are predictable) must not redirect the write onto its target. */
+static void test_write_file_planted_link(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kevo-wfl-XXXXXX", path[64], victim[64], link[128], err[512];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/out", dir);
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  assert_int_equal(kv_write_file(victim, "precious", 8, err, sizeof err), 0);
+  for (int i = 0; i < 5000; i++) { /* past every name this process used yet */
+    snprintf(link, sizeof link, "%s.tmp.%d.%d", path, (int)getpid(), i);
+    assert_int_equal(symlink(victim, link), 0);
+  }
+  int rc = kv_write_file(path, "new", 3, err, sizeof err);
+  char *text = NULL;
+  size_t len = 0;
+  assert_int_equal(kv_read_file(victim, 64, &text, &len, err, sizeof err), 0);
+  assert_string_equal(text, "precious"); /* before O_EXCL | O_NOFOLLOW: "new" */
+  free(text);
+  struct stat st;
+  if (rc == 0) { /* past the planted names: written where asked, a file */
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+  } else
+    assert_non_null(strstr(err, "cannot create"));
+  kv_rmtree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buf_cap),
@@ -449,6 +477,7 @@ int main(void) {
       cmocka_unit_test(test_rmtree_stops_at_mounts),
       cmocka_unit_test(test_write_nosigpipe),
       cmocka_unit_test(test_write_file_threads),
+      cmocka_unit_test(test_write_file_planted_link),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

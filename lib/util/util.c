@@ -151,12 +151,19 @@ int kv_read_file(const char *path, size_t max, char **out, size_t *len, char *er
 int kv_write_file(const char *path, const void *data, size_t len, char *err, size_t errlen) {
   /* A temporary name of its own per call: two threads writing the same path
    * (two equal candidates built and analysed at once) never share one. */
+  /* Created, never opened: a name planted beforehand (a symbolic link to
+   * another file, in a directory others can write) is passed over. */
   static _Atomic unsigned long seq;
   char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d.%lu", path, (int)getpid(), atomic_fetch_add(&seq, 1)) >=
-      (int)sizeof tmp)
-    return kv_error(err, errlen, "%s: path too long", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 64; tries++) {
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d.%lu", path, (int)getpid(),
+                 atomic_fetch_add(&seq, 1)) >= (int)sizeof tmp)
+      return kv_error(err, errlen, "%s: path too long", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
   if (fd < 0)
     return kv_error(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
   const char *p = data;

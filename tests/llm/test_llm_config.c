@@ -92,6 +92,36 @@ static void test_flags_only(void **state) {
   f.base_url = "api.openai.com";
   assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), KV_LLM_EUSAGE);
   assert_non_null(strstr(err, "--base-url api.openai.com: not an http://"));
+  /* Credentials in the URL would be stored with every call: refused, and
+   * the error does not repeat them. */
+  f.base_url = "https://user:hunter2@api.example.com/v1";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), KV_LLM_EUSAGE);
+  assert_non_null(strstr(err, "user:password@"));
+  assert_null(strstr(err, "hunter2"));
+  f.base_url = "https://api.example.com/v1?api-version=2&key=AIzaSECRET";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), KV_LLM_EUSAGE);
+  assert_null(strstr(err, "AIzaSECRET"));
+  f.base_url = "https://api.example.com/v1?api-version=2"; /* not a key */
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), 0);
+  /* A key over plain http to another host: refused; loopback, https or no
+   * key: fine. */
+  setenv("KEVO_TEST_CFG_KEY", "sk-test", 1);
+  f.api_key_env = "KEVO_TEST_CFG_KEY";
+  f.base_url = "http://10.1.2.3:8000/v1";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), KV_LLM_EUSAGE);
+  assert_non_null(strstr(err, "unencrypted"));
+  f.base_url = "http://localhost.example.com/v1"; /* not this machine */
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), KV_LLM_EUSAGE);
+  f.base_url = "http://127.0.0.1:8000/v1";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), 0);
+  f.base_url = "http://localhost:8000/v1";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), 0);
+  f.base_url = "https://10.1.2.3:8000/v1";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), 0);
+  f.base_url = "http://10.1.2.3:8000/v1";
+  f.api_key_env = "";
+  assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), 0);
+  unsetenv("KEVO_TEST_CFG_KEY");
   f.base_url = NULL;
   f.api_key_env = "sk-abc123";
   assert_int_equal(resolve_text(NULL, &f, &m, &b, err, sizeof err), KV_LLM_EUSAGE);
@@ -262,6 +292,8 @@ static void test_errors_name_file_and_field(void **state) {
                "models.a.replay_of: 'replay' is not a provider; use openai or anthropic");
   expect_error("{\"models\": {\"a\": {\"base_url\": \"localhost:8000\"}}}",
                "models.a.base_url: 'localhost:8000' is not an http:// or https:// URL");
+  expect_error("{\"models\": {\"a\": {\"base_url\": \"https://u:p@h/v1\"}}}",
+               "models.a.base_url: the URL carries a credential (a user:password@ part)");
   expect_error("{\"models\": {\"a\": {\"timeout\": \"60\"}}}",
                "models.a.timeout: must be a number (seconds)");
   expect_error("{\"models\": {\"a\": {\"concurrency\": 0}}}",
