@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@ int kv_run(char *const argv[], char *const envp[], const char *cwd, double deadl
   if (pipe2(pfd, O_CLOEXEC) < 0)
     return kv_error(err, errlen, "pipe: %s", strerror(errno));
   double t0 = kv_now_s();
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(pfd[0]);
@@ -37,6 +39,12 @@ int kv_run(char *const argv[], char *const envp[], const char *cwd, double deadl
     return kv_error(err, errlen, "fork: %s", strerror(errno));
   }
   if (pid == 0) {
+    /* In a process group of its own (the deadline kills the group), so a
+     * Ctrl-C at the terminal does not reach it: it dies with kevo instead,
+     * however kevo dies (an interrupted kevo import left its Python helper
+     * running). */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+      _exit(125);
     setpgid(0, 0);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0)

@@ -462,6 +462,48 @@ static void test_write_file_planted_link(void **state) {
   kv_rmtree(dir);
 }
 
+/* A child of kv_run dies with the process that ran it (kevo killed by a
+ * Ctrl-C or kill -9), though it sits in a process group of its own. */
+static void test_run_child_dies_with_caller(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kevo-pd-XXXXXX", pidf[64], cmd[160];
+  assert_non_null(mkdtemp(dir));
+  snprintf(pidf, sizeof pidf, "%s/pid", dir);
+  snprintf(cmd, sizeof cmd, "echo $$ > %s.t && mv %s.t %s && exec sleep 30", pidf, pidf, pidf);
+  pid_t caller = fork();
+  assert_true(caller >= 0);
+  if (caller == 0) {
+    char *argv[] = {"sh", "-c", cmd, NULL};
+    struct kv_buf b;
+    kv_buf_init(&b, 1 << 12);
+    struct kv_proc_result r;
+    char err[256];
+    kv_run(argv, NULL, NULL, 60, NULL, NULL, &b, &r, err, sizeof err);
+    _exit(0);
+  }
+  char *text = NULL;
+  size_t len = 0;
+  char err[256];
+  for (int i = 0; i < 500 && kv_read_file(pidf, 64, &text, &len, err, sizeof err) != 0; i++)
+    usleep(20000);
+  assert_non_null(text);
+  pid_t child = (pid_t)atoi(text);
+  free(text);
+  assert_true(child > 0);
+  kill(caller, SIGKILL);
+  waitpid(caller, NULL, 0);
+  int alive = 1;
+  for (int i = 0; i < 250 && alive; i++) { /* at most 5 s */
+    alive = kill(child, 0) == 0;
+    if (alive)
+      usleep(20000);
+  }
+  if (alive)
+    kill(child, SIGKILL);
+  kv_rmtree(dir);
+  assert_false(alive);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buf_cap),
@@ -471,6 +513,7 @@ int main(void) {
       cmocka_unit_test(test_run_deadline_kills_group),
       cmocka_unit_test(test_run_flood_capped),
       cmocka_unit_test(test_run_missing),
+      cmocka_unit_test(test_run_child_dies_with_caller),
       cmocka_unit_test(test_rmtree_deep),
       cmocka_unit_test(test_rmtree_wide),
       cmocka_unit_test(test_rmtree_symlinks_not_followed),
