@@ -182,7 +182,7 @@ static int ask(int argc, char **argv) {
             res.attempts, res.attempts == 1 ? "" : "s", res.latency_s, res.call_id);
   } else {
     fprintf(stderr, "kevo: %s\n", res.error);
-    status = rc == KV_LLM_EUSAGE ? 2 : 1;
+    status = rc == KV_LLM_EUSAGE || rc == KV_LLM_ENOKEY ? 2 : 1; /* configuration: README */
   }
   if (res.record_error[0])
     fprintf(stderr, "kevo: warning: the call was not recorded: %s\n", res.record_error);

@@ -109,7 +109,7 @@ for p in oa an; do
   check "$p: 401 not retried" '[ "$(requests)" = 1 ]'
 
   start ok
-  expect "$p: missing key names the variable" 1 '' 'E2E_KEY is not set; export E2E_KEY=' -- \
+  expect "$p: missing key names the variable (exit 2: configuration)" 2 '' 'E2E_KEY is not set; export E2E_KEY=' -- \
     env -u E2E_KEY "$K" llm ask --model $p --base-url "http://127.0.0.1:$PORT$base" x
   stop
   check "$p: nothing sent without a key" '[ "$(requests)" = 0 ]'
