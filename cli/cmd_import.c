@@ -286,7 +286,11 @@ int cmd_import(int argc, char **argv) {
   }
   if (p.imported)
     printf("tasks written under %s\n", outdir);
+  /* Nothing imported because this Python has no torch: kevo could not try
+   * (exit 2, as with no Python), not modules that failed. */
   int code = p.skipped ? 1 : 0;
+  if (n > 0 && ng == 1 && !p.imported && !strcmp(g[0].cause, "no_torch"))
+    code = 2;
   free(jobs);
   return code;
 }

@@ -182,6 +182,20 @@ for d in "$EX"/*/; do
   done
 done
 
+# --- import with a Python that has no torch: nothing could be tried, exit 2 ---
+cat >"$T/notorch" <<'SH'
+#!/bin/sh
+exec python3 -c 'import runpy, sys
+sys.modules["torch"] = None
+a = sys.argv[1:]
+while a and a[0].startswith("-"):
+    a.pop(0)
+sys.argv = a
+runpy.run_path(a[0], run_name="__main__")' "$@"
+SH
+chmod +x "$T/notorch"
+expect "import without torch exits 2, naming the fix" 2 "cannot import torch.*set KEVO_PYTHON" -- "$K" import --python "$T/notorch" -o "$T/imp" "$SRC/examples/kernelbench/1_Softmax_rows.py"
+
 # --- doctor and device ---
 expect "doctor" 0 "doctor: all good" -- "$K" doctor
 expect "device" 0 "bandwidth" -- "$K" device
