@@ -23,10 +23,10 @@ struct ui {
 static int confirm(void *ud, const struct kv_an_cost *c) {
   struct ui *u = ud;
   fprintf(stderr,
-          "kevo: analysis: %d nodes x %d conditions x %d samples; %lld recorded already; to do: "
+          "kevo: analysis: %d node%s x %d conditions x %d samples; %lld recorded already; to do: "
           "%lld LLM calls, at most %lld gate evaluations, at most $%.4f\n",
-          c->nodes, c->conds, c->samples, (long long)c->done, (long long)c->llm_calls,
-          (long long)c->gate_evals, c->usd);
+          c->nodes, c->nodes == 1 ? "" : "s", c->conds, c->samples, (long long)c->done,
+          (long long)c->llm_calls, (long long)c->gate_evals, c->usd);
   if (u->budget_usd > 0 && c->usd > u->budget_usd) {
     fprintf(stderr,
             "kevo: refused: the worst case $%.4f is beyond --budget-usd %.4f; raise it, or take "
@@ -67,8 +67,9 @@ static void coalition_name(const struct kv_an_result *r, unsigned S, char *out, 
 
 static void print_text(const struct kv_an_result *r) {
   char mn[64], cn[256];
-  printf("analysis %lld of run %lld (%s): %d nodes (steps", (long long)r->analysis_id,
-         (long long)r->run_id, r->experiment, r->nnodes);
+  printf("analysis %lld of run %lld (%s): %d node%s (step%s", (long long)r->analysis_id,
+         (long long)r->run_id, r->experiment, r->nnodes, r->nnodes == 1 ? "" : "s",
+         r->nnodes == 1 ? "" : "s");
   for (int i = 0; i < r->nnodes; i++)
     printf(" %lld", (long long)r->node_steps[i]);
   printf("), %d samples per condition\n", r->k);

@@ -116,9 +116,9 @@ static int devtool(int argc, char **argv, int profile) {
       if (!d) {
         printf("  sanitize not run (the candidate did not load)\n");
       } else {
-        printf("  sanitize %.2f s (%s%s: %s; %d errors)\n", d->seconds,
+        printf("  sanitize %.2f s (%s%s: %s; %d error%s)\n", d->seconds,
                gpu ? "compute-sanitizer " : "the C compiler's", gpu ? kv_san_version(&o) : "",
-               d->tools[0] ? d->tools : "none ran", d->errors);
+               d->tools[0] ? d->tools : "none ran", d->errors, d->errors == 1 ? "" : "s");
         kv_san_summary(d, line, 65536);
         printf("%s\n", line);
         if (d->note[0])

@@ -105,8 +105,8 @@ int cmd_report(int argc, char **argv) {
   if (st.bars || st.cells)
     snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), ", %d bars, %d cells", st.bars,
              st.cells);
-  printf("report of %s (%d nodes%s, %.1f MiB, %.2f s): %s\n", what, st.nodes, tasks,
-         (double)len / (1 << 20), kv_now_s() - t0, out);
+  printf("report of %s (%d node%s%s, %.1f MiB, %.2f s): %s\n", what, st.nodes,
+         st.nodes == 1 ? "" : "s", tasks, (double)len / (1 << 20), kv_now_s() - t0, out);
   if (st.elided)
     fprintf(stderr,
             "kevo: %d long texts were cut or left out of the page to keep it small; each says "
