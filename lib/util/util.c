@@ -164,8 +164,8 @@ int kv_write_file(const char *path, const void *data, size_t len, char *err, siz
     if (fd < 0 && errno != EEXIST)
       break;
   }
-  if (fd < 0)
-    return kv_error(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+  if (fd < 0) /* the file asked for, not the temporary (report -o missing/x.html) */
+    return kv_error(err, errlen, "%s: cannot create: %s", path, strerror(errno));
   const char *p = data;
   size_t left = len;
   while (left) {
@@ -176,7 +176,7 @@ int kv_write_file(const char *path, const void *data, size_t len, char *err, siz
       int e = errno;
       close(fd);
       unlink(tmp);
-      return kv_error(err, errlen, "%s: cannot write: %s", tmp, strerror(e));
+      return kv_error(err, errlen, "%s: cannot write: %s", path, strerror(e));
     }
     p += n;
     left -= (size_t)n;
