@@ -33,6 +33,7 @@ struct kv_import_opts {
   int64_t check_bytes; /* most a check run may hold; default 64 MiB */
   int threads;         /* torch's CPU threads; default 1 */
   int force;           /* replace an existing task directory */
+  const char *sandbox; /* kevo-sandbox; NULL: $KEVO_SANDBOX, else beside the executable */
 };
 
 /* Why a module was not imported: a short cause (grouped in summaries) and a
@@ -57,7 +58,13 @@ int kv_import_find_helper(char *out, size_t cap, char *err, size_t errlen);
  * other than letters, digits, '_', '-', '.' written '_', at most 63. */
 void kv_import_task_name(const char *path, char *out, size_t cap);
 
-/* Imports one module into OUTDIR/NAME. Returns 0 when the module was judged
+/* The module runs (the helper executes it) inside kevo-sandbox: a new
+ * network namespace, no_new_privs, Landlock (writes only in its scratch
+ * directory; reads the system directories, the Python installation and
+ * virtual environment, PYTHONPATH, ~/.local/lib, the helper's and the
+ * module's directories), resource limits; HOME and TMPDIR are the scratch
+ * directory. Without kevo-sandbox nothing runs (-1, err says so).
+ * Imports one module into OUTDIR/NAME. Returns 0 when the module was judged
  * (r->ok says whether it was imported; r->cause and r->detail say why not),
  * -1 when kevo itself could not run the helper (err says why: no Python, no
  * helper, no memory). Safe to call from several threads at once. */

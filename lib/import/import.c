@@ -23,6 +23,72 @@ void kv_import_opts_default(struct kv_import_opts *o) {
   o->threads = 1;
 }
 
+/* kevo-sandbox, which every module runs in (kevo/import.h). */
+static int find_sandbox(const struct kv_import_opts *o, char *out, size_t cap, char *err,
+                        size_t errlen) {
+  const char *e = o->sandbox && *o->sandbox ? o->sandbox : getenv("KEVO_SANDBOX");
+  if (e && *e) {
+    if (access(e, X_OK) != 0)
+      return kv_error(err, errlen, "%s: kevo-sandbox is not there; rebuild kevo", e);
+    snprintf(out, cap, "%s", e);
+    return 0;
+  }
+  if (kv_find_shipped("kevo-sandbox", NULL, 0, out, cap) == 0)
+    return 0;
+  return kv_error(err, errlen,
+                  "kevo-sandbox: not found beside the kevo executable; kevo runs a module only "
+                  "inside it (rebuild kevo, or set KEVO_SANDBOX to build/kevo-sandbox)");
+}
+
+/* What the sandboxed helper may read besides the system directories: the
+ * Python installation (the interpreter's prefix, and a virtual
+ * environment's), PYTHONPATH, the user's site-packages, the helper's and
+ * the module's directories. Paths are kept in `store`; returns the count. */
+#define MAX_READS 12
+static int helper_reads(const char *py, const char *helper, const char *module,
+                        char store[MAX_READS][PATH_MAX], const char *reads[MAX_READS]) {
+  int n = 0;
+  char exe[PATH_MAX], real[PATH_MAX];
+  if (kv_which(py, exe, sizeof exe) == 0) {
+    snprintf(store[n], PATH_MAX, "%s", exe); /* a venv: VENV/bin/python */
+    for (int up = 0; up < 2; up++)
+      *strrchr(store[n], '/') = 0;
+    if (store[n][0])
+      n++;
+    if (realpath(exe, real)) { /* the interpreter's own prefix */
+      snprintf(store[n], PATH_MAX, "%s", real);
+      for (int up = 0; up < 2 && strrchr(store[n], '/'); up++)
+        *strrchr(store[n], '/') = 0;
+      if (store[n][0] && strcmp(store[n], store[n - 1]))
+        n++;
+    }
+  }
+  const char *pp = getenv("PYTHONPATH");
+  for (const char *p = pp; p && *p && n < MAX_READS - 4;) {
+    size_t l = strcspn(p, ":");
+    if (l > 0 && l < PATH_MAX)
+      snprintf(store[n++], PATH_MAX, "%.*s", (int)l, p);
+    p += l + (p[l] == ':');
+  }
+  const char *home = getenv("HOME");
+  if (home && *home) {
+    snprintf(store[n], PATH_MAX, "%s/.local/lib", home);
+    if (kv_path_exists(store[n]))
+      n++;
+  }
+  for (int k = 0; k < 2; k++) { /* the helper's and the module's directories */
+    if (!realpath(k ? module : helper, real))
+      continue;
+    char *slash = strrchr(real, '/');
+    if (slash && slash != real)
+      *slash = 0;
+    snprintf(store[n++], PATH_MAX, "%s", real);
+  }
+  for (int i = 0; i < n; i++)
+    reads[i] = store[i];
+  return n;
+}
+
 int kv_import_find_helper(char *out, size_t cap, char *err, size_t errlen) {
   const char *e = getenv("KEVO_IMPORT_HELPER");
   if (e && *e) {
@@ -181,11 +247,11 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
     free(src);
     return -1;
   }
-  char e_path[4200], e_home[4200], e_pp[4200], e_thr[64], e_omp[64], e_mkl[64];
+  char e_path[4200], e_home[4200], e_tmp[4200], e_pp[4200], e_thr[64], e_omp[64], e_mkl[64];
   const char *v = getenv("PATH");
   snprintf(e_path, sizeof e_path, "PATH=%s", v && *v ? v : "/usr/local/bin:/usr/bin:/bin");
-  v = getenv("HOME");
-  snprintf(e_home, sizeof e_home, "HOME=%s", v && *v ? v : scratch);
+  snprintf(e_home, sizeof e_home, "HOME=%s", scratch);
+  snprintf(e_tmp, sizeof e_tmp, "TMPDIR=%s", scratch);
   v = getenv("PYTHONPATH");
   snprintf(e_pp, sizeof e_pp, "PYTHONPATH=%s", v ? v : "");
   int thr = o->threads > 0 ? o->threads : 1;
@@ -194,6 +260,7 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
   snprintf(e_mkl, sizeof e_mkl, "MKL_NUM_THREADS=%d", thr);
   char *envp[] = {e_path,
                   e_home,
+                  e_tmp,
                   e_pp,
                   e_omp,
                   e_mkl,
@@ -209,8 +276,40 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
   char abs[PATH_MAX];
   if (!realpath(py_path, abs))
     snprintf(abs, sizeof abs, "%s", py_path);
-  char *argv[] = {(char *)py,      "-B", helper,      abs,   "--max-bytes", maxb,
-                  "--check-bytes", chkb, "--threads", e_thr, NULL};
+  /* kevo-sandbox SCRATCH CPU_S FSIZE -r PATH... -- PYTHON -B HELPER MODULE ... */
+  char sbx[PATH_MAX], pyexe[PATH_MAX], cpu[32], rstore[MAX_READS][PATH_MAX];
+  const char *reads[MAX_READS];
+  if (find_sandbox(o, sbx, sizeof sbx, err, errlen) < 0) {
+    kv_rmtree(scratch);
+    free(src);
+    return -1;
+  }
+  if (kv_which(py, pyexe, sizeof pyexe) < 0) {
+    kv_rmtree(scratch);
+    free(src);
+    return kv_error(err, errlen,
+                    "%s: cannot run %s (not found); install Python 3 with torch or set "
+                    "KEVO_PYTHON",
+                    py_path, py);
+  }
+  double dl = o->deadline_s > 0 ? o->deadline_s : 120;
+  snprintf(cpu, sizeof cpu, "%d", (int)(dl * (thr > 0 ? thr : 1)) + 10);
+  int nr = helper_reads(py, helper, abs, rstore, reads);
+  char *argv[16 + 2 * MAX_READS];
+  int a = 0;
+  argv[a++] = sbx;
+  argv[a++] = scratch;
+  argv[a++] = cpu;
+  argv[a++] = "0";
+  for (int i = 0; i < nr; i++) {
+    argv[a++] = "-r";
+    argv[a++] = (char *)reads[i];
+  }
+  argv[a++] = "--";
+  char *tail_args[] = {pyexe,           "-B", helper,      abs,   "--max-bytes", maxb,
+                       "--check-bytes", chkb, "--threads", e_thr, NULL};
+  for (size_t i = 0; i < sizeof tail_args / sizeof tail_args[0]; i++)
+    argv[a++] = tail_args[i];
   struct kv_buf out;
   kv_buf_init(&out, KV_IMPORT_MAX_OUTPUT);
   struct kv_proc_result pr;
@@ -219,14 +318,17 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
     kv_rmtree(scratch);
     kv_buf_release(&out);
     free(src);
-    if (!o->python && !getenv("KEVO_PYTHON"))
-      kv_error(err, errlen,
-               "%s: cannot run python3 (not on PATH); install Python 3 with torch "
-               "or set KEVO_PYTHON",
-               py_path);
     return -1;
   }
   kv_rmtree(scratch);
+  /* A sandbox layer that failed is kevo's failure, never the module's. */
+  if (pr.exited && pr.status == 125 && out.data && strstr(out.data, "kevo-sandbox: ")) {
+    kv_error(err, errlen, "%s: the module's sandbox could not be set up: %s", py_path,
+             strstr(out.data, "kevo-sandbox: ") + 14);
+    kv_buf_release(&out);
+    free(src);
+    return -1;
+  }
   r->seconds = kv_now_s() - t0;
   char tail[512], how[128];
   tail_of(out.data ? out.data : "", out.len, tail, sizeof tail);

@@ -99,4 +99,71 @@ expect crash segfaults.py
 expect dtype complex_dtype.py
 grep -q "SEGV" "$OUT/bad.log" || fail "the segfault is not named"
 [ -z "$(ls -A "$OUT/bad" 2>/dev/null)" ] || fail "something was left in $OUT/bad: $(ls -A "$OUT/bad")"
+
+# A hostile module (issue 30): at import it tries the network, a write
+# outside its scratch and a read of a private file, then shows what it read
+# in its error. Run by plain Python, all three work (the test can fail); run
+# by kevo import (and so by kevo synthesize, which imports what a model
+# wrote), none does.
+mkdir -p "$OUT/hostile"
+printf 'kevo-secret-%s\n' "$$" >"$OUT/secret.txt"
+chmod 600 "$OUT/secret.txt"
+"$PY" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+s.settimeout(90); end = time.time() + 90
+while time.time() < end:
+    try:
+        c, _ = s.accept(); open(sys.argv[2], "a").write("connected\n"); c.close()
+    except OSError:
+        break' "$OUT/port" "$OUT/connections" &
+LPID=$!
+i=0
+while [ ! -s "$OUT/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+cat >"$OUT/hostile/hostile.py" <<PYEOF
+import socket
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.rand(8)]
+
+
+def get_init_inputs():
+    return []
+
+
+try:
+    socket.create_connection(("127.0.0.1", $(cat "$OUT/port")), timeout=2).close()
+except Exception:
+    pass
+try:
+    open("$OUT/planted", "w").write("planted by a module")
+except Exception:
+    pass
+try:
+    SECRET = open("$OUT/secret.txt").read()
+except Exception as e:
+    SECRET = "denied (%s)" % type(e).__name__
+raise RuntimeError("the module read: " + SECRET)
+PYEOF
+"$PY" "$OUT/hostile/hostile.py" >"$OUT/plain.log" 2>&1
+sleep 0.3
+{ grep -q "kevo-secret-$$" "$OUT/plain.log" && [ -f "$OUT/planted" ] && [ -s "$OUT/connections" ]; } ||
+  fail "unsandboxed, the hostile module did not do all three (the test cannot show the sandbox)"
+rm -f "$OUT/planted" "$OUT/connections"
+"$KEVO" import -o "$OUT/hostile-out" "$OUT/hostile/hostile.py" >"$OUT/hostile.log" 2>&1
+cat "$OUT/hostile.log"
+sleep 0.3
+kill $LPID 2>/dev/null
+grep -q "kevo-secret-$$" "$OUT/hostile.log" && fail "kevo import: the module read a private file"
+[ -f "$OUT/planted" ] && fail "kevo import: the module wrote outside its scratch"
+[ -s "$OUT/connections" ] && fail "kevo import: the module reached a local port"
+grep -q "the module read: denied (PermissionError)" "$OUT/hostile.log" ||
+  fail "kevo import: the module's read was not denied as expected"
 echo "1 passed, 0 failed"
