@@ -66,8 +66,12 @@ static int helper_reads(const char *py, const char *helper, const char *module,
   const char *pp = getenv("PYTHONPATH");
   for (const char *p = pp; p && *p && n < MAX_READS - 4;) {
     size_t l = strcspn(p, ":");
-    if (l > 0 && l < PATH_MAX)
-      snprintf(store[n++], PATH_MAX, "%.*s", (int)l, p);
+    char one[PATH_MAX];
+    snprintf(one, sizeof one, "%.*s", (int)(l < PATH_MAX ? l : 0), p);
+    /* Landlock refuses a rule on a path that is not there: such an entry is
+     * left out (Python skips it too). */
+    if (one[0] && realpath(one, store[n]))
+      n++;
     p += l + (p[l] == ':');
   }
   const char *home = getenv("HOME");
