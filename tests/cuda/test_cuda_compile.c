@@ -49,6 +49,20 @@ static int compile_cu(const struct kv_task *t, const char *dir, const char *cu, 
   return ok;
 }
 
+/* Compiles dir/cu against t, printing "ok" or "FAIL" and the log under
+ * `label`; counts it. */
+static void compile_counted(const struct kv_task *t, const char *dir, const char *cu,
+                            const char *label, int *compiled, int *failed) {
+  char log[65536];
+  int ok = compile_cu(t, dir, cu, log, sizeof log);
+  printf("%s %s/%s\n", ok ? "ok  " : "FAIL", label, cu);
+  if (!ok) {
+    printf("%s\n", log);
+    (*failed)++;
+  }
+  (*compiled)++;
+}
+
 static void test_examples_compile(void **state) {
   (void)state;
   char base[PATH_MAX];
@@ -76,14 +90,7 @@ static void test_examples_compile(void **state) {
         }
         continue;
       }
-      char log[65536];
-      int ok = compile_cu(t, dir, files[i], log, sizeof log);
-      printf("%s %s/%s\n", ok ? "ok  " : "FAIL", e->d_name, files[i]);
-      if (!ok) {
-        printf("%s\n", log);
-        failed++;
-      }
-      compiled++;
+      compile_counted(t, dir, files[i], e->d_name, &compiled, &failed);
     }
     kv_task_free(t);
   }
@@ -122,14 +129,7 @@ static void test_kernelbench_cands_compile(void **state) {
       failed++;
       continue;
     }
-    char log[65536];
-    int ok = compile_cu(t, base, e->d_name, log, sizeof log);
-    printf("%s kernelbench_cands/%s\n", ok ? "ok  " : "FAIL", e->d_name);
-    if (!ok) {
-      printf("%s\n", log);
-      failed++;
-    }
-    compiled++;
+    compile_counted(t, base, e->d_name, "kernelbench_cands", &compiled, &failed);
     kv_task_free(t);
   }
   closedir(d);
