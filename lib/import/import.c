@@ -51,7 +51,7 @@ static int helper_reads(const char *py, const char *helper, const char *module,
   char exe[PATH_MAX], real[PATH_MAX];
   if (kv_which(py, exe, sizeof exe) == 0) {
     snprintf(store[n], PATH_MAX, "%s", exe); /* a venv: VENV/bin/python */
-    for (int up = 0; up < 2; up++)
+    for (int up = 0; up < 2 && strrchr(store[n], '/'); up++)
       *strrchr(store[n], '/') = 0;
     if (store[n][0])
       n++;
@@ -59,7 +59,7 @@ static int helper_reads(const char *py, const char *helper, const char *module,
       snprintf(store[n], PATH_MAX, "%s", real);
       for (int up = 0; up < 2 && strrchr(store[n], '/'); up++)
         *strrchr(store[n], '/') = 0;
-      if (store[n][0] && strcmp(store[n], store[n - 1]))
+      if (store[n][0] && (n == 0 || strcmp(store[n], store[n - 1])))
         n++;
     }
   }
