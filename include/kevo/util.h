@@ -59,8 +59,11 @@ int kv_find_shipped(const char *name, const char *dir, int source_too, char *out
 /* The Python kevo runs its helpers with: $KEVO_PYTHON, else python3. */
 const char *kv_python(void);
 /* kevo's default cache directory: $XDG_CACHE_HOME/kevo, else
- * $HOME/.cache/kevo, else /tmp/kevo-cache-UID. (KEVO_CACHE_DIR is the
- * command line's: it passes it down as kv_gate_opts.cache_dir and the like.) */
+ * $HOME/.cache/kevo, else ${TMPDIR:-/tmp}/kevo-cache-UID, which is made 0700
+ * and must then be a directory of this user that no one else can write (a
+ * directory another local user made there first could feed kevo planted
+ * objects): -1 otherwise. (KEVO_CACHE_DIR is the command line's: it passes it
+ * down as kv_gate_opts.cache_dir and the like.) */
 int kv_cache_dir(char *out, size_t cap);
 /* A fresh private directory (mode 0700) under base, e.g. base/scratch-XXXXXX. */
 int kv_mkdtemp(const char *base, const char *prefix, char *out, size_t cap, char *err,

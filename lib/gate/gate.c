@@ -56,7 +56,10 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
   if (o->cache_dir)
     snprintf(s->cache, sizeof s->cache, "%s", o->cache_dir);
   else if (kv_cache_dir(s->cache, sizeof s->cache) < 0)
-    return kv_error(err, errlen, "cannot find a cache directory; set KEVO_CACHE_DIR");
+    return kv_error(err, errlen,
+                    "cannot find a safe cache directory (with no HOME or XDG_CACHE_HOME, "
+                    "${TMPDIR:-/tmp}/kevo-cache-UID must be this user's, mode 0700); set "
+                    "KEVO_CACHE_DIR");
   snprintf(s->objdir, sizeof s->objdir, "%s/obj", s->cache);
   snprintf(s->scratch, sizeof s->scratch, "%s/scratch", s->cache);
   if (kv_mkdirs(s->objdir, 0700, err, errlen) < 0 || kv_mkdirs(s->scratch, 0700, err, errlen) < 0)

@@ -504,6 +504,46 @@ static void test_run_child_dies_with_caller(void **state) {
   assert_false(alive);
 }
 
+/* With no HOME or XDG_CACHE_HOME the cache is under TMPDIR, where another
+ * local user may have made the directory first: kevo never uses one that
+ * is a link, someone else's, or writable by others. */
+static void test_cache_dir_not_squatted(void **state) {
+  (void)state;
+  char tmp[] = "/tmp/kevo-cd-XXXXXX", want[128], got[256], link[160];
+  assert_non_null(mkdtemp(tmp));
+  char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+  char *td = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+  unsetenv("HOME");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("TMPDIR", tmp, 1);
+  snprintf(want, sizeof want, "%s/kevo-cache-%d", tmp, (int)geteuid());
+  assert_int_equal(kv_cache_dir(got, sizeof got), 0); /* made, 0700 */
+  assert_string_equal(got, want);
+  struct stat st;
+  assert_int_equal(lstat(want, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+  assert_int_equal(chmod(want, 0777), 0); /* squatted: writable by all */
+  assert_int_equal(kv_cache_dir(got, sizeof got), -1);
+  assert_int_equal(rmdir(want), 0);
+  snprintf(link, sizeof link, "%s/elsewhere", tmp); /* squatted: a link */
+  assert_int_equal(mkdir(link, 0700), 0);
+  assert_int_equal(symlink(link, want), 0);
+  assert_int_equal(kv_cache_dir(got, sizeof got), -1);
+  if (home)
+    setenv("HOME", home, 1);
+  if (xdg)
+    setenv("XDG_CACHE_HOME", xdg, 1);
+  if (td)
+    setenv("TMPDIR", td, 1);
+  else
+    unsetenv("TMPDIR");
+  free(home);
+  free(xdg);
+  free(td);
+  kv_rmtree(tmp);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_buf_cap),
@@ -514,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_run_flood_capped),
       cmocka_unit_test(test_run_missing),
       cmocka_unit_test(test_run_child_dies_with_caller),
+      cmocka_unit_test(test_cache_dir_not_squatted),
       cmocka_unit_test(test_rmtree_deep),
       cmocka_unit_test(test_rmtree_wide),
       cmocka_unit_test(test_rmtree_symlinks_not_followed),

@@ -477,8 +477,15 @@ int kv_cache_dir(char *out, size_t cap) {
     n = snprintf(out, cap, "%s/kevo", e);
   else if ((e = getenv("HOME")) && *e)
     n = snprintf(out, cap, "%s/.cache/kevo", e);
-  else
-    n = snprintf(out, cap, "/tmp/kevo-cache-%d", (int)getuid());
+  else {
+    e = getenv("TMPDIR");
+    n = snprintf(out, cap, "%s/kevo-cache-%d", e && *e ? e : "/tmp", (int)geteuid());
+    struct stat st;
+    if (n < 0 || (size_t)n >= cap || (mkdir(out, 0700) != 0 && errno != EEXIST) ||
+        lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077) != 0)
+      return -1;
+  }
   return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
