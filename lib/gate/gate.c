@@ -731,13 +731,16 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
       goto out;
     }
   }
-  if (sf->device_in_worker) {
-    for (int i = 0; i < 2; i++) {
-      if (ups[i].rc < 0) {
-        snprintf(err, errlen, "%s", ups[i].err);
-        goto out;
-      }
-    }
+  /* No device (a laptop with KEVO_CUDA_ARCH set): a candidate that does not
+   * compile is judged all the same (compile_error, with the log), since that
+   * needs no GPU; one that compiles cannot be judged further here. */
+  int no_device = sf->device_in_worker && (ups[0].rc < 0 || ups[1].rc < 0);
+  if (no_device && ref->ok && cand->ok) {
+    snprintf(err, errlen, "%s; %s compiles (the compile step needs no GPU), judging it needs one",
+             ups[ups[0].rc < 0 ? 0 : 1].err, candidate_path);
+    goto out;
+  }
+  if (sf->device_in_worker && !no_device) {
     snprintf(r->device, sizeof r->device, "%s",
              json_string_value(json_object_get(hello_cuda(&s.cw), "device"))
                  ? json_string_value(json_object_get(hello_cuda(&s.cw), "device"))

@@ -62,6 +62,15 @@ if [ ! -e /dev/nvidiactl ]; then
   # No GPU here: the cuda surface cannot judge, says why, exits 2.
   expect "eval cuda surface without a GPU" 2 "--surface cuda: " -- "$K" eval --surface cuda "$RS" "$RS/good.cu"
   expect "task check cuda surface without a GPU" 2 "--surface cuda: " -- "$K" task check --surface cuda "$RS"
+  # To only compile (KEVO_CUDA_ARCH): a compile error is judged, with the
+  # compiler's log; a kernel that compiles is said to.
+  if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+    printf 'extern "C" void rowsum(const float *x, float *y, int rows, int cols, cudaStream_t stream) { oops }\n' >"$T/oops.cu"
+    expect "no GPU, KEVO_CUDA_ARCH: a compile error is judged" 1 "verdict: compile_error: oops.cu\(1\): error: identifier \"oops\"" -- env KEVO_CUDA_ARCH=sm_90 PATH="$PATH:/usr/local/cuda/bin" "$K" eval --surface cuda "$RS" "$T/oops.cu"
+    expect "no GPU, KEVO_CUDA_ARCH: a kernel that compiles says so" 2 "good.cu compiles \(the compile step needs no GPU\)" -- env KEVO_CUDA_ARCH=sm_90 PATH="$PATH:/usr/local/cuda/bin" "$K" eval --surface cuda "$RS" "$RS/good.cu"
+  else
+    echo "SKIP no GPU, KEVO_CUDA_ARCH: no nvcc here"
+  fi
 fi
 expect "eval unknown surface" 2 "--surface frob: not a surface" -- "$K" eval --surface frob "$RS" "$RS/good.c"
 mkdir -p "$T/badtask"
