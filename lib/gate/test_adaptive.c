@@ -76,13 +76,31 @@ static void release(struct kv_gate_result *r) {
   free(r);
 }
 
+/* A budget whose most rounds exceed the fewest: on a loaded host (the
+ * sanitizer pass beside two other tests) the warm-up prices a call several
+ * times higher and a budget's rounds shrink to the fewest, where neither an
+ * early stop nor running to the most can show; the budget doubles until
+ * they differ (judged by the plan, which is made before any round). */
+static struct kv_gate_result *judge_with_room(const char *cand, double budget) {
+  for (int k = 0;; k++) {
+    struct kv_gate_result *r = judge(cand, TARGET, budget);
+    assert_true(r->timing.min_phases >= 6);
+    if (r->timing.max_phases > r->timing.min_phases || k == 3)
+      return r;
+    print_message("%s: most rounds = fewest at %.0f s on this host; again with %.0f s\n", cand,
+                  budget, 2 * budget);
+    release(r);
+    budget *= 2;
+  }
+}
+
 /* Steady: stops on the interval after the fewest rounds (a loaded host may
  * need a second try: one disturbed round can hold it to the next pair). */
 static void test_steady_stops_early(void **state) {
   (void)state;
   int early = 0;
   for (int attempt = 0; attempt < 4 && !early; attempt++) {
-    struct kv_gate_result *r = judge("steady.c", TARGET, 2.0);
+    struct kv_gate_result *r = judge_with_room("steady.c", 2.0);
     const struct kv_timing *t = &r->timing;
     assert_true(t->max_phases > t->min_phases && t->min_phases >= 6);
     assert_true(t->phases >= t->min_phases && t->phases <= t->max_phases);
@@ -110,7 +128,7 @@ static void test_noisy_runs_to_max(void **state) {
   (void)state;
   /* (3 s: the warm-up may price a call at 2 ms, and the most rounds must
    * still be more than the fewest) */
-  struct kv_gate_result *r = judge("noisy.c", TARGET, 3.0);
+  struct kv_gate_result *r = judge_with_room("noisy.c", 3.0);
   const struct kv_timing *t = &r->timing;
   assert_string_equal(t->stop, "max");
   assert_int_equal(t->phases, t->max_phases);
