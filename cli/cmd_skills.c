@@ -1,6 +1,7 @@
 /* kevo lineage (walk an annotated expert backward into skills) and kevo
  * skills (list, show, export, import, retire, match). */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,12 @@ static int lineage_extract(int argc, char **argv) {
   if (!sf)
     return cli_fail("--surface %s: not a surface; use one of %s", g.surface, kv_surface_names());
   int cuda = kv_surface_gpu(sf);
+  if (o.pairs >= 2 && o.pairs < kv_paired_min_pairs() && g.timing)
+    fprintf(stderr,
+            "kevo: warning: --pairs %d: a paired test on %d pairs can never be significant (its "
+            "Wilcoxon p is %.3g at best, not below %.2g); the walk runs, but no step can be "
+            "admitted as a skill: give --pairs %d or more\n",
+            o.pairs, o.pairs, ldexp(2.0, -o.pairs), KV_SKILL_ALPHA, kv_paired_min_pairs());
   if (outfile && !cli_writable(outfile))
     return cli_fail("-o %s: cannot write there; give a writable path", outfile);
   char err[4096];
@@ -165,9 +172,13 @@ static int lineage_extract(int argc, char **argv) {
     free(text);
     json_decref(r);
   } else {
-    printf("lineage %lld of %s (%s, %s, %s): %d steps, %zu accepted, %d admitted as skills%s%s\n",
+    printf("lineage %lld of %s (%s, %s, %s): %d steps, %zu accepted, %d admitted as skills%s%s%s\n",
            (long long)lid, t->name, L->mode, L->surface, L->device, L->nsteps,
-           json_array_size(cards), admitted, outfile ? "; cards in " : "", outfile ? outfile : "");
+           json_array_size(cards), admitted,
+           o.pairs >= 2 && o.pairs < kv_paired_min_pairs() && g.timing
+               ? " (too few pairs to admit any)"
+               : "",
+           outfile ? "; cards in " : "", outfile ? outfile : "");
   }
   code = 0;
 out:
@@ -201,7 +212,7 @@ static int show_cb(void *ud, const char *task, const char *surface, const char *
   }
   if (!st)
     return 0;
-  char sp[96] = "-", med[32] = "-";
+  char sp[96] = "-", med[32] = "-", adm[256];
   json_t *p = st->paired_json ? json_loads(st->paired_json, 0, NULL) : NULL;
   if (p)
     snprintf(sp, sizeof sp, "%.2fx [%.2f, %.2f] p=%.2g",
@@ -209,10 +220,14 @@ static int show_cb(void *ud, const char *task, const char *surface, const char *
              json_number_value(json_object_get(p, "ci_lo")),
              json_number_value(json_object_get(p, "ci_hi")),
              json_number_value(json_object_get(p, "wilcoxon_p")));
+  const char *why = p ? json_string_value(json_object_get(p, "why")) : NULL;
+  if (why && !strncmp(why, "not admitted: ", 14) && !st->admitted)
+    snprintf(adm, sizeof adm, "no (%s)", why + 14);
+  else
+    snprintf(adm, sizeof adm, "%s", !st->accepted ? "-" : st->admitted ? "yes" : "no");
   json_decref(p);
   if (st->median_us >= 0)
     snprintf(med, sizeof med, "%.1f", st->median_us);
-  const char *adm = !st->accepted ? "-" : st->admitted ? "yes" : "no";
   if (c->markdown)
     printf("| %d | %s | %s | %s | %s | %s |\n", st->ord, st->mechanism, st->verdict, med, sp, adm);
   else

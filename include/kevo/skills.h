@@ -84,8 +84,13 @@ int kv_annot_find(const struct kv_annot *a, const char *name);
  * ratio_i = simple_i / rich_i. The estimate is the geometric mean; its 95%
  * interval a percentile bootstrap over the pairs (seeded, `resamples`
  * draws); the Wilcoxon signed-rank test of the log ratios gives p (exact for
- * n <= 20, normal approximation above). admitted: the interval's lower end
- * is above 1 (it excludes 1 on the side of a gain). */
+ * n <= 20, normal approximation above). admitted: a gain of at least the
+ * minimum effect, significant: the interval's lower end at or above
+ * 1 + KV_SKILL_MIN_EFFECT AND Wilcoxon p < KV_SKILL_ALPHA. Fewer pairs than
+ * kv_paired_min_pairs() can never reach that p (all pairs one way give
+ * p = 2 / 2^n), and are never admitted. why: the decision in words. */
+#define KV_SKILL_MIN_EFFECT 0.03 /* a skill gains 3% at least, at the interval's lower end */
+#define KV_SKILL_ALPHA 0.05      /* two-sided Wilcoxon signed-rank */
 struct kv_paired {
   int n;
   double ratio[KV_PAIRS_MAX];
@@ -93,7 +98,10 @@ struct kv_paired {
   double speedup, ci_lo, ci_hi, wilcoxon_p;
   int resamples;
   int admitted;
+  char why[200];
 };
+/* The fewest pairs whose exact Wilcoxon p can fall below KV_SKILL_ALPHA (6). */
+int kv_paired_min_pairs(void);
 int kv_paired_stats(const double *simple_us, const double *rich_us, int n, uint64_t seed,
                     int resamples, struct kv_paired *out, char *err, size_t errlen);
 /* Two-sided p of the Wilcoxon signed-rank test of d (zeros dropped). */
@@ -107,7 +115,7 @@ struct kv_lineage_step {
   char verdict[32];
   char detail[512];
   int accepted;                          /* the simpler kernel passed the gate */
-  int admitted;                          /* the forward step's paired test excluded 1 */
+  int admitted;                          /* the forward step paid (kv_paired's rule) */
   char parent_hash[65], child_hash[65];  /* parent: richer; child: simpler */
   char *child_src;                       /* malloc'd */
   char *forward_diff;                    /* simpler -> richer, unified; malloc'd */

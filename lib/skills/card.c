@@ -166,8 +166,8 @@ json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
     if (p->n && !st->admitted) {
       char r[512];
       snprintf(r, sizeof r,
-               "did not pay on %s: %.2fx with 95%% interval [%.2f, %.2f] (it must exclude 1)",
-               L->device, p->speedup, p->ci_lo, p->ci_hi);
+               "did not pay on %s: %.2fx with 95%% interval [%.2f, %.2f], p = %.3g; %s", L->device,
+               p->speedup, p->ci_lo, p->ci_hi, p->wilcoxon_p, p->why);
       json_array_append_new(risks, json_string(r));
     }
     if (strstr(st->detail, "paired test"))
@@ -621,10 +621,10 @@ int kv_lineage_save(struct kv_store *s, const struct kv_task *t, const struct kv
     p->accepted = st->accepted;
     p->admitted = st->admitted;
     if (st->paired.n) {
-      json_t *pj =
-          json_pack("{s:f,s:f,s:f,s:f,s:i,s:b}", "speedup", st->paired.speedup, "ci_lo",
-                    st->paired.ci_lo, "ci_hi", st->paired.ci_hi, "wilcoxon_p",
-                    st->paired.wilcoxon_p, "pairs", st->paired.n, "admitted", st->paired.admitted);
+      json_t *pj = json_pack("{s:f,s:f,s:f,s:f,s:i,s:b,s:s}", "speedup", st->paired.speedup,
+                             "ci_lo", st->paired.ci_lo, "ci_hi", st->paired.ci_hi, "wilcoxon_p",
+                             st->paired.wilcoxon_p, "pairs", st->paired.n, "admitted",
+                             st->paired.admitted, "why", st->paired.why);
       json_t *pairs = json_array();
       for (int k = 0; k < st->paired.n; k++)
         json_array_append_new(pairs,

@@ -239,8 +239,7 @@ int kv_lineage_walk(const struct kv_task *t, const char *expert_path,
     if (st->paired.n)
       skills_say(o, "step %2d  -%-20s ok  %9.1f us; forward %.2fx [%.2f, %.2f] p=%.3g: %s", st->ord,
                  a->m[m].name, st->child_median_us, st->paired.speedup, st->paired.ci_lo,
-                 st->paired.ci_hi, st->paired.wilcoxon_p,
-                 st->admitted ? "admitted" : "not admitted");
+                 st->paired.ci_hi, st->paired.wilcoxon_p, st->paired.why);
     else
       skills_say(o, "step %2d  -%-20s ok  (%s)", st->ord, a->m[m].name,
                  st->detail[0] && strstr(st->detail, "paired") ? st->detail : "no paired test");

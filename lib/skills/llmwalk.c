@@ -355,7 +355,7 @@ int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
       if (st->paired.n)
         skills_say(o, "step %2d  -%-20s ok; re-derived: ok; forward %.2fx [%.2f, %.2f] p=%.3g: %s",
                    st->ord, m->name, st->paired.speedup, st->paired.ci_lo, st->paired.ci_hi,
-                   st->paired.wilcoxon_p, st->admitted ? "admitted" : "not admitted");
+                   st->paired.wilcoxon_p, st->paired.why);
       else
         skills_say(o, "step %2d  -%-20s ok; re-derived: %s", st->ord, m->name,
                    st->rederived == 1 ? "ok (no paired test)" : st->rederive);

@@ -2,6 +2,7 @@
  * the geometric-mean speedup over interleaved pairs, and the Wilcoxon
  * signed-rank test of the log ratios. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,40 @@ double kv_wilcoxon_p(const double *d, int n) {
   return erfc(z / sqrt(2.0));
 }
 
+int kv_paired_min_pairs(void) {
+  int n = 1;
+  while (ldexp(2.0, -n) >= KV_SKILL_ALPHA)
+    n++;
+  return n;
+}
+
+/* The admission rule (skills.h): enough pairs, significant, and a gain of at
+ * least the minimum effect at the interval's lower end; why says which. */
+static void admit(struct kv_paired *p) {
+  double floor_x = 1.0 + KV_SKILL_MIN_EFFECT;
+  int need = kv_paired_min_pairs();
+  p->admitted = 0;
+  if (p->n < need)
+    snprintf(p->why, sizeof p->why,
+             "not admitted: %d pairs can never be significant (the exact Wilcoxon p is 2/2^%d = "
+             "%.3g at best, not below %.2g); give --pairs %d or more",
+             p->n, p->n, ldexp(2.0, -p->n), KV_SKILL_ALPHA, need);
+  else if (p->ci_lo < floor_x)
+    snprintf(p->why, sizeof p->why,
+             "not admitted: the interval's lower end %.3f is below %.2f (a gain of %.0f%% at "
+             "least)",
+             p->ci_lo, floor_x, 100 * KV_SKILL_MIN_EFFECT);
+  else if (!(p->wilcoxon_p < KV_SKILL_ALPHA))
+    snprintf(p->why, sizeof p->why, "not admitted: Wilcoxon p = %.3g is not below %.2g",
+             p->wilcoxon_p, KV_SKILL_ALPHA);
+  else {
+    p->admitted = 1;
+    snprintf(p->why, sizeof p->why,
+             "admitted: the interval's lower end %.3f is at or above %.2f and p = %.3g < %.2g",
+             p->ci_lo, floor_x, p->wilcoxon_p, KV_SKILL_ALPHA);
+  }
+}
+
 int kv_paired_stats(const double *simple_us, const double *rich_us, int n, uint64_t seed,
                     int resamples, struct kv_paired *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -114,6 +149,6 @@ int kv_paired_stats(const double *simple_us, const double *rich_us, int n, uint6
   out->ci_hi = exp(means[hi]);
   free(means);
   out->wilcoxon_p = kv_wilcoxon_p(lr, n);
-  out->admitted = out->ci_lo > 1.0;
+  admit(out);
   return 0;
 }

@@ -192,6 +192,31 @@ static void test_paired_admission(void **state) {
   struct kv_paired q;
   assert_int_equal(kv_paired_stats(s3, r3, 6, 1, 2000, &q, err, sizeof err), 0);
   assert_true(p.ci_lo == q.ci_lo && p.ci_hi == q.ci_hi);
+  /* issue 33: two pairs a hair apart (1.00x [1.00, 1.00], p = 0.5) were
+   * admitted; two pairs can never be significant, and the reason says so */
+  double s4[] = {100.4, 100.3}, r4[] = {100, 100};
+  assert_int_equal(kv_paired_stats(s4, r4, 2, 1, 2000, &p, err, sizeof err), 0);
+  assert_true(p.ci_lo > 1.0 && p.wilcoxon_p == 0.5);
+  assert_false(p.admitted);
+  assert_non_null(strstr(p.why, "2 pairs can never be significant"));
+  assert_non_null(strstr(p.why, "--pairs 6"));
+  /* a clear 2x gain on five pairs: still too few (p = 0.0625 at best) */
+  assert_int_equal(kv_paired_stats(simple, rich, 5, 1, 2000, &p, err, sizeof err), 0);
+  assert_true(p.ci_lo > 1.5 && !p.admitted);
+  assert_int_equal(kv_paired_min_pairs(), 6);
+  /* significant but worth nothing: 1% faster on every one of 8 pairs */
+  double s5[8], r5[8];
+  for (int i = 0; i < 8; i++) {
+    r5[i] = 100 + 0.1 * i;
+    s5[i] = r5[i] * (1.01 + 0.001 * (i % 3));
+  }
+  assert_int_equal(kv_paired_stats(s5, r5, 8, 1, 2000, &p, err, sizeof err), 0);
+  assert_true(p.ci_lo > 1.0 && p.wilcoxon_p < 0.05);
+  assert_false(p.admitted);
+  assert_non_null(strstr(p.why, "below 1.03"));
+  /* the 2x gain on eight pairs says why it is admitted */
+  assert_int_equal(kv_paired_stats(simple, rich, 8, 1, 2000, &p, err, sizeof err), 0);
+  assert_true(p.admitted && !strncmp(p.why, "admitted: ", 10));
   /* bad input */
   double z[] = {0, 1};
   assert_int_not_equal(kv_paired_stats(z, z, 2, 1, 10, &p, err, sizeof err), 0);

@@ -2,7 +2,8 @@
 # KLineage end to end on the cpu surface, no LLM:
 #   1. kevo lineage extract walks examples/tasks/rowsum/expert.c back to the
 #      naive loop through the gate (at a small bench size), with a paired,
-#      interleaved test per step; the 3x step (LANES) is admitted; the
+#      interleaved test per step; the 3x step (LANES) is admitted (its
+#      interval's lower end at least 1.03 and p < 0.05); the
 #      lineage, its steps and the cards are in the store;
 #   2. a fragile expert: a simplification the gate rejects (wrong_output) is
 #      recorded, the mechanism it needs stays untried, and the rejection is
@@ -36,7 +37,7 @@ sed 's/"rows": 8192, "cols": 8192/"rows": 512, "cols": 1024/' "$SRC/examples/tas
 cp "$SRC/examples/tasks/rowsum/reference.c" "$T/rowsum/"
 
 # 1. the expert walked back
-"$K" lineage extract --budget 0.2 --pairs 5 -o "$T/cards.json" "$T/rowsum" \
+"$K" lineage extract --budget 0.2 --pairs 6 -o "$T/cards.json" "$T/rowsum" \
   "$SRC/examples/tasks/rowsum/expert.c" >"$T/out" 2>"$T/err"
 rc=$?
 cat "$T/err" "$T/out"
@@ -47,7 +48,7 @@ check "the expert is gated first" grep -q 'expert   accepted' "$T/err"
 cat "$T/show"
 check "lineage show: TREE_COMBINE removed first" sh -c "sed -n 4p '$T/show' | grep -q TREE_COMBINE"
 check "lineage show: OMP_ROWS removed last" sh -c "sed -n 6p '$T/show' | grep -q OMP_ROWS"
-check "LANES pays and is admitted (its interval excludes 1)" \
+check "LANES pays and is admitted (its interval clears 1.03, p < 0.05)" \
   sh -c "grep ' LANES ' '$T/show' | grep -q 'yes\$'"
 check "every accepted step has a paired interval" [ "$(grep -c 'x \[' "$T/show")" = 3 ]
 "$K" lineage show --markdown >"$T/md" 2>&1
@@ -68,6 +69,13 @@ check "a card's carrier is the forward edit (+ the accumulators)" \
 rc=$?
 cat "$T/err"
 check "fragile: exits 0" [ "$rc" = 0 ]
+cat "$T/out"
+check "--pairs 3: said up front that no step can be admitted" \
+  grep -q 'warning: --pairs 3: a paired test on 3 pairs can never be significant' "$T/err"
+check "--pairs 3: each measured step says why it is not admitted" \
+  grep -q 'not admitted: 3 pairs can never be significant' "$T/err"
+check "--pairs 3: nothing admitted, and the summary says why" \
+  grep -q '0 admitted as skills (too few pairs to admit any)' "$T/out"
 "$K" lineage show >"$T/show" 2>&1
 cat "$T/show"
 check "fragile: removing TAIL is rejected (wrong_output)" sh -c "grep ' TAIL ' '$T/show' | grep -q wrong_output"
