@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -439,6 +440,31 @@ static void default_init(enum kv_dtype d, struct kv_init *init) {
   }
 }
 
+/* The vendor libraries a cuda candidate may be allowed (lib/gate/nvcc.c
+ * links them, lib/gate/compile.c's policy admits their symbols). */
+static const char *const allow_names[] = {"cublas", "cublaslt", "cudnn", NULL};
+
+static int check_allow_name(struct pctx *c, size_t i, const char *a) {
+  char q[56], hint[64] = "";
+  const char *close = NULL;
+  size_t best = 3;
+  for (size_t k = 0; allow_names[k]; k++) {
+    if (strcmp(a, allow_names[k]) == 0)
+      return 0;
+    size_t d = strcasecmp(a, allow_names[k]) == 0 ? 0 : edit_distance(a, allow_names[k]);
+    if (d < best) {
+      best = d;
+      close = allow_names[k];
+    }
+  }
+  if (close)
+    snprintf(hint, sizeof hint, " (did you mean '%s'?)", close);
+  return fail(c,
+              "allow[%zu]: '%s' is not a library kevo can link; use one of cublas cublaslt "
+              "cudnn%s",
+              i, kvt_quote(a, 40, q, sizeof q), hint);
+}
+
 static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
   static const char *const keys[] = {"name", "role", "dtype", "shape", "init", "value", NULL};
   struct kv_param *p = &t->params[i];
@@ -840,11 +866,8 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
       if (!*a || strlen(a) > ALLOW_NAME_MAX)
         return fail(c, "allow[%zu]: must have 1 to %d characters; name a library, e.g. \"cublas\"",
                     i, ALLOW_NAME_MAX);
-      for (const char *p = a; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '_' || *p == '-' || *p == '.' || *p == '+'))
-          return fail(c, "allow[%zu]: '%s' is not a library name; use letters, digits and _ - . +",
-                      i, kvt_quote(a, 40, q, sizeof q));
+      if (check_allow_name(c, i, a) < 0)
+        return -1;
       for (int j = 0; j < t->nallow; j++)
         if (strcmp(t->allow[j], a) == 0)
           return fail(c, "allow[%zu]: '%s' is listed twice; remove the duplicate", i, a);

@@ -182,7 +182,7 @@ static void test_defaults(void **state) {
       "{\"name\": \"k\", \"role\": \"in\", \"dtype\": \"i32\", \"shape\": []},"
       "{\"name\": \"y\", \"role\": \"inout\", \"dtype\": \"bf16\", \"shape\": [\"(n + 1) / 2 * "
       "2\"]}],"
-      "\"check\": [{\"n\": 1}, {\"n\": 33}], \"allow\": [\"cublas\", \"cub\"]}";
+      "\"check\": [{\"n\": 1}, {\"n\": 33}], \"allow\": [\"cublas\", \"cudnn\"]}";
   struct kv_task *t = NULL;
   char err[512] = "";
   if (parse(text, &t, err, sizeof err) != 0)
@@ -205,7 +205,7 @@ static void test_defaults(void **state) {
   assert_int_equal(t->params[5].ndim, 0);
   assert_true(t->params[5].init.a == -100 && t->params[5].init.b == 100);
   assert_int_equal(t->nallow, 2);
-  assert_string_equal(t->allow[1], "cub");
+  assert_string_equal(t->allow[1], "cudnn");
   int64_t n;
   assert_int_equal(kv_param_elems(t, 5, &t->check[0], &n, err, sizeof err), 0);
   assert_int_equal(n, 1);
@@ -340,7 +340,18 @@ static const struct bad bad_mutations[] = {
     {"allow", "\"cublas\"", "task.json: allow: must be an array of strings, not a string"},
     {"allow", "[1]", "task.json: allow[0]: must be a string, not an integer"},
     {"allow", "[\"cublas\", \"cublas\"]", "task.json: allow[1]: 'cublas' is listed twice"},
-    {"allow", "[\"cu blas\"]", "task.json: allow[0]: 'cu blas' is not a library name"},
+    {"allow", "[\"cu blas\"]",
+     "task.json: allow[0]: 'cu blas' is not a library kevo can link; use one of cublas cublaslt "
+     "cudnn"},
+    {"allow", "[\"cublas\", \"cufft\"]",
+     "task.json: allow[1]: 'cufft' is not a library kevo can link; use one of cublas cublaslt "
+     "cudnn"},
+    {"allow", "[\"cublasLt\"]",
+     "task.json: allow[0]: 'cublasLt' is not a library kevo can link; use one of cublas cublaslt "
+     "cudnn (did you mean 'cublaslt'?)"},
+    {"allow", "[\"cudnn9\"]",
+     "task.json: allow[0]: 'cudnn9' is not a library kevo can link; "
+     "use one of cublas cublaslt cudnn (did you mean 'cudnn'?)"},
     /* Per size set: expressions evaluate under each set, dims >= 0, byte caps. */
     {"params/0/shape/1", "\"cols/(rows-7)\"",
      "task.json: check[1]: params[0].shape[1]: "
