@@ -97,6 +97,13 @@ void kv_guard_detail(const struct kv_task *t, int p, int64_t n, int before, long
 size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                      size_t off[KV_MAX_PARAMS], size_t *per_call);
 
+/* The same for the one call of a cpu CHECK job in the check memory
+ * (KV_WIRE_CHECK_FD): a guard zone before each buffer too, so that a write
+ * before a buffer is told from one past the end of the buffer below it
+ * (kv_guard_fill_call's before_each). */
+size_t kv_check_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                       size_t off[KV_MAX_PARAMS], size_t *per_call);
+
 /* Call c's buffer pointers in that memory (base), NULL for non-buffers. */
 void kv_shm_call_bufs(const struct kv_task *t, uint8_t *base, size_t per_call,
                       const size_t off[KV_MAX_PARAMS], int c, void *bufs[KV_MAX_PARAMS]);

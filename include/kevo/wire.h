@@ -20,6 +20,10 @@
 /* A memfd shared with the parent (cpu timing: every timed call's buffers,
  * written by the parent while the worker is stopped). */
 #define KV_WIRE_SHM_FD 5
+/* A second memfd shared with the parent (cpu checks: the one call's buffers
+ * of a CHECK job, filled by the parent and read back by it while the worker
+ * is stopped: the reply says only that the call returned). */
+#define KV_WIRE_CHECK_FD 6
 
 enum kv_wire_type {
   KV_MSG_HELLO = 1, /* worker -> parent on start: sandbox status */

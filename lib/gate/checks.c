@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "kevo/runtime.h"
+#include "kevo/wire.h"
 
 /* A guard zone the worker found changed after call `call` of a CHECK job
  * (its reply's "guard": call, param, before, byte): the verdict, with detail,
@@ -31,6 +32,80 @@ static enum kv_verdict guard_verdict(const struct kv_task *t, const int64_t *nel
     return t->params[p].role == KV_ROLE_IN ? KV_V_INPUT_MUTATED : KV_V_WRONG_OUTPUT;
   }
   return KV_V_OK;
+}
+
+/* A cpu candidate's CHECK job on the check memory (KV_WIRE_CHECK_FD): for
+ * each call, kevo fills inputs, poisoned outputs and guard zones (keyed by a
+ * secret the worker never sees) while the worker is stopped, lets it make the
+ * one call, stops it again as soon as it answers, and reads outputs, inputs
+ * and guard zones there itself. What the worker says beyond "returned" is
+ * ignored: a relay on its descriptors can forge a reply, not memory. Every
+ * call at the same addresses (offset 0), as kv_run_check's. *blob and *rep
+ * as kv_run_check's (rep: the guard zones kevo found changed). */
+static enum kv_call_status check_shm(struct kv_worker *w, const struct kv_task *t, int index,
+                                     const int64_t *nelem, size_t chk_len, const uint64_t *seeds,
+                                     const int *poisons, uint64_t key, double deadline,
+                                     uint8_t **blob, json_t **rep, char *d, size_t dl) {
+  size_t off[KV_MAX_PARAMS], per_call, cb = kv_call_bytes(t, nelem, 1);
+  void *bufs[KV_MAX_PARAMS];
+  kv_check_layout(t, nelem, off, &per_call);
+  uint8_t *base = kv_worker_chk(w, chk_len, d, dl);
+  *blob = malloc(2 * cb + 1);
+  *rep = json_pack("{s:[]}", "guard");
+  if (!base || !*blob || !*rep)
+    return KV_CALL_ERROR; /* d says why, or out of memory */
+  kv_shm_call_bufs(t, base, per_call, off, 0, bufs);
+  for (int c = 0; c < 2; c++) {
+    if (kv_worker_pause(w) < 0) {
+      snprintf(d, dl, "the worker could not be stopped to fill its buffers (%s)", w->death);
+      return KV_CALL_DIED;
+    }
+    kv_fill_inputs_mt(t, nelem, bufs, seeds[c], kv_fill_threads());
+    for (int p = 0; p < t->nparams; p++)
+      if (t->params[p].role == KV_ROLE_OUT)
+        kv_poison_fill(t->params[p].dtype, bufs[p], (size_t)nelem[p], poisons[c]);
+    kv_guard_fill_call(t, nelem, bufs, seeds[c] ^ key, 1);
+    json_t *req =
+        json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b,s:b,s:I}", "slot", 0, "set", "check", "index",
+                  index, "calls", "seed", (json_int_t)seeds[c], "poison", poisons[c],
+                  "return_inputs", 0, "shm", 1, "shm_bytes", (json_int_t)chk_len);
+    json_t *r = NULL;
+    enum kv_call_status st = kv_worker_call(w, KV_MSG_CHECK, req, deadline, &r, NULL, 0, d, dl);
+    json_decref(req);
+    json_decref(r);
+    if (st != KV_CALL_OK)
+      return st;
+    /* Stopped before anything is read: no thread of its can change them. */
+    if (kv_worker_pause(w) < 0) {
+      snprintf(d, dl, "the worker could not be stopped to read its buffers (%s)", w->death);
+      return KV_CALL_DIED;
+    }
+    kv_pack_call(t, nelem, bufs, 1, *blob + (size_t)c * cb);
+    int gp, gb;
+    long gk;
+    if (kv_guard_find(t, nelem, bufs, seeds[c] ^ key, 1, &gp, &gb, &gk))
+      json_array_append_new(json_object_get(*rep, "guard"),
+                            json_pack("{s:i,s:i,s:b,s:I}", "call", c, "param", gp, "before", gb,
+                                      "byte", (json_int_t)gk));
+  }
+  kv_worker_resume(w);
+  return KV_CALL_OK;
+}
+
+/* The check memory a session's cpu candidate needs: one call of its largest
+ * check size set. */
+static size_t check_mem(const struct kv_task *t) {
+  size_t len = 64;
+  for (int i = 0; i < t->ncheck; i++) {
+    int64_t nelem[KV_MAX_PARAMS];
+    size_t off[KV_MAX_PARAMS], per_call;
+    char e[256];
+    if (kv_layout(t, &t->check[i], nelem, e, sizeof e) < 0)
+      continue;
+    kv_check_layout(t, nelem, off, &per_call);
+    len = per_call > len ? per_call : len;
+  }
+  return len;
 }
 
 /* The reference's job of a check, run on a thread of its own while the
@@ -64,6 +139,8 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
   uint8_t *prev_got = NULL, *prev_exp = NULL; /* the last call of the previous job */
   uint64_t base = o->seed ? o->seed : kv_random_u64() >> 8;
   int nseeds = o->nseeds >= 2 ? o->nseeds : 2;
+  size_t chk_len = check_mem(t);
+  uint64_t key = kv_random_u64(); /* the guard zones' secret (cpu) */
   for (int i = 0; i < t->ncheck && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++) {
     const struct kv_sizeset *ss = &t->check[i];
     int64_t nelem[KV_MAX_PARAMS];
@@ -104,7 +181,10 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
           st = KV_CALL_ERROR;
       }
       int cw_failed = st != KV_CALL_OK;
-      if (!cw_failed)
+      if (!cw_failed && !s->sf->device_in_worker)
+        st = check_shm(&s->cw, t, i, nelem, chk_len, seeds, poisons, key, o->job_deadline_s, &got,
+                       &crep, d, sizeof d);
+      else if (!cw_failed)
         st = kv_run_check(&s->cw, 0, "check", i, seeds, poisons, 2, 1, 2 * cb, o->job_deadline_s,
                           &got, &crep, d, sizeof d);
       if (rj.started)

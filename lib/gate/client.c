@@ -224,6 +224,7 @@ static void start_cleanup(struct kv_worker *w, int pipes[4][2]) {
     kv_rmtree(w->scratch);
   w->scratch[0] = 0;
   close_fd(&w->shm_fd);
+  close_fd(&w->chk_fd);
   kv_buf_release(&w->out);
   kv_buf_release(&w->err);
 }
@@ -239,7 +240,7 @@ int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char
                     size_t errlen) {
   memset(w, 0, sizeof(*w));
   w->pid = -1;
-  w->req_fd = w->resp_fd = w->out_fd = w->err_fd = w->shm_fd = -1;
+  w->req_fd = w->resp_fd = w->out_fd = w->err_fd = w->shm_fd = w->chk_fd = -1;
   kv_buf_init(&w->out, KV_OUTPUT_CAP);
   kv_buf_init(&w->err, KV_OUTPUT_CAP);
   const char *exe = spec->python ? spec->python : spec->worker_path;
@@ -254,7 +255,8 @@ int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char
     return -1;
   int pipes[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
   w->shm_fd = memfd_create("kevo-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (w->shm_fd < 0) {
+  w->chk_fd = memfd_create("kevo-check", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (w->shm_fd < 0 || w->chk_fd < 0) {
     int e = errno;
     start_cleanup(w, pipes);
     return kv_error(err, errlen, "memfd_create: %s", strerror(e));
@@ -327,16 +329,16 @@ int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char
       _exit(126);
     setpgid(0, 0);
     int devnull = open("/dev/null", O_RDONLY);
-    /* Move everything above 4 first so the dup2s below cannot clobber. */
-    int fds[6] = {devnull, out[1], er[1], req[0], resp[1], w->shm_fd};
-    for (int i = 0; i < 6; i++) {
+    /* Move everything above 6 first so the dup2s below cannot clobber. */
+    int fds[7] = {devnull, out[1], er[1], req[0], resp[1], w->shm_fd, w->chk_fd};
+    for (int i = 0; i < 7; i++) {
       int f = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
       fds[i] = f;
     }
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
       if (fds[i] < 0 || dup2(fds[i], i) < 0)
         _exit(126);
-    close_range(6, ~0U, 0);
+    close_range(7, ~0U, 0);
     if (chdir(w->scratch) < 0)
       _exit(126);
     execve(spec->wrap && spec->wrap[0] ? spec->wrap[0] : exe, argv, envp);
@@ -495,27 +497,41 @@ int kv_worker_pause(struct kv_worker *w) {
   return 0;
 }
 
+/* Sizes (once) and maps a memfd shared with the worker. Sealed, so that a
+ * worker can neither shrink it under our mapping nor grow it. */
+static uint8_t *shared_map(int fd, uint8_t **map, size_t *maplen, size_t len, const char *what,
+                           char *err, size_t errlen) {
+  if (*map && len <= *maplen)
+    return *map;
+  if (*map) {
+    kv_error(err, errlen, "the %s are already sized (%zu bytes, %zu asked)", what, *maplen, len);
+    return NULL;
+  }
+  if (fd < 0 || len == 0 || ftruncate(fd, (off_t)len) < 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+    kv_error(err, errlen, "sizing the %s (%zu bytes): %s", what, len, strerror(errno));
+    return NULL;
+  }
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    kv_error(err, errlen, "mapping the %s (%zu bytes): %s", what, len, strerror(errno));
+    return NULL;
+  }
+  *map = p;
+  *maplen = len;
+  return p;
+}
+
 uint8_t *kv_worker_shm(struct kv_worker *w, size_t len, char *err, size_t errlen) {
-  if (w->shm && w->shm_len == len)
-    return w->shm;
-  if (w->shm) {
+  if (w->shm && w->shm_len != len) {
     kv_error(err, errlen, "the shared buffers are already sized (%zu bytes)", w->shm_len);
     return NULL;
   }
-  /* Sized once and sealed, so a worker cannot shrink it under our mapping. */
-  if (w->shm_fd < 0 || len == 0 || ftruncate(w->shm_fd, (off_t)len) < 0 ||
-      fcntl(w->shm_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-    kv_error(err, errlen, "sizing the shared buffers (%zu bytes): %s", len, strerror(errno));
-    return NULL;
-  }
-  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, w->shm_fd, 0);
-  if (p == MAP_FAILED) {
-    kv_error(err, errlen, "mapping the shared buffers (%zu bytes): %s", len, strerror(errno));
-    return NULL;
-  }
-  w->shm = p;
-  w->shm_len = len;
-  return w->shm;
+  return shared_map(w->shm_fd, &w->shm, &w->shm_len, len, "shared buffers", err, errlen);
+}
+
+uint8_t *kv_worker_chk(struct kv_worker *w, size_t len, char *err, size_t errlen) {
+  return shared_map(w->chk_fd, &w->chk, &w->chk_len, len, "check buffers", err, errlen);
 }
 
 int kv_worker_resume(struct kv_worker *w) {
@@ -547,6 +563,11 @@ static void worker_stop(struct kv_worker *w, int keep_output) {
   w->shm = NULL;
   w->shm_len = 0;
   close_fd(&w->shm_fd);
+  if (w->chk)
+    munmap(w->chk, w->chk_len);
+  w->chk = NULL;
+  w->chk_len = 0;
+  close_fd(&w->chk_fd);
   if (w->scratch[0])
     kv_rmtree(w->scratch);
   w->scratch[0] = 0;

@@ -31,6 +31,9 @@ struct kv_worker {
   int shm_fd;      /* the memfd the worker has as KV_WIRE_SHM_FD */
   uint8_t *shm;    /* the parent's mapping of it (kv_worker_shm) */
   size_t shm_len;
+  int chk_fd;   /* the memfd the worker has as KV_WIRE_CHECK_FD */
+  uint8_t *chk; /* the parent's mapping of it (kv_worker_chk) */
+  size_t chk_len;
   double start_deadline; /* kv_worker_spawn -> kv_worker_hello: by when it must say HELLO */
   char name[256];        /* what was started, for messages */
 };
@@ -93,6 +96,9 @@ int kv_worker_resume(struct kv_worker *w);
 /* Sizes the shared memfd to len bytes and seals its size (the worker must be
  * paused or trusted), mapping it here; the worker maps the same bytes. */
 uint8_t *kv_worker_shm(struct kv_worker *w, size_t len, char *err, size_t errlen);
+/* The check memory (KV_WIRE_CHECK_FD), sized once like kv_worker_shm's; a
+ * later call asking for no more than its size gets the same mapping. */
+uint8_t *kv_worker_chk(struct kv_worker *w, size_t len, char *err, size_t errlen);
 void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
 
 /* ---- the torch reference worker (torchref.c) ---- */

@@ -402,6 +402,22 @@ size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS]
   return *per_call;
 }
 
+size_t kv_check_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                       size_t off[KV_MAX_PARAMS], size_t *per_call) {
+  size_t o = 0;
+  for (int p = 0; p < KV_MAX_PARAMS; p++)
+    off[p] = 0;
+  for (int p = 0; p < t->nparams; p++) {
+    enum kv_role r = t->params[p].role;
+    if (r != KV_ROLE_IN && r != KV_ROLE_OUT && r != KV_ROLE_INOUT)
+      continue;
+    off[p] = o + KV_GUARD_BYTES; /* a zone of its own before each buffer */
+    o = off[p] + kv_param_bytes(t, p, nelem) + kv_guard_after(kv_param_bytes(t, p, nelem));
+  }
+  *per_call = o ? o : 64;
+  return *per_call;
+}
+
 int kv_fill_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 16 ? 16 : n < 1 ? 1 : (int)n;

@@ -574,6 +574,10 @@ static const char *const sc_denied[] = {
     "mknod", "mknodat", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown",
     "fchownat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
     "setxattrat", "removexattrat", "utime", "utimes", "futimesat", "utimensat",
+    /* System V IPC: objects that would outlive the evaluation (the private
+     * IPC namespace given with the network's is the second layer) */
+    "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget",
+    "semop", "semtimedop", "semctl",
     /* credentials and limits */
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid",
     "setgroups", "capset", "setrlimit", "sched_setattr"};

@@ -419,6 +419,10 @@ static const struct adv_case cases[] = {
     {"missing_entry", 0, 0, V(LOAD_ERROR), NULL, NULL, NULL, 0},
     {"kill_parent", 0, 0, V(OK) | V(CRASH), NULL, check_alive, NULL, 0},
     {"huge_alloc", 0, 5.0, V(CRASH) | V(TIMEOUT), NULL, NULL, NULL, 0},
+    /* The verdict is kevo's reading, not the worker's report (issue 28). */
+    {"relay_reply", 1, 0, V(WRONG_OUTPUT), NULL, NULL, NULL, 0},
+    {"relay_request", 1, 0, V(UNWRITTEN_OUTPUT) | V(WRONG_OUTPUT), NULL, NULL, NULL, 0},
+    {"crash_hidden", 1, 0, V(UNWRITTEN_OUTPUT) | V(CRASH), NULL, NULL, NULL, 0},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
