@@ -92,7 +92,11 @@ int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[
                     helper);
   if (kv_which(argv[0], exe, sizeof exe) < 0)
     return kv_error(err, errlen, "%s: not found in PATH; install it or put it on PATH", argv[0]);
-  snprintf(cpu, sizeof cpu, "%d", j->cpu_s > 0 ? j->cpu_s : 300);
+  struct kv_compile_caps caps;
+  kv_compile_caps_get(&caps);
+  if (j->cpu_s > 0 && j->cpu_s < caps.cpu_s)
+    caps.cpu_s = j->cpu_s;
+  snprintf(cpu, sizeof cpu, "%d", caps.cpu_s);
   snprintf(fsize, sizeof fsize, "%llu", j->fsize);
   enum { MAXARGS = 96 };
   char *av[MAXARGS];
@@ -115,7 +119,7 @@ int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[
     av[a++] = argv[i];
   }
   av[a] = NULL;
-  if (kv_run(av, envp, cwd, deadline_s, NULL, NULL, out, res, err, errlen) < 0)
+  if (kv_run(av, envp, cwd, deadline_s, kv_compile_caps_apply, &caps, out, res, err, errlen) < 0)
     return -1;
   if (res->exited && res->status == KV_SANDBOX_FAILED_EXIT && out && out->data &&
       strstr(out->data, "kevo-sandbox: "))
@@ -143,6 +147,12 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
       kv_task_shim(t, KV_LANG_C, shim, sizeof shim) < 0) {
     free(text);
     return kv_error(err, errlen, "%s: the task's prototype is too large", t->name);
+  }
+  char why[512];
+  if (kv_source_files_check(text, len, why, sizeof why)) {
+    free(text);
+    kv_source_files_refusal(why, &b->log);
+    return 0;
   }
   char model[256];
   cpu_model(model, sizeof model);
@@ -220,15 +230,19 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
     struct kv_buf log;
     kv_buf_init(&log, KV_LOG_CAP);
     struct kv_proc_result pr;
+    int capped = 0;
     struct kv_jail jail = {
         .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = o ? o->worker_path : NULL};
     if (kv_run_jailed(&jail, argv, envp, dir, deadline_s, &log, &pr, err, errlen) < 0) {
       rc = -1;
     } else {
       b->ok = pr.exited && pr.status == 0 && kv_path_exists(p_out);
+      struct kv_compile_caps caps;
+      kv_compile_caps_get(&caps);
       if (pr.timed_out)
-        kv_buf_appendf(&log, "\nkevo: the compiler did not finish within %.0f s and was killed\n",
-                       deadline_s);
+        kv_compile_deadline_explain("the compiler", deadline_s, &log);
+      else if (!b->ok && kv_compile_caps_explain(&caps, "the compiler", &pr, &log))
+        capped = 1;
       else if (!b->ok && pr.signaled)
         kv_buf_appendf(&log, "\nkevo: the compiler was killed by signal %d\n", pr.sig);
       if (log.truncated)
@@ -238,7 +252,7 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
       if (b->ok) {
         if (rename(p_out, b->so_path) < 0)
           rc = kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
-      } else if (!pr.timed_out && !pr.signaled) {
+      } else if (!pr.timed_out && !pr.signaled && !capped) {
         /* A compile error is a property of the source: cache it too. */
         kv_write_file(failp, "", 0, NULL, 0);
       }

@@ -162,6 +162,34 @@ struct kv_jail {
   unsigned long long fsize; /* bytes; 0: the sandbox's default */
   const char *worker_path;  /* kevo-sandbox is looked for beside it (kv_helper_path) */
 };
+/* The compilers' caps (caps.c): address space KEVO_COMPILE_MEM_MB MiB
+ * (default KV_COMPILE_MEM_MB_DEFAULT: nvcc, cicc, ptxas and cc1 need well
+ * under 1 GiB for real kernels; a macro-doubling initializer took cc1 to
+ * 5.5 GB) and KEVO_COMPILE_CPU_S seconds of CPU per process. Set by
+ * kv_compile_caps_apply in the forked child, before the exec of kevo-sandbox
+ * or kevo-nvrtc, which never raise a limit. */
+#define KV_COMPILE_MEM_MB_DEFAULT 4096ULL
+#define KV_COMPILE_CPU_S_DEFAULT 120ULL
+struct kv_compile_caps {
+  unsigned long long mem_mb;
+  int cpu_s;
+};
+void kv_compile_caps_get(struct kv_compile_caps *c);
+int kv_compile_caps_apply(void *caps); /* a kv_run setup: lowers RLIMIT_AS and RLIMIT_CPU */
+/* After a capped compiler failed: 1 when a cap explains it, with a line
+ * "kevo: error: TOOL hit the compilers' memory cap (...)" (or its CPU
+ * cap) put first in log, so that the verdict's detail names the cap. */
+int kv_compile_caps_explain(const struct kv_compile_caps *c, const char *tool,
+                            const struct kv_proc_result *pr, struct kv_buf *log);
+/* The same for the wall-clock deadline. */
+void kv_compile_deadline_explain(const char *tool, double deadline_s, struct kv_buf *log);
+/* 1 when the source names a file no candidate may read (#include, #embed
+ * or #import of an absolute path, of a path climbing out with "..", or of a
+ * computed name; .incbin of such a path), with why in out; else 0. */
+int kv_source_files_check(const char *text, size_t len, char *out, size_t cap);
+/* The compile log of such a refusal (malloc'd into *log). */
+void kv_source_files_refusal(const char *why, char **log);
+
 /* kv_run of argv inside the jail: the sandbox is entered by kevo-sandbox
  * after exec (a child forked from a threaded process may only make
  * async-signal-safe calls before exec), which then executes argv[0] (found

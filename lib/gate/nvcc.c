@@ -381,9 +381,13 @@ static int run_nvcc(const struct kv_gate_opts *o, char **argv, const char *dir, 
       .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = o ? o->worker_path : NULL};
   if (kv_run_jailed(&jail, argv, envp, dir, left, log, &pr, err, errlen) < 0)
     return -1;
+  struct kv_compile_caps caps;
+  kv_compile_caps_get(&caps);
   if (pr.timed_out) {
-    kv_buf_appendf(log, "\nkevo: nvcc did not finish within the compile deadline and was killed\n");
+    kv_compile_deadline_explain("nvcc", left, log);
     *killed = 1;
+  } else if (kv_compile_caps_explain(&caps, "nvcc", &pr, log)) {
+    *killed = 1; /* not a property of the source alone: not cached */
   } else if (pr.signaled) {
     kv_buf_appendf(log, "\nkevo: nvcc was killed by signal %d\n", pr.sig);
     *killed = 1;
@@ -422,6 +426,13 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   size_t len = 0;
   if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
     return -1;
+  char why[512];
+  if (kv_source_files_check(text, len, why, sizeof why)) {
+    free(text);
+    kv_source_files_refusal(why, &b->log);
+    b->seconds = kv_now_s() - t0;
+    return 0;
+  }
   char *p_proto = malloc(65536), *p_shim = malloc(65536 + sizeof kv_cuda_guard_cu);
   if (!p_proto || !p_shim || kv_task_prototype(t, KV_LANG_CUDA, p_proto, 65536) < 0 ||
       kv_task_shim(t, KV_LANG_CUDA, p_shim, 65536) < 0) {

@@ -131,6 +131,13 @@ int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o,
   memset(b, 0, sizeof(*b));
   b->kernel_only = 1;
   double t0 = kv_now_s();
+  char why[512];
+  if (kv_source_files_check(text, len, why, sizeof why)) {
+    free(text);
+    kv_source_files_refusal(why, &b->log);
+    b->seconds = kv_now_s() - t0;
+    return 0;
+  }
   int rc = 0;
   char *json = NULL, *names = NULL, *lowered_txt = NULL, *cubin = NULL;
   char *lowered[KV_LAUNCH_MAX] = {0};
@@ -270,22 +277,26 @@ int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o,
     struct kv_proc_result pr;
     /* kevo-nvrtc sandboxes itself first thing (seccomp included, which a
      * setup here could not apply before its exec). */
-    if (kv_run(argv, envp, dir, deadline_s, NULL, NULL, &log, &pr, err, errlen) < 0) {
+    struct kv_compile_caps caps;
+    kv_compile_caps_get(&caps);
+    if (kv_run(argv, envp, dir, deadline_s, kv_compile_caps_apply, &caps, &log, &pr, err, errlen) <
+        0) {
       kv_buf_release(&log);
       rc = -1;
       goto cleanup;
     }
-    if (pr.exited && pr.status != 0 && pr.status != 1) {
+    int capped = !pr.timed_out && kv_compile_caps_explain(&caps, "NVRTC", &pr, &log);
+    if (!capped && pr.exited && pr.status != 0 && pr.status != 1) {
       rc = kv_error(err, errlen, "%s could not run NVRTC (exit status %d): %.1500s", helper,
                     pr.status, log.data ? log.data : "");
       kv_buf_release(&log);
       goto cleanup;
     }
-    int killed = pr.timed_out || pr.signaled;
+    /* A cap or the deadline is not a property of the source alone: not cached. */
+    int killed = pr.timed_out || pr.signaled || capped;
     if (pr.timed_out)
-      kv_buf_appendf(&log, "\nkevo: NVRTC did not finish within %.0f s and was killed\n",
-                     deadline_s);
-    else if (pr.signaled)
+      kv_compile_deadline_explain("NVRTC", deadline_s, &log);
+    else if (!capped && pr.signaled)
       kv_buf_appendf(&log, "\nkevo: NVRTC was killed by signal %d\n", pr.sig);
     int ok = pr.exited && pr.status == 0;
     size_t clen = 0, llen = 0;
