@@ -62,6 +62,12 @@ int cli_store_path(char *out, size_t cap);
 
 /* "kevo: ..." on stderr; returns 2 (kevo could not judge / bad usage). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A message from below, as kevo prints it: a leading "kevo: " (and one
+ * after ": ", "; " or "(", a child kevo's words) dropped, in place. */
+void cli_tidy(char *msg);
+/* Where msg says a reference or baseline does not compile, its compiler log
+ * with that file's name for kevo's copy (candidate.c); malloc'd, else NULL. */
+char *cli_own_names(const char *msg);
 /* Usage error naming the command's usage line. */
 int cli_usage(const char *cmd);
 /* Loads the CPU calibration from the cache or measures it (and says so on

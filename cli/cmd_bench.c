@@ -198,6 +198,7 @@ int cmd_bench(int argc, char **argv) {
   cli_run_args_init(&ra);
   const char *suite = NULL;
   int json = 0, fresh = 0;
+  double wait_s = 0;
   int64_t show_id = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -208,7 +209,12 @@ int cmd_bench(int argc, char **argv) {
       continue;
     if (!strcmp(a, "--json"))
       json = 1;
-    else if (!strcmp(a, "--fresh"))
+    else if (!strcmp(a, "--wait") && i + 1 < argc) {
+      long long v;
+      if (cli_integer("--wait", argv[++i], 0, 7 * 86400, &v))
+        return 2;
+      wait_s = (double)v;
+    } else if (!strcmp(a, "--fresh"))
       fresh = 1;
     else if (!strcmp(a, "--show")) {
       show_id = 0;
@@ -264,7 +270,8 @@ int cmd_bench(int argc, char **argv) {
     kv_store_close(s);
     return code;
   }
-  struct kv_bench_opts o = {.suite_dir = abs, .run = ra.c, .gate = &ra.g, .fresh = fresh};
+  struct kv_bench_opts o = {
+      .suite_dir = abs, .run = ra.c, .gate = &ra.g, .fresh = fresh, .wait_s = wait_s};
   struct kv_bench_hooks h = {.task_start = task_start, .task_end = task_end};
   h.run.progress = cli_run_progress;
   h.run.stop = &cli_stop_flag;

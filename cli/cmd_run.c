@@ -74,7 +74,10 @@ void cli_run_progress(void *ud, const struct kv_run_progress *p) {
 
 static void exec_note(void *ud, const char *msg) {
   (void)ud;
-  fprintf(stderr, "kevo: executor: %s\n", msg);
+  char m[4096];
+  snprintf(m, sizeof m, "%s", msg);
+  cli_tidy(m);
+  fprintf(stderr, "kevo: executor: %s\n", m);
 }
 
 int cli_exec_open(const char *name, const char *gpus, const char *config_path, const char *surface,

@@ -74,12 +74,14 @@ static const struct kv_command commands[] = {
      "run the agent over a practice suite to grow the memory of rules, then merge, audit and "
      "report them (resumable)"},
     {"import", cmd_import,
-     "kevo import [-o OUTDIR] [--jobs N] [--deadline S] [--max-gib G] [--python PATH] [--force] "
+     "kevo import [-o OUTDIR] [--jobs N] [--deadline S] [--max-gib G] [--device-memory GIB] "
+     "[--allow cublas,cudnn,cublaslt] [--python PATH] [--force] "
      "FILE.py|DIR...",
      "write a task for each KernelBench-style PyTorch module (a DIR: every *.py in it)"},
     {"bench", cmd_bench,
      "kevo bench [--strategy S] [--steps N] [--budget-usd X] [--surface cpu|cuda] [--json] "
-     "[--fresh] [--db PATH] [the options of kevo run] SUITE_DIR | kevo bench --show [ID] [--json]",
+     "[--fresh] [--wait SECONDS] [--db PATH] [the options of kevo run] SUITE_DIR | kevo bench "
+     "--show [ID] [--json]",
      "run a strategy over every task of a suite (resumable: run it again after a kill) and score "
      "it the way KernelBench does"},
     {"gate", cmd_gate, "kevo gate serve --stdio [--idle SECONDS] [--surface cpu|cuda]",
@@ -113,13 +115,45 @@ static const struct kv_command commands[] = {
 };
 
 int cli_fail(const char *fmt, ...) {
+  char msg[1 << 15];
   va_list ap;
   va_start(ap, fmt);
-  fputs("kevo: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  cli_tidy(msg);
+  char *named = cli_own_names(msg);
+  fprintf(stderr, "kevo: %s\n", named ? named : msg);
+  free(named);
   return 2;
+}
+
+void cli_tidy(char *msg) {
+  while (!strncmp(msg, "kevo: ", 6))
+    memmove(msg, msg + 6, strlen(msg + 6) + 1);
+  static const char *const seps[] = {": kevo: ", "; kevo: ", "(kevo: "};
+  for (size_t k = 0; k < KV_ARRAY_LEN(seps); k++)
+    for (char *p; (p = strstr(msg, seps[k]));) {
+      size_t keep = strlen(seps[k]) - 6;
+      memmove(p + keep, p + keep + 6, strlen(p + keep + 6) + 1);
+    }
+}
+
+char *cli_own_names(const char *msg) {
+  static const char *const marks[] = {": the reference does not compile",
+                                      ": the baseline does not compile",
+                                      " does not compile (see the log)"};
+  for (size_t k = 0; k < KV_ARRAY_LEN(marks); k++) {
+    const char *m = strstr(msg, marks[k]);
+    if (!m)
+      continue;
+    const char *start = m;
+    while (start > msg && start[-1] != '\n' && start[-1] != ' ')
+      start--;
+    char path[1024];
+    snprintf(path, sizeof path, "%.*s", (int)(m - start), start);
+    return kv_gate_log_own_names(msg, path);
+  }
+  return NULL;
 }
 
 int cli_usage(const char *cmd) {
@@ -270,6 +304,16 @@ int main(int argc, char **argv) {
   return rc;
 }
 
+/* Scratch directories whose kevo was killed (kv_sweep_stale), before any command. */
+static void sweep_cache(void) {
+  char cache[4096], scratch[4200];
+  if (cli_cache_dir(cache, sizeof cache) < 0)
+    return;
+  snprintf(scratch, sizeof scratch, "%s/scratch", cache);
+  kv_sweep_stale(scratch);
+  kv_sweep_stale(cache);
+}
+
 static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     help(stderr);
@@ -302,6 +346,7 @@ static int dispatch(int argc, char **argv) {
     printf("kevo %s\n", KEVO_VERSION);
     return 0;
   }
+  sweep_cache();
   for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
     if (!strcmp(argv[1], commands[i].name))
       return commands[i].run(argc - 1, argv + 1);

@@ -37,6 +37,9 @@ struct kv_bench_opts {
    * budget caps; timing still takes turns on the device (its lock). Not part
    * of the bench's identity: a bench resumes with any number of jobs. */
   int jobs;
+  /* Another process runs this bench (the same suite and configuration):
+   * wait up to this many seconds for it to end, then refuse (0: at once). */
+  double wait_s;
 };
 
 struct kv_bench_event {

@@ -230,6 +230,14 @@ const char *kv_store_path(const struct kv_store *s);
 void kv_bench_row_release(struct kv_bench_row *r);
 int kv_store_bench_set_status(struct kv_store *s, int64_t id, const char *status, char *err,
                               size_t errlen);
+/* Who runs the bench of suite_dir with this configuration: an exclusive
+ * flock(2) on "DB-bench-HASH.lock" beside the database (the owner's pid
+ * inside), held by this handle until kv_store_close; the kernel drops it when
+ * its process dies. While another process holds it, waits up to wait_s
+ * seconds, then fails naming that process (two benches at once would run the
+ * same tasks). */
+int kv_store_bench_claim(struct kv_store *s, const char *suite_dir, const char *config_json,
+                         double wait_s, char *err, size_t errlen);
 /* A bench's tasks in suite order; free with kv_bench_task_rows_free. */
 int kv_store_bench_tasks(struct kv_store *s, int64_t bench_id, struct kv_bench_task_row **rows,
                          int *n, char *err, size_t errlen);

@@ -48,6 +48,10 @@ int kv_mkdirs(const char *path, mode_t mode, char *err, size_t errlen);
  * first thing that stayed (ESTALE: a directory moved away during the walk,
  * which then stops rather than follow it). */
 int kv_rmtree(const char *path);
+/* Removes the directories kv_mkdtemp made under base whose owner, a process
+ * of this host, is gone (a killed kevo leaves its workers' scratch behind);
+ * others' and live owners' stay. Returns how many went. */
+int kv_sweep_stale(const char *base);
 int kv_path_exists(const char *path);
 /* Directory holding the running executable. */
 int kv_exe_dir(char *out, size_t cap);
@@ -65,7 +69,9 @@ const char *kv_python(void);
  * objects): -1 otherwise. (KEVO_CACHE_DIR is the command line's: it passes it
  * down as kv_gate_opts.cache_dir and the like.) */
 int kv_cache_dir(char *out, size_t cap);
-/* A fresh private directory (mode 0700) under base, e.g. base/scratch-XXXXXX. */
+/* A fresh private directory (mode 0700) under base, named for its owner:
+ * base/PREFIX-HOST-PID-XXXXXX (HOST: 8 hex digits of this host's name, PID:
+ * the calling process), so that kv_sweep_stale can tell a dead owner's. */
 int kv_mkdtemp(const char *base, const char *prefix, char *out, size_t cap, char *err,
                size_t errlen);
 

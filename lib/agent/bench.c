@@ -587,6 +587,11 @@ int kv_bench_run(struct kv_store *s, const struct kv_bench_opts *o, const struct
   char *cj = config_json(o);
   if (!cj)
     return kv_error(err, errlen, "out of memory");
+  /* One process per bench: a second would run the tasks the first runs. */
+  if (kv_store_bench_claim(s, o->suite_dir, cj, o->wait_s, err, errlen) < 0) {
+    free(cj);
+    return -1;
+  }
   int rc = open_bench(s, o, cj, bench_id, resumed, err, errlen);
   free(cj);
   if (rc < 0)

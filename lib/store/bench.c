@@ -1,7 +1,15 @@
 /* Benches: a strategy over every task of a suite, with each task's state kept
  * as it changes so that a bench killed at any moment resumes where it was. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "kevo/store.h"
@@ -226,4 +234,94 @@ fail:
   sqlite3_finalize(up);
   store_rollback(s);
   return -1;
+}
+
+/* ---- who runs a bench --------------------------------------------------------- */
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* "DB-bench-HASH.lock": HASH of the suite and the configuration (FNV-1a). */
+static void bench_lock_path(const struct kv_store *s, const char *suite_dir,
+                            const char *config_json, char *out, size_t cap) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = suite_dir; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h = (h ^ '|') * 1099511628211ull;
+  for (const char *p = config_json; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  snprintf(out, cap, "%s-bench-%016llx.lock", s->path, (unsigned long long)h);
+}
+
+/* One try: 1 held (fd kept), 0 another process holds it (its pid in pid), -1 error. */
+static int bench_try(struct kv_store *s, const char *path, char *pid, size_t pidcap, char *err,
+                     size_t errlen) {
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    store_seterr(err, errlen,
+                 "store: %s: cannot create a bench's lock file: %s; kevo needs to write beside "
+                 "the database (use another --db)",
+                 path, strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ssize_t n = pread(fd, pid, pidcap - 1, 0);
+    pid[n > 0 ? n : 0] = 0;
+    pid[strcspn(pid, "\n")] = 0;
+    close(fd);
+    return 0;
+  }
+  struct stat a, b; /* removed by its owner between our open and our lock: not it */
+  if (fstat(fd, &a) != 0 || stat(path, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+    close(fd);
+    pid[0] = 0;
+    return 0;
+  }
+  char me[32];
+  int n = snprintf(me, sizeof me, "%ld\n", (long)getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, me, (size_t)n, 0) != n) {
+    /* the lock is what counts; the pid only names the owner */
+  }
+  s->bench_fd1 = fd + 1;
+  snprintf(s->bench_lock, sizeof s->bench_lock, "%s", path);
+  return 1;
+}
+
+int kv_store_bench_claim(struct kv_store *s, const char *suite_dir, const char *config_json,
+                         double wait_s, char *err, size_t errlen) {
+  if (!strcmp(s->path, ":memory:"))
+    return 0;
+  char path[STORE_PATH_CAP + 64], pid[32] = "";
+  bench_lock_path(s, suite_dir, config_json, path, sizeof path);
+  if (s->bench_fd1 && !strcmp(path, s->bench_lock))
+    return 0;
+  store_bench_unclaim(s); /* one bench per handle: the one before is over */
+  double until = mono_s() + (wait_s > 0 ? wait_s : 0) + 0.2; /* a moment for a reader's probe */
+  for (;;) {
+    int rc = bench_try(s, path, pid, sizeof pid, err, errlen);
+    if (rc != 0)
+      return rc < 0 ? -1 : 0;
+    if (mono_s() >= until)
+      break;
+    usleep(50000);
+  }
+  store_seterr(err, errlen,
+               "%s: this suite's bench (the same configuration) is being run by another kevo "
+               "process%s%s%s%s; two at once would run the same tasks. Wait for it to end "
+               "(--wait SECONDS waits for it), or stop it (Ctrl-C, or kill -INT PID) and run the "
+               "same command again: it continues where that one stopped",
+               suite_dir, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "",
+               wait_s > 0 ? ", still after the wait" : "");
+  return -1;
+}
+
+void store_bench_unclaim(struct kv_store *s) {
+  if (!s->bench_fd1)
+    return;
+  unlink(s->bench_lock);
+  close(s->bench_fd1 - 1);
+  s->bench_fd1 = 0;
 }

@@ -22,7 +22,11 @@ struct kv_store {
   int readonly; /* kv_store_open_readonly */
   struct store_claim *claims;
   int nclaims, claims_cap;
+  int bench_fd1; /* kv_store_bench_claim's lock file + 1; 0: none */
+  char bench_lock[STORE_PATH_CAP + 64];
 };
+/* Lets go of kv_store_bench_claim's lock (kv_store_close). */
+void store_bench_unclaim(struct kv_store *s);
 
 void store_seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

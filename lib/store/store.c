@@ -756,6 +756,7 @@ void kv_store_close(struct kv_store *s) {
   while (s->nclaims > 0)
     unclaim_run(s, s->claims[0].run_id);
   free(s->claims);
+  store_bench_unclaim(s);
   if (s->db) {
     if (!s->readonly)
       sqlite3_exec(s->db, "PRAGMA optimize", NULL, NULL, NULL);

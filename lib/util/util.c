@@ -489,11 +489,23 @@ int kv_cache_dir(char *out, size_t cap) {
   return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
+/* 8 hex digits of this host's name (FNV-1a): who may judge a PID. */
+static void host_tag(char out[9]) {
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  uint32_t h = 2166136261u;
+  for (const char *p = host; *p; p++)
+    h = (h ^ (unsigned char)*p) * 16777619u;
+  snprintf(out, 9, "%08x", h);
+}
+
 int kv_mkdtemp(const char *base, const char *prefix, char *out, size_t cap, char *err,
                size_t errlen) {
   if (kv_mkdirs(base, 0700, err, errlen) < 0)
     return -1;
-  if (snprintf(out, cap, "%s/%s-XXXXXX", base, prefix) >= (int)cap)
+  char tag[9];
+  host_tag(tag);
+  if (snprintf(out, cap, "%s/%s-%s-%ld-XXXXXX", base, prefix, tag, (long)getpid()) >= (int)cap)
     return kv_error(err, errlen, "%s: path too long", base);
   if (!mkdtemp(out))
     return kv_error(err, errlen, "%s: cannot create a temporary directory: %s", base,
@@ -636,4 +648,39 @@ long kv_write_nosigpipe(int fd, const void *buf, size_t n) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   errno = e;
   return (long)r;
+}
+
+/* NAME is PREFIX-TAG-PID-XXXXXX with this host's TAG: its PID, else 0. */
+static long owner_of(const char *name, const char *tag) {
+  size_t n = strlen(name);
+  if (n < 6 + 1 + 8 + 2 || name[n - 7] != '-')
+    return 0;
+  const char *end = name + n - 7, *p = end;
+  while (p > name && p[-1] >= '0' && p[-1] <= '9')
+    p--;
+  if (p == end || p - name < 10 || p[-1] != '-' || memcmp(p - 9, tag, 8) || p[-10] != '-')
+    return 0;
+  return strtol(p, NULL, 10);
+}
+
+int kv_sweep_stale(const char *base) {
+  DIR *d = opendir(base);
+  if (!d)
+    return 0;
+  char tag[9];
+  host_tag(tag);
+  int gone = 0, seen = 0;
+  for (struct dirent *e; (e = readdir(d)) && seen < 100000; seen++) {
+    long pid = owner_of(e->d_name, tag);
+    if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue;
+    char path[PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/%s", base, e->d_name) >= (int)sizeof path ||
+        lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid())
+      continue;
+    gone += kv_rmtree(path) == 0;
+  }
+  closedir(d);
+  return gone;
 }

@@ -3,7 +3,9 @@
 # a run another process is running, a run killed with SIGKILL, resume adding
 # steps and writing the best kernel, a dollar cap on a model with no price,
 # reading commands on a missing, empty or damaged store, and a task check
-# size whose output cannot depend on the inputs.
+# size whose output cannot depend on the inputs; issue 33's: two benches of
+# one suite at once, a broken or random reference, a killed kevo's scratch,
+# a gate server's message.
 # usage: edges_e2e.sh KEVO_BINARY SOURCE_DIR
 set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -222,6 +224,92 @@ expect "runs: an untimed best says untimed, not 0.00x" 0 "^1 +rowsum +tune +[a-z
 check "runs --json: every run, the untimed one with no speedup" \
   "$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); r=[x for x in a if x["id"] == 1][0]; print(len(a), r["accepted"], r["best_speedup"])' "$T/runs.json")" \
   "$(q "select count(*) from runs") True None"
+
+# ---- issue 33 item 6: a first hour's rough edges ---------------------------------
+# Two benches of one suite at once: the second refuses (after --wait), naming
+# the first; no task runs twice.
+B33="$T/b33.db"
+mkdir -p "$T/suite33"
+cp -r "$EX/rowsum" "$EX/transpose" "$T/suite33/"
+BENCH="--strategy tune --steps 3 --budget 0.1 --seed 1"
+KEVO_DB="$B33" "$K" bench $BENCH "$T/suite33" >"$T/b1.out" 2>"$T/b1.err" &
+B1=$!
+i=0
+while [ "$(sqlite3 "$B33" "select count(*) from runs" 2>/dev/null)" != 1 ] && [ $i -lt 600 ]; do
+  sleep 0.05
+  i=$((i + 1))
+done
+KEVO_DB="$B33" expect "bench: a second at once refuses, naming the first" 2 \
+  "being run by another kevo process \(pid $B1\), still after the wait" -- \
+  "$K" bench $BENCH --wait 1 "$T/suite33"
+wait "$B1"
+check "bench: the first ends well" "$?" 0
+check "bench: each task run once" "$(sqlite3 "$B33" "select count(*) || ':' || count(distinct task_id) from runs")" "2:2"
+
+# A reference that does not compile is named, not kevo's copy (candidate.c).
+cp -r "$RS" "$T/badref"
+echo 'this is not C;' >>"$T/badref/reference.c"
+expect "eval: a broken reference's log names reference.c" 2 "^reference.c:[0-9]+:[0-9]+: error" -- \
+  "$K" eval --no-timing "$T/badref" "$RS/good.c"
+grep -q "candidate.c" "$T/out" && bad "eval: the log still names candidate.c" || ok "eval: no candidate.c"
+expect "task check: the log names reference.c" 1 "^reference.c:[0-9]+:[0-9]+: error" -- \
+  "$K" task check "$T/badref"
+grep -q "candidate.c" "$T/out" && bad "task check: the log still names candidate.c" || ok "task check: no candidate.c"
+
+# A reference that answers differently on the same inputs is told so, not to
+# loosen the tolerance.
+cp -r "$RS" "$T/nondet"
+cat >"$T/nondet/reference.c" <<'EOF'
+#include <stddef.h>
+#include <stdlib.h>
+void rowsum(const float *x, float *y, int rows, int cols) {
+  for (int r = 0; r < rows; r++) {
+    double s = 0.0;
+    for (int c = 0; c < cols; c++)
+      s += (double)x[(size_t)r * (size_t)cols + (size_t)c];
+    y[r] = (float)s + (float)(rand() % 100) * 0.01f;
+  }
+}
+EOF
+expect "task check: a random reference is not deterministic" 1 "it is not deterministic" -- \
+  "$K" task check "$T/nondet"
+grep -q "loosen" "$T/out" && bad "task check: still told to loosen the tolerance" ||
+  ok "task check: not told to loosen the tolerance"
+grep -q "the reference itself gives different answers on the same inputs" "$T/out" &&
+  ok "task check: told the reference itself differs" || bad "task check: $(cat "$T/out")"
+
+# A killed kevo's workers' scratch directories are swept by the next kevo
+# (their owner is gone); a live owner's stay.
+"$K" eval "$RS" "$RS/good.c" >/dev/null 2>&1 &
+EP=$!
+i=0
+while ! ls -d "$KEVO_CACHE_DIR"/scratch/worker-*-"$EP"-* >/dev/null 2>&1 && [ $i -lt 600 ]; do
+  sleep 0.05
+  i=$((i + 1))
+done
+kill -9 "$EP"
+wait "$EP" 2>/dev/null
+left=$(ls -d "$KEVO_CACHE_DIR"/scratch/worker-*-"$EP"-* 2>/dev/null | head -1)
+if [ -n "$left" ]; then
+  ok "a killed eval leaves its worker's scratch"
+  live=$(echo "$left" | sed "s/-$EP-......\$/-$$-live00/")
+  mkdir -p "$live"
+  "$K" runs >/dev/null 2>&1
+  [ ! -e "$left" ] && ok "the next kevo sweeps it" || bad "stale scratch not swept: $left"
+  [ -d "$live" ] && ok "a live owner's scratch stays" || bad "a live owner's scratch was swept"
+  rm -rf "$live"
+else
+  bad "no worker scratch of pid $EP: $(ls "$KEVO_CACHE_DIR"/scratch)"
+fi
+
+# A kevo below kevo (a gate server's words) is not "kevo: kevo:".
+"$K" run --executor local --surface cuda --steps 1 "$RS" >"$T/out" 2>&1
+if grep -q "cannot judge cuda kernels" "$T/out"; then
+  grep -qE "(^|: |; )kevo: gate serve" "$T/out" && bad "double prefix: $(grep -m1 'gate serve' "$T/out")" ||
+    ok "a gate server's message without a second 'kevo:'"
+else
+  ok "a gate server's message (this host judges cuda: nothing to see)"
+fi
 
 echo "edges e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
