@@ -16,6 +16,9 @@ enum kv_layer_state {
 };
 
 #define KV_SANDBOX_MAX_PATHS 32
+/* A read path that holds a regular file of this name is readable by name
+ * only (no listing): kevo's object cache (kv_obj_dir). */
+#define KV_UNLISTED_MARK ".kevo-unlisted"
 
 struct kv_sandbox_opts {
   const char *scratch_dir;                      /* the one writable directory */
@@ -85,6 +88,10 @@ void kv_sandbox_defaults(struct kv_sandbox_opts *o, const char *scratch_dir);
 /* The defaults plus the size-capped scratch: KV_SCRATCH_BYTES, KV_SCRATCH_INODES.
  * For kevo-worker, whose scratch directory is fresh and read by nobody else. */
 void kv_sandbox_worker_defaults(struct kv_sandbox_opts *o, const char *scratch_dir);
+/* 1 when a worker's sandbox (kv_sandbox_worker_defaults) lets it read path:
+ * under the system directories, or under a directory of $LD_LIBRARY_PATH
+ * (which the worker defaults add, for the loader). */
+int kv_sandbox_worker_reads(const char *path);
 /* Applies the layers in order: rlimits, netns, scratch (the tmpfs), no_new_privs
  * (which also drops every capability), landlock, seccomp. Call it before
  * creating threads: Landlock applies to the calling thread only. For CUDA,

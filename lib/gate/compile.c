@@ -167,23 +167,18 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
   kv_sha256_update(h, text, len);
   kv_sha256_final(h, b->key);
 
-  char objdir[3100], logp[PATH_MAX], failp[PATH_MAX];
-  if (strlen(cache_dir) > 3000) {
-    free(text);
-    return kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR",
-                    cache_dir);
-  }
-  snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
-  if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
+  char objdir[3100], logp[PATH_MAX];
+  if (kv_obj_dir(cache_dir, objdir, sizeof objdir, err, errlen) < 0) {
     free(text);
     return -1;
   }
   snprintf(b->so_path, sizeof b->so_path, "%s/%s.so", objdir, b->key);
   snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
-  snprintf(failp, sizeof failp, "%s/%s.fail", objdir, b->key);
+  static const char *const sfx_ok[] = {".so", ".log", NULL}, *const sfx_fail[] = {".log", NULL};
   double t0 = kv_now_s();
-  if (kv_path_exists(b->so_path) || kv_path_exists(failp)) {
-    b->ok = kv_path_exists(b->so_path);
+  int hit = kv_obj_lookup(objdir, b->key, sfx_ok);
+  if (hit != KV_OBJ_MISS) {
+    b->ok = hit == KV_OBJ_OK;
     b->cached = 1;
     size_t ll;
     if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
@@ -252,9 +247,11 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
       if (b->ok) {
         if (rename(p_out, b->so_path) < 0)
           rc = kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
+        else
+          rc = kv_obj_record(objdir, b->key, 1, sfx_ok, err, errlen);
       } else if (!pr.timed_out && !pr.signaled && !capped) {
         /* A compile error is a property of the source: cache it too. */
-        kv_write_file(failp, "", 0, NULL, 0);
+        kv_obj_record(objdir, b->key, 0, sfx_fail, NULL, 0);
       }
     }
     kv_buf_release(&log);
@@ -300,6 +297,12 @@ static const char *forbidden[] = {
     "gethostbyname",
     "dlopen",
     "dlmopen",
+    /* dlopen's address by name, and glibc's inner loaders: dlopen by hand */
+    "dlsym",
+    "dlvsym",
+    "__libc_dlopen_mode",
+    "__libc_dlsym",
+    "_dl_open",
     "ptrace",
     "kill",
     "killpg",
@@ -316,14 +319,21 @@ static const char *forbidden[] = {
 };
 
 /* Vendor libraries a cuda candidate may call only when the task allows them:
- * symbol prefix, and the names in `allow` that permit it. */
+ * symbol prefix, the name in `allow` that permits it (NULL: none can, kevo
+ * does not link it) and another name that permits it too. */
 static const struct {
   const char *prefix, *lib, *lib2;
 } vendor[] = {
-    {"cublasLt", "cublasLt", "cublas"}, {"cublas", "cublas", NULL}, {"cudnn", "cudnn", NULL},
-    {"cufft", "cufft", NULL},           {"curand", "curand", NULL}, {"cusparse", "cusparse", NULL},
-    {"cusolver", "cusolver", NULL},     {"nccl", "nccl", NULL},     {"nvrtc", "nvrtc", NULL},
-    {"nvJitLink", "nvJitLink", NULL},
+    {"cublasLt", "cublaslt", "cublas"},
+    {"cublas", "cublas", NULL},
+    {"cudnn", "cudnn", NULL},
+    {"cufft", NULL, NULL},
+    {"curand", NULL, NULL},
+    {"cusparse", NULL, NULL},
+    {"cusolver", NULL, NULL},
+    {"nccl", NULL, NULL},
+    {"nvrtc", NULL, NULL},
+    {"nvJitLink", NULL, NULL},
 };
 
 static int allowed_lib(const struct kv_task *t, const char *lib) {
@@ -383,11 +393,14 @@ int kv_undefined_symbols(const char *path, const char *nm_flag,
   return 0;
 }
 
-/* The policy's scan: each undefined symbol it forbids, into out. */
+/* The policy's scan: each undefined symbol it forbids, into out; a vendor
+ * library the task does not allow once, with its first symbol. */
 struct scan {
   const struct kv_task *t;
   int vendors;
   struct kv_policy_list l;
+  const char *first[KV_ARRAY_LEN(vendor)];
+  char names[KV_ARRAY_LEN(vendor)][96];
 };
 
 static void scan_one(void *ud, const char *name) {
@@ -398,9 +411,28 @@ static void scan_one(void *ud, const char *name) {
   for (size_t i = 0; sc->vendors && i < KV_ARRAY_LEN(vendor); i++) {
     if (strncmp(name, vendor[i].prefix, strlen(vendor[i].prefix)) != 0)
       continue;
-    if (!allowed_lib(sc->t, vendor[i].lib) && !allowed_lib(sc->t, vendor[i].lib2))
-      kv_policy_add(&sc->l, "%s (lib%s, not in the task's \"allow\" list)", name, vendor[i].lib);
+    if (!allowed_lib(sc->t, vendor[i].lib) && !allowed_lib(sc->t, vendor[i].lib2) &&
+        !sc->first[i]) {
+      snprintf(sc->names[i], sizeof sc->names[i], "%s", name);
+      sc->first[i] = sc->names[i];
+    }
     break;
+  }
+}
+
+/* "cublasSgemm_v2 (cublas is not allowed by this task; add ...)", once per library. */
+static void scan_vendors(struct scan *sc) {
+  for (size_t i = 0; i < KV_ARRAY_LEN(vendor); i++) {
+    if (!sc->first[i])
+      continue;
+    if (vendor[i].lib)
+      kv_policy_add(&sc->l,
+                    "%s (%s is not allowed by this task; add \"allow\": [\"%s\"] to task.json "
+                    "or import with --allow %s)",
+                    sc->first[i], vendor[i].lib, vendor[i].lib, vendor[i].lib);
+    else
+      kv_policy_add(&sc->l, "%s (lib%s: kevo links only cublas, cublaslt and cudnn)", sc->first[i],
+                    vendor[i].prefix);
   }
 }
 
@@ -408,10 +440,19 @@ static void scan_one(void *ud, const char *name) {
 static int policy_scan(const char *nm_flag, const char *path, const struct kv_task *t, int vendors,
                        char *out, size_t cap, char *err, size_t errlen) {
   out[0] = 0;
-  struct scan sc = {t, vendors, {out, cap, 0, 0}};
-  if (kv_undefined_symbols(path, nm_flag, scan_one, &sc, err, errlen) < 0)
-    return -1;
-  return sc.l.n;
+  struct scan *sc = calloc(1, sizeof *sc);
+  if (!sc)
+    return kv_error(err, errlen, "%s: out of memory for the policy check", path);
+  sc->t = t;
+  sc->vendors = vendors;
+  sc->l = (struct kv_policy_list){out, cap, 0, 0};
+  int rc = kv_undefined_symbols(path, nm_flag, scan_one, sc, err, errlen);
+  if (rc == 0) {
+    scan_vendors(sc);
+    rc = sc->l.n;
+  }
+  free(sc);
+  return rc;
 }
 
 int kv_policy_check(const char *so_path, const struct kv_task *t, char *out, size_t cap, char *err,

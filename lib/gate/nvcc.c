@@ -9,6 +9,7 @@
  * sockets). Same sandbox, deadline, capped log and cache as kv_build_c. */
 #include <dirent.h>
 #include <errno.h>
+#include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "internal.h"
 #include "nvrtc.h"
+#include "vendor.h"
 
 /* Linked into every cuda object: the worker calls it after each call, so a
  * launch the runtime refused (too much shared memory, no kernel image for
@@ -359,10 +361,301 @@ int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max) {
   return n;
 }
 
+/* ---- vendor libraries (vendor.h) ---- */
+
+struct vlib {
+  const char *allow, *header, *env, *install;
+  const char *libs[9]; /* the first is required; the others are linked where present */
+  const char *wheels[3];
+};
+
+static const struct vlib vlibs[] = {
+    {"cublas",
+     "cublas_v2.h",
+     "KEVO_CUBLAS_DIR",
+     "cuBLAS comes with the CUDA toolkit: install its libcublas-dev package (apt-get install "
+     "libcublas-dev-13-0) or the nvidia-cublas wheel, or set KEVO_CUBLAS_DIR",
+     {"cublas", "cublasLt", NULL},
+     {"cu13", "cublas", NULL}},
+    {"cublaslt",
+     "cublasLt.h",
+     "KEVO_CUBLAS_DIR",
+     "cuBLASLt comes with the CUDA toolkit: install its libcublas-dev package (apt-get install "
+     "libcublas-dev-13-0) or the nvidia-cublas wheel, or set KEVO_CUBLAS_DIR",
+     {"cublasLt", NULL},
+     {"cu13", "cublas", NULL}},
+    {"cudnn",
+     "cudnn.h",
+     "KEVO_CUDNN_DIR",
+     "install cuDNN: pip install nvidia-cudnn-cu13 (nvidia-cudnn-cu12 for CUDA 12), or apt-get "
+     "install cudnn9-cuda-13, or set KEVO_CUDNN_DIR to a directory with include/cudnn.h and "
+     "lib/libcudnn.so*",
+     /* cuDNN 9 loads its sub-libraries on first use: after the worker's
+      * lockdown it could not, so they are loaded with the candidate. */
+     {"cudnn", "cudnn_graph", "cudnn_ops", "cudnn_cnn", "cudnn_adv", "cudnn_heuristic",
+      "cudnn_engines_precompiled", "cudnn_engines_runtime_compiled", NULL},
+     {"cudnn", NULL}},
+};
+
+#define VROOTS 32
+
+/* Where to look, in order (see vendor.h); a set env variable is the only place. */
+static int vendor_roots(const struct vlib *l, const struct kv_gate_opts *o,
+                        char roots[VROOTS][PATH_MAX]) {
+  int n = 0;
+  const char *e = getenv(l->env);
+  if (e && *e) {
+    snprintf(roots[n++], PATH_MAX, "%s", e);
+    return n;
+  }
+  char nv[PATH_MAX];
+  snprintf(nv, sizeof nv, "%s", kv_nvcc_path(o));
+  char *sl = strrchr(nv, '/');
+  if (sl) {
+    *sl = 0;
+    snprintf(roots[n++], PATH_MAX, "%s/..", nv);
+    snprintf(roots[n++], PATH_MAX, "%s/../targets/x86_64-linux", nv);
+    snprintf(roots[n++], PATH_MAX, "%s/../targets/sbsa-linux", nv);
+  }
+  /* Python's site-packages: beside the interpreter (a venv's or the system's). */
+  char pats[4][PATH_MAX + 64];
+  int np = 0;
+  char py[PATH_MAX];
+  const char *pyname = kv_python();
+  if (kv_which(pyname, py, sizeof py) == 0 && (sl = strrchr(py, '/')) != NULL) {
+    *sl = 0;
+    snprintf(pats[np++], sizeof pats[0], "%s/../lib/python3*/*-packages", py);
+  }
+  snprintf(pats[np++], sizeof pats[0], "/usr/local/lib/python3*/dist-packages");
+  snprintf(pats[np++], sizeof pats[0], "/usr/lib/python3/dist-packages");
+  const char *home = getenv("HOME");
+  if (home && *home)
+    snprintf(pats[np++], sizeof pats[0], "%s/.local/lib/python3*/site-packages", home);
+  for (int p = 0; p < np; p++) {
+    glob_t g;
+    if (glob(pats[p], 0, NULL, &g) != 0)
+      continue;
+    for (size_t i = 0; i < g.gl_pathc; i++)
+      for (int w = 0; l->wheels[w] && n < VROOTS - 2; w++)
+        snprintf(roots[n++], PATH_MAX, "%s/nvidia/%s", g.gl_pathv[i], l->wheels[w]);
+    globfree(&g);
+  }
+  snprintf(roots[n++], PATH_MAX, "/usr/local");
+  snprintf(roots[n++], PATH_MAX, "/usr");
+  return n;
+}
+
+/* dir/lib<name>.so, else the shortest dir/lib<name>.so.<version> (a wheel
+ * ships only those); its file name into file. 0 when found. */
+static int find_lib(const char *dir, const char *name, char *file, size_t cap) {
+  char p[PATH_MAX + 300];
+  snprintf(p, sizeof p, "%s/lib%s.so", dir, name);
+  if (access(p, R_OK) == 0) {
+    snprintf(file, cap, "lib%s.so", name);
+    return 0;
+  }
+  DIR *d = opendir(dir);
+  if (!d)
+    return -1;
+  char want[128], best[256] = "";
+  snprintf(want, sizeof want, "lib%s.so.", name);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t wl = strlen(want), el = strlen(e->d_name);
+    if (strncmp(e->d_name, want, wl) != 0 || el <= wl || el >= sizeof best ||
+        strspn(e->d_name + wl, "0123456789.") != el - wl)
+      continue;
+    if (!best[0] || el < strlen(best) || (el == strlen(best) && strcmp(e->d_name, best) < 0))
+      snprintf(best, sizeof best, "%s", e->d_name);
+  }
+  closedir(d);
+  if (!best[0])
+    return -1;
+  snprintf(file, cap, "%s", best);
+  return 0;
+}
+
+/* The header's directory and the first library's under one root. */
+static int find_in_root(const struct vlib *l, const char *root, char *inc, char *libdir,
+                        char *file) {
+  static const char *const incs[] = {"include", "include/x86_64-linux-gnu"};
+  static const char *const libs[] = {"lib64", "lib", "lib/x86_64-linux-gnu"};
+  char p[PATH_MAX * 2];
+  int hi = -1;
+  for (int i = 0; i < 2 && hi < 0; i++) {
+    snprintf(p, sizeof p, "%s/%s/%s", root, incs[i], l->header);
+    if (access(p, R_OK) == 0)
+      hi = i;
+  }
+  if (hi < 0)
+    return -1;
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", root, libs[i]);
+    if (find_lib(p, l->libs[0], file, 256) == 0) {
+      snprintf(p, sizeof p, "%s/%s", root, incs[hi]);
+      if (!realpath(p, inc))
+        return -1;
+      snprintf(p, sizeof p, "%s/%s", root, libs[i]);
+      return realpath(p, libdir) ? 0 : -1;
+    }
+  }
+  return -1;
+}
+
+static void vadd(char (*list)[KV_VENDOR_ARG_MAX], int *n, int max, const char *fmt, const char *a,
+                 const char *b) {
+  if (*n < max)
+    snprintf(list[(*n)++], KV_VENDOR_ARG_MAX, fmt, a, b);
+}
+
+/* Under one of the directories the compiler's sandbox reads anyway. */
+static int system_dir(const char *dir) {
+  static const char *const sys[] = {"/usr/", "/opt/", "/lib/", "/lib64/"};
+  for (size_t i = 0; i < KV_ARRAY_LEN(sys); i++)
+    if (!strncmp(dir, sys[i], strlen(sys[i])))
+      return 1;
+  return 0;
+}
+
+static void vendor_read(struct kv_vendor *v, const char *dir) {
+  if (system_dir(dir))
+    return;
+  for (int i = 0; i < v->nreads; i++)
+    if (!strcmp(v->reads[i], dir))
+      return;
+  if (v->nreads < KV_VENDOR_MAX_DIRS)
+    snprintf(v->reads[v->nreads++], PATH_MAX, "%s", dir);
+}
+
+/* One allowed library into v: -I, -L, -l:FILE..., -rpath. */
+static int vendor_add(const struct vlib *l, const struct kv_gate_opts *o, struct kv_vendor *v,
+                      char *err, size_t errlen) {
+  char(*roots)[PATH_MAX] = malloc(VROOTS * sizeof *roots);
+  if (!roots)
+    return kv_error(err, errlen, "%s: out of memory", l->allow);
+  int nr = vendor_roots(l, o, roots), found = -1;
+  char inc[PATH_MAX], libdir[PATH_MAX], file[256], tried[1024] = "";
+  for (int r = 0; r < nr && found < 0; r++)
+    if (find_in_root(l, roots[r], inc, libdir, file) == 0)
+      found = r;
+  const char *env = getenv(l->env);
+  if (found < 0 && env && *env)
+    snprintf(tried, sizeof tried, "%s=%.900s, the only place looked while it is set", l->env, env);
+  for (int r = 0; r < nr && found < 0 && !(env && *env) && strlen(tried) < 700; r++)
+    if (kv_path_exists(roots[r]))
+      snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", tried[0] ? ", " : "",
+               roots[r]);
+  free(roots);
+  if (found < 0)
+    return kv_error(err, errlen,
+                    "task.json: allow: %s: %s and lib%s.so* not found (looked in %s); %s", l->allow,
+                    l->header, l->libs[0], tried[0] ? tried : "nothing that exists", l->install);
+  if (!kv_sandbox_worker_reads(libdir))
+    return kv_error(err, errlen,
+                    "task.json: allow: %s: %s lies where the worker's sandbox cannot read it "
+                    "(it reads /usr, /opt, /lib and $LD_LIBRARY_PATH); add %s to LD_LIBRARY_PATH "
+                    "or install %s under /usr or /opt",
+                    l->allow, libdir, libdir, l->allow);
+  char nvinc[PATH_MAX + 32], nvreal[PATH_MAX] = "";
+  snprintf(nvinc, sizeof nvinc, "%s", kv_nvcc_path(o));
+  char *sl = strrchr(nvinc, '/');
+  if (sl) {
+    snprintf(sl, sizeof nvinc - (size_t)(sl - nvinc), "/../include");
+    if (!realpath(nvinc, nvreal))
+      nvreal[0] = 0;
+  }
+  if (strcmp(inc, nvreal) != 0 && strcmp(inc, "/usr/include") != 0) {
+    int dup = 0;
+    for (int i = 1; i < v->ncargs; i += 2)
+      dup |= !strcmp(v->cargs[i], inc);
+    if (!dup) {
+      vadd(v->cargs, &v->ncargs, 2 * KV_VENDOR_MAX_DIRS, "%s%s", "-I", "");
+      vadd(v->cargs, &v->ncargs, 2 * KV_VENDOR_MAX_DIRS, "%s%s", inc, "");
+    }
+  }
+  vendor_read(v, inc);
+  vendor_read(v, libdir);
+  vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "-L%s%s", libdir, "");
+  for (int i = 0; l->libs[i]; i++) {
+    char f[256];
+    if (i == 0)
+      snprintf(f, sizeof f, "%s", file);
+    else if (find_lib(libdir, l->libs[i], f, sizeof f) != 0)
+      continue;
+    vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "-l:%s%s", f, "");
+  }
+  vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "%s%s", "-Xlinker", "");
+  vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "-rpath=%s%s", libdir, "");
+  size_t u = strlen(v->summary);
+  snprintf(v->summary + u, sizeof v->summary - u, "%s%s: %s/%s, %s/%s", u ? "; " : "", l->allow,
+           inc, l->header, libdir, file);
+  return 0;
+}
+
+int kv_vendor_find(const struct kv_task *t, const struct kv_gate_opts *o, struct kv_vendor *v,
+                   char *err, size_t errlen) {
+  memset(v, 0, sizeof *v);
+  if (!t || t->nallow == 0)
+    return 0;
+  vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "%s%s", "-Xlinker", "");
+  vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "%s%s", "--no-as-needed", "");
+  for (int i = 0; i < t->nallow; i++) {
+    const struct vlib *l = NULL;
+    for (size_t k = 0; k < KV_ARRAY_LEN(vlibs) && !l; k++)
+      if (!strcmp(t->allow[i], vlibs[k].allow))
+        l = &vlibs[k];
+    if (!l)
+      return kv_error(err, errlen,
+                      "task.json: allow[%d]: '%s' is not a library kevo can link; use one of "
+                      "cublas cublaslt cudnn",
+                      i, t->allow[i]);
+    if (vendor_add(l, o, v, err, errlen) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+void kv_vendor_log_hint(const struct kv_task *t, const char *log, char *out, size_t cap) {
+  static const struct {
+    const char *header, *lib;
+  } heads[] = {{"cublas_v2.h", "cublas"},  {"cublas_api.h", "cublas"}, {"cublas.h", "cublas"},
+               {"cublasLt.h", "cublaslt"}, {"cudnn.h", "cudnn"},       {"cudnn_v9.h", "cudnn"}};
+  if (cap)
+    out[0] = 0;
+  for (size_t i = 0; log && i < KV_ARRAY_LEN(heads); i++) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s: No such file", heads[i].header);
+    if (!strstr(log, pat))
+      continue;
+    int ok = 0;
+    for (int k = 0; k < t->nallow; k++)
+      ok |= !strcmp(t->allow[k], heads[i].lib);
+    if (ok)
+      continue;
+    snprintf(out, cap,
+             "error: %s: %s is not allowed by this task; add \"allow\": [\"%s\"] to task.json or "
+             "import with --allow %s\n",
+             heads[i].header, heads[i].lib, heads[i].lib, heads[i].lib);
+    return;
+  }
+}
+
+/* The log with line in front (same cap). */
+static void prepend(struct kv_buf *log, const char *line) {
+  struct kv_buf nb;
+  kv_buf_init(&nb, log->max);
+  kv_buf_append(&nb, line, strlen(line));
+  if (log->data)
+    kv_buf_append(&nb, log->data, log->len);
+  nb.truncated |= log->truncated;
+  kv_buf_release(log);
+  *log = nb;
+}
+
 /* Runs nvcc in dir under what is left of the deadline; appends to log.
  * Returns 1 when it succeeded, 0 when it failed, -1 when it could not run. */
 static int run_nvcc(const struct kv_gate_opts *o, char **argv, const char *dir, double t_end,
-                    struct kv_buf *log, int *killed, char *err, size_t errlen) {
+                    const struct kv_vendor *v, struct kv_buf *log, int *killed, char *err,
+                    size_t errlen) {
   char path_env[PATH_MAX + 64], tmp_env[PATH_MAX + 16], home_env[PATH_MAX + 16];
   char nvdir[PATH_MAX];
   snprintf(nvdir, sizeof nvdir, "%s", kv_nvcc_path(o));
@@ -379,6 +672,8 @@ static int run_nvcc(const struct kv_gate_opts *o, char **argv, const char *dir, 
   struct kv_proc_result pr;
   struct kv_jail jail = {
       .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = o ? o->worker_path : NULL};
+  for (int i = 0; v && i < v->nreads && jail.nreads < 4; i++)
+    jail.reads[jail.nreads++] = v->reads[i]; /* vendor libraries outside /usr and /opt */
   if (kv_run_jailed(&jail, argv, envp, dir, left, log, &pr, err, errlen) < 0)
     return -1;
   struct kv_compile_caps caps;
@@ -444,7 +739,7 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   strcat(p_shim, kv_cuda_guard_cu);
   const char *flags[] = {"-O3", aflag, "-Xcompiler", "-fPIC"};
   /* The shim object: per task, toolkit and architecture. */
-  char shim_key[65], libs[512] = "";
+  char shim_key[65];
   struct kv_sha256 *h = kv_sha256_new();
   kv_sha256_update(h, "kevo-cuda-shim-v1", 18);
   kv_sha256_update(h, nvi->full, strlen(nvi->full) + 1);
@@ -452,9 +747,15 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
   kv_sha256_update(h, p_shim, strlen(p_shim) + 1);
   kv_sha256_final(h, shim_key);
-  for (int i = 0; i < t->nallow; i++) {
-    size_t u = strlen(libs);
-    snprintf(libs + u, sizeof libs - u, "%s-l%s", u ? " " : "", t->allow[i]);
+  struct kv_vendor *ven = malloc(sizeof *ven);
+  if (!ven || kv_vendor_find(t, o, ven, err, errlen) < 0) {
+    if (!ven)
+      kv_error(err, errlen, "%s: out of memory", t->name);
+    free(ven);
+    free(text);
+    free(p_proto);
+    free(p_shim);
+    return -1;
   }
   h = kv_sha256_new();
   kv_sha256_update(h, "kevo-cuda-v1", 13);
@@ -462,7 +763,10 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
     kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
   kv_sha256_update(h, "-Xptxas -v", 11);
-  kv_sha256_update(h, libs, strlen(libs) + 1);
+  for (int i = 0; i < ven->ncargs; i++)
+    kv_sha256_update(h, ven->cargs[i], strlen(ven->cargs[i]) + 1);
+  for (int i = 0; i < ven->nlargs; i++)
+    kv_sha256_update(h, ven->largs[i], strlen(ven->largs[i]) + 1);
   kv_sha256_update(h, p_proto, strlen(p_proto) + 1);
   kv_sha256_update(h, shim_key, strlen(shim_key) + 1);
   kv_sha256_update(h, text, len);
@@ -517,7 +821,7 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
                     "-fPIC", "kevo_shim.cu", "-o",  "shim.o", NULL};
     struct kv_buf slog;
     kv_buf_init(&slog, KV_LOG_CAP);
-    int ok = run_nvcc(o, argv, dir, t_end, &slog, &killed, err, errlen);
+    int ok = run_nvcc(o, argv, dir, t_end, NULL, &slog, &killed, err, errlen);
     char built[PATH_MAX + 16];
     snprintf(built, sizeof built, "%s/shim.o", dir);
     if (ok < 0)
@@ -549,13 +853,21 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     }
     free(bytes);
   }
-  char *cargv[] = {
-      nv,   "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",       "-Xptxas",
-      "-v", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o", NULL};
-  int ok = run_nvcc(o, cargv, dir, t_end, &log, &killed, err, errlen);
+  char *cargv[16 + 2 * KV_VENDOR_MAX_DIRS] = {
+      nv,   "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",      "-Xptxas",
+      "-v", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o"};
+  for (int i = 0, c = 13; i < ven->ncargs; i++)
+    cargv[c++] = ven->cargs[i];
+  int ok = run_nvcc(o, cargv, dir, t_end, ven, &log, &killed, err, errlen);
   int compiled = ok > 0;
+  if (ok == 0) { /* a vendor header the task does not allow: say so first */
+    char hint[512];
+    kv_vendor_log_hint(t, log.data, hint, sizeof hint);
+    if (hint[0])
+      prepend(&log, hint);
+  }
   if (ok > 0) {
-    char *largv[32];
+    char *largv[16 + KV_VENDOR_MAX_ARGS];
     int a = 0;
     largv[a++] = nv;
     largv[a++] = "-shared";
@@ -566,25 +878,10 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     largv[a++] = "kevo_shim.o";
     largv[a++] = "-o";
     largv[a++] = "out.so";
-    char lflags[KV_MAX_ALLOW][KV_NAME_MAX + 4];
-    char rpath[PATH_MAX + 32];
-    for (int i = 0; i < t->nallow && i < KV_MAX_ALLOW; i++) {
-      snprintf(lflags[i], sizeof lflags[i], "-l%s", t->allow[i]);
-      largv[a++] = lflags[i];
-    }
-    if (t->nallow > 0) {
-      /* Vendor libraries from the toolkit the candidate was built with. */
-      char nvdir[PATH_MAX];
-      snprintf(nvdir, sizeof nvdir, "%s", nv);
-      char *sl = strrchr(nvdir, '/');
-      if (sl)
-        *sl = 0;
-      snprintf(rpath, sizeof rpath, "-rpath=%s/../lib64", nvdir);
-      largv[a++] = "-Xlinker";
-      largv[a++] = rpath;
-    }
+    for (int i = 0; i < ven->nlargs && a < (int)KV_ARRAY_LEN(largv) - 1; i++)
+      largv[a++] = ven->largs[i];
     largv[a] = NULL;
-    ok = run_nvcc(o, largv, dir, t_end, &log, &killed, err, errlen);
+    ok = run_nvcc(o, largv, dir, t_end, ven, &log, &killed, err, errlen);
   }
   if (ok < 0) {
     kv_buf_release(&log);
@@ -614,6 +911,7 @@ done:
   free(text);
   free(p_proto);
   free(p_shim);
+  free(ven);
   b->seconds = kv_now_s() - t0;
   return rc;
 }

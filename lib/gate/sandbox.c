@@ -142,10 +142,37 @@ void kv_sandbox_defaults(struct kv_sandbox_opts *o, const char *scratch_dir) {
   o->cpu_seconds = 600;
 }
 
+/* The directories of $LD_LIBRARY_PATH (absolute, existing, not "/"), at most
+ * KV_SANDBOX_LD_DIRS, resolved: kevo passes the variable to cuda workers, and
+ * the loader reads the libraries it names (a vendor library a task allows
+ * may live there: lib/gate/vendor.h). */
+#define KV_SANDBOX_LD_DIRS 8
+static char ld_dirs[KV_SANDBOX_LD_DIRS][PATH_MAX];
+
+static int ld_path_dirs(char dirs[KV_SANDBOX_LD_DIRS][PATH_MAX]) {
+  const char *l = getenv("LD_LIBRARY_PATH");
+  char buf[8192];
+  int n = 0;
+  if (!l || strlen(l) >= sizeof buf)
+    return 0;
+  snprintf(buf, sizeof buf, "%s", l);
+  char *save = NULL;
+  for (char *d = strtok_r(buf, ":", &save); d && n < KV_SANDBOX_LD_DIRS;
+       d = strtok_r(NULL, ":", &save)) {
+    struct stat sb;
+    if (d[0] == '/' && realpath(d, dirs[n]) && strcmp(dirs[n], "/") != 0 &&
+        stat(dirs[n], &sb) == 0 && S_ISDIR(sb.st_mode))
+      n++;
+  }
+  return n;
+}
+
 void kv_sandbox_worker_defaults(struct kv_sandbox_opts *o, const char *scratch_dir) {
   kv_sandbox_defaults(o, scratch_dir);
   o->scratch_bytes = KV_SCRATCH_BYTES;
   o->scratch_inodes = KV_SCRATCH_INODES;
+  for (int i = 0, n = ld_path_dirs(ld_dirs); i < n; i++)
+    o->read_paths[o->nread_paths++] = ld_dirs[i];
 }
 
 /* ---- rlimits ---- */
@@ -440,6 +467,22 @@ static void ll_allow(int rfd, uint64_t handled, const char *path, uint64_t acces
   close(fd);
 }
 
+/* A directory kevo marks unlisted (KV_UNLISTED_MARK in it, not a link: the
+ * object cache, whose entries are named by the hash of their source) is
+ * read by name only: a worker opens the object it was told to load, but
+ * cannot list the directory to find other candidates' objects and logs. */
+#define LL_READ_UNLISTED (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE)
+
+static int unlisted(const char *dir) {
+  int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  struct stat sb;
+  int r = fstatat(fd, KV_UNLISTED_MARK, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+  close(fd);
+  return r;
+}
+
 static const char *const ll_system_read[] = {
     "/usr",
     "/lib",
@@ -462,6 +505,26 @@ static const char *const ll_system_read[] = {
     "/dev/urandom",
     "/dev/random",
 };
+
+static int under(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0);
+}
+
+int kv_sandbox_worker_reads(const char *path) {
+  char real[PATH_MAX];
+  if (!path || !realpath(path, real))
+    return 0;
+  for (size_t i = 0; i < sizeof ll_system_read / sizeof ll_system_read[0]; i++)
+    if (under(real, ll_system_read[i]))
+      return 1;
+  char(*dirs)[PATH_MAX] = malloc(KV_SANDBOX_LD_DIRS * sizeof *dirs);
+  int found = 0;
+  for (int i = 0, n = dirs ? ld_path_dirs(dirs) : 0; i < n && !found; i++)
+    found = under(real, dirs[i]);
+  free(dirs);
+  return found;
+}
 
 static enum kv_layer_state apply_landlock(const struct kv_sandbox_opts *o,
                                           struct kv_sandbox_status *st) {
@@ -525,7 +588,8 @@ static enum kv_layer_state apply_landlock(const struct kv_sandbox_opts *o,
 
   for (int i = 0; i < o->nread_paths && i < KV_SANDBOX_MAX_PATHS; i++)
     if (o->read_paths[i])
-      ll_allow(rfd, h, o->read_paths[i], LL_READ, 1, st);
+      ll_allow(rfd, h, o->read_paths[i], unlisted(o->read_paths[i]) ? LL_READ_UNLISTED : LL_READ,
+               1, st);
   for (int i = 0; i < o->ndev_paths && i < KV_SANDBOX_MAX_PATHS; i++)
     if (o->dev_paths[i])
       ll_allow(rfd, h, o->dev_paths[i], LL_READ | LL_WRITE | LANDLOCK_ACCESS_FS_IOCTL_DEV, 1, st);

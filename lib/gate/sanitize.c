@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "internal.h"
+#include "vendor.h"
 #include "kevo/sandbox.h"
 #include "kevo/util.h"
 #include "toolrun.h"
@@ -633,14 +634,19 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   w = w < 0 ? w : kv_write_file(f, proto, strlen(proto), err, errlen);
   snprintf(f, sizeof f, "%s/kevo_shim.cu", dir);
   w = w < 0 ? w : kv_write_file(f, shim, strlen(shim), err, errlen);
+  struct kv_vendor *ven = w == 0 ? malloc(sizeof *ven) : NULL;
+  if (w == 0 && (!ven || kv_vendor_find(s->t, s->o, ven, err, errlen) < 0))
+    w = ven ? -1 : kv_error(err, errlen, "out of memory");
   if (w == 0) {
     char *nv = (char *)kv_nvcc_path(s->o);
-    char lflags[KV_MAX_ALLOW][KV_NAME_MAX + 4], rpath[PATH_MAX + 32];
-    char *c1[] = {nv,         "-c",      "-O3",          aflag, "-Xcompiler",  "-fPIC", "-lineinfo",
-                  "-include", "proto.h", "candidate.cu", "-o",  "candidate.o", NULL};
+    char *c1[16 + 2 * KV_VENDOR_MAX_DIRS] = {
+        nv,          "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",
+        "-lineinfo", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o"};
+    for (int i = 0; i < ven->ncargs; i++)
+      c1[12 + i] = ven->cargs[i];
     char *c2[] = {nv,      "-c",           "-O3", aflag,    "-Xcompiler",
                   "-fPIC", "kevo_shim.cu", "-o",  "shim.o", NULL};
-    char *c3[16 + KV_MAX_ALLOW];
+    char *c3[16 + KV_VENDOR_MAX_ARGS];
     int a = 0;
     c3[a++] = nv;
     c3[a++] = "-shared";
@@ -651,20 +657,9 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
     c3[a++] = "shim.o";
     c3[a++] = "-o";
     c3[a++] = "out.so";
-    for (int i = 0; i < s->t->nallow && i < KV_MAX_ALLOW; i++) {
-      snprintf(lflags[i], sizeof lflags[i], "-l%s", s->t->allow[i]);
-      c3[a++] = lflags[i];
-    }
-    if (s->t->nallow > 0) {
-      char nvdir[PATH_MAX];
-      snprintf(nvdir, sizeof nvdir, "%s", nv);
-      char *sl = strrchr(nvdir, '/');
-      if (sl)
-        *sl = 0;
-      snprintf(rpath, sizeof rpath, "-rpath=%s/../lib64", nvdir);
-      c3[a++] = "-Xlinker";
-      c3[a++] = rpath;
-    }
+    /* The libraries the task allows, as the gate's own build links them. */
+    for (int i = 0; i < ven->nlargs; i++)
+      c3[a++] = ven->largs[i];
     c3[a] = NULL;
     char **steps[3] = {c1, c2, c3};
     char home[PATH_MAX + 8], tmp[PATH_MAX + 8];
@@ -678,6 +673,8 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
       struct kv_proc_result pr;
       struct kv_jail jail = {
           .dir = dir, .cpu_s = 300, .fsize = 256u << 20, .worker_path = s->o->worker_path};
+      for (int r = 0; r < ven->nreads && jail.nreads < 4; r++)
+        jail.reads[jail.nreads++] = ven->reads[r];
       if (kv_run_jailed(&jail, steps[i], envp, dir, 120, &log, &pr, err, errlen) < 0)
         rc = -1;
       else if (!pr.exited || pr.status != 0)
@@ -688,6 +685,7 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
     if (rc == 0 && rename(f, so) < 0)
       rc = kv_error(err, errlen, "%s: cannot store the -lineinfo build", so);
   }
+  free(ven);
   kv_rmtree(dir);
 done:
   free(text);

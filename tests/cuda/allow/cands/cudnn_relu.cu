@@ -1,0 +1,50 @@
+// Honest: the GEMM in cuBLAS, the bias in a small kernel, the ReLU by cuDNN
+// (cudnnActivationForward, in place), all on the task's stream. Both handles,
+// the workspace and the descriptors are made once (static); the tensor
+// descriptor is set again only when the shape changes.
+// Expected: ok where the task allows cublas and cudnn; policy_violation
+// ("cudnn is not allowed by this task") where it allows only cublas.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+static __global__ void add_bias(float *y, const float *bias, int m, int n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x, total = (size_t)m * (size_t)n;
+  for (; i < total; i += (size_t)gridDim.x * blockDim.x)
+    y[i] += bias[i % (size_t)n];
+}
+
+extern "C" void gemm_bias_relu(const float *x, const float *w, const float *bias, float *y, int m,
+                               int n, int k, cudaStream_t stream) {
+  static cublasHandle_t bl;
+  static cudnnHandle_t dn;
+  static cudnnTensorDescriptor_t td;
+  static cudnnActivationDescriptor_t ad;
+  static void *ws;
+  static int tm, tn;
+  const size_t wsb = 32u << 20;
+  if (!bl && cublasCreate(&bl) != CUBLAS_STATUS_SUCCESS)
+    bl = NULL;
+  if (!dn && (cudnnCreate(&dn) != CUDNN_STATUS_SUCCESS || cudnnCreateTensorDescriptor(&td) ||
+              cudnnCreateActivationDescriptor(&ad) ||
+              cudnnSetActivationDescriptor(ad, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0)))
+    dn = NULL;
+  if (!ws && cudaMalloc(&ws, wsb) != cudaSuccess)
+    ws = NULL;
+  if (!bl || !dn || !ws || m <= 0 || n <= 0)
+    return;
+  if (tm != m || tn != n) {
+    if (cudnnSetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, m, n, 1, 1))
+      return;
+    tm = m, tn = n;
+  }
+  cublasSetStream(bl, stream);
+  cublasSetWorkspace(bl, ws, wsb);
+  cudnnSetStream(dn, stream);
+  const float one = 1.0f, zero = 0.0f;
+  cublasSgemm(bl, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, k, x, k, &zero, y, n);
+  size_t total = (size_t)m * (size_t)n;
+  int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+  add_bias<<<blocks, 256, 0, stream>>>(y, bias, m, n);
+  cudnnActivationForward(dn, ad, &one, td, y, &zero, td, y);
+}
