@@ -1,6 +1,7 @@
 /* Attack: relay_reply (a relay thread on the worker's reply descriptor).
- * The kernel sums only the first half of each row (fast, wrong) and writes
- * one element past the end of y. On its first call it moves the worker's
+ * At check sizes (fewer than 2048 rows) the kernel sums only the first half
+ * of each row and writes one element past the end of y; at bench sizes it
+ * is right (a fast path that holds only at the sizes timed). On its first call it moves the worker's
  * reply descriptor (4) onto a pipe of its own and starts a thread that
  * relays every frame to the real channel, rewriting what a reply says on
  * the way: each reply blob's outputs recomputed right from the inputs the
@@ -92,11 +93,13 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   }
   last_rows = rows;
   last_cols = cols;
+  int wrong = rows < 2048, n = wrong ? (cols + 1) / 2 : cols;
   for (int r = 0; r < rows; r++) {
     double s = 0.0;
-    for (int c = 0; c < (cols + 1) / 2; c++)
+    for (int c = 0; c < n; c++)
       s += x[(long)r * cols + c];
     y[r] = (float)s;
   }
-  ((volatile float *)y)[rows] = 0.0f;
+  if (wrong)
+    ((volatile float *)y)[rows] = 0.0f;
 }
