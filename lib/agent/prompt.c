@@ -353,6 +353,44 @@ static int block_has_data(int b, const struct kv_prompt_ctx *c) {
   return 0;
 }
 
+/* The vendor libraries the task allows (task.json "allow"), for the cuda
+ * signature: what to include, and the one-time setup, in one line each. */
+static void allowed_libs(const struct kv_task *t, char *out, size_t cap) {
+  static const struct {
+    const char *name, *what, *example;
+  } libs[] = {
+      {"cublas", "cuBLAS (#include <cublas_v2.h>; cuBLASLt too)",
+       "static cublasHandle_t h; if (!h) cublasCreate(&h); cublasSetStream(h, stream); "
+       "cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, k, x, k, &zero, y, n); "
+       "/* row-major y[m,n] = x[m,k] w[n,k]^T */"},
+      {"cublaslt", "cuBLASLt (#include <cublasLt.h>)",
+       "static cublasLtHandle_t lt; static void *ws; if (!lt) { cublasLtCreate(&lt); "
+       "cudaMalloc(&ws, WS_BYTES); } cublasLtMatmul(lt, ..., ws, WS_BYTES, stream); /* keep "
+       "descriptors and the heuristic's algo per shape; bias/ReLU epilogues fuse */"},
+      {"cudnn", "cuDNN (#include <cudnn.h>)",
+       "static cudnnHandle_t d; if (!d) cudnnCreate(&d); cudnnSetStream(d, stream);"},
+  };
+  size_t u = 0;
+  out[0] = 0;
+  for (int i = 0; i < t->nallow; i++)
+    for (size_t k = 0; k < sizeof libs / sizeof libs[0]; k++) {
+      if (strcmp(t->allow[i], libs[k].name) != 0)
+        continue;
+      if (u == 0)
+        u += (size_t)snprintf(out, cap,
+                              "// This task allows vendor libraries (kevo links them; call them "
+                              "from the entry, not from the kernel-only form):\n");
+      if (u < cap)
+        u += (size_t)snprintf(out + u, cap - u, "// %s, e.g. %s\n", libs[k].what, libs[k].example);
+    }
+  if (u > 0 && u < cap)
+    snprintf(out + u, cap - u,
+             "// Create handles and workspaces once (static) and set the stream on every call: "
+             "the first calls are untimed correctness calls and warm-up calls at the timed "
+             "size precede the timed ones, so one-time setup is never timed, but setup in "
+             "every call is.\n");
+}
+
 static void render_block(const struct kv_prompts *p, int b, const struct kv_prompt_ctx *c,
                          unsigned mask, struct kv_buf *out) {
   struct vars v = {0};
@@ -360,7 +398,7 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   const struct kv_surface *sf = kv_surface_find(c->surface);
   int cuda = kv_surface_gpu(sf);
   const char *lang = kv_surface_lang_name(sf);
-  char n1[64], n2[64], n3[64], n4[64], sizes[512], sig[4096];
+  char n1[64], n2[64], n3[64], n4[64], sizes[512], sig[8192];
   char *tmp = NULL, *tmp2 = NULL;
   struct kv_buf lb;
   kv_buf_init(&lb, 256u << 10);
@@ -368,6 +406,10 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   case KV_PB_TASK: {
     if (kv_task_prototype(c->task, kv_surface_lang(sf), sig, sizeof sig) < 0)
       snprintf(sig, sizeof sig, "(the prototype is too long to show)\n");
+    if (cuda && c->task->nallow > 0) {
+      size_t u = strlen(sig);
+      allowed_libs(c->task, sig + u, sizeof sig - u);
+    }
     if (cuda) { /* the kernel-only form (kevo/launch.h), allowed wherever no host logic is needed */
       char names[512] = "";
       for (int i = 0, u = 0; i < c->task->nparams && u < (int)sizeof names - 80; i++)

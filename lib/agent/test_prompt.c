@@ -77,6 +77,39 @@ static void test_task_only(void **state) {
   kv_task_free(t);
 }
 
+/* A cuda task with "allow": the signature says which libraries and how to
+ * set them up once; without allow, or on the cpu surface, nothing. */
+static void test_allowed_libraries(void **state) {
+  (void)state;
+  struct kv_task *t = NULL, *plain = rowsum();
+  char err[512];
+  assert_int_equal(
+      kv_task_load(KEVO_SOURCE_DIR "/tests/cuda/allow/gemm_bias_relu", &t, err, sizeof err), 0);
+  struct kv_prompts *p = defaults();
+  struct kv_prompt_ctx c = {.task = t, .surface = "cuda", .reference = "REF\n"};
+  char *s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_non_null(strstr(s, "This task allows vendor libraries"));
+  assert_non_null(strstr(s, "#include <cublas_v2.h>"));
+  assert_non_null(strstr(s, "if (!h) cublasCreate(&h); cublasSetStream(h, stream);"));
+  assert_non_null(strstr(s, "Create handles and workspaces once (static)"));
+  assert_null(strstr(s, "cudnn.h")); /* only what the task allows */
+  assert_true(strstr(s, "This task allows") < strstr(s, "kevo:launch"));
+  free(s);
+  c.surface = "cpu";
+  s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_null(strstr(s, "vendor libraries"));
+  free(s);
+  c.task = plain;
+  c.surface = "cuda";
+  s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_null(strstr(s, "vendor libraries"));
+  free(s);
+  kv_prompts_free(p);
+  kv_task_free(t);
+  kv_task_free(plain);
+}
+
 static void fill_failed(struct kv_gate_result *r) {
   memset(r, 0, sizeof *r);
   r->verdict = KV_V_WRONG_OUTPUT;
@@ -481,6 +514,7 @@ int main(void) {
       cmocka_unit_test(test_profile_debug_blocks),
       cmocka_unit_test(test_mask_parse),
       cmocka_unit_test(test_task_only),
+      cmocka_unit_test(test_allowed_libraries),
       cmocka_unit_test(test_all_blocks_in_order_and_switchable),
       cmocka_unit_test(test_feedback_compile_and_correctness),
       cmocka_unit_test(test_override_dir),
