@@ -338,7 +338,7 @@ int cmd_eval(int argc, char **argv) {
   struct kv_gate_opts o;
   cli_gate_opts_default(&o);
   int json = 0;
-  const char *db = NULL, *task_dir = NULL;
+  const char *db = NULL, *task_dir = NULL, *allow = NULL;
   const char **cands = calloc((size_t)argc, sizeof *cands);
   int ncand = 0, nstdin = 0;
   if (!cands)
@@ -356,6 +356,8 @@ int cmd_eval(int argc, char **argv) {
       o.timing = 0;
     else if (!strcmp(a, "--surface") && i + 1 < argc)
       o.surface = argv[++i];
+    else if (!strcmp(a, "--allow") && i + 1 < argc)
+      allow = argv[++i]; /* vendor libraries beyond the task's "allow", this run only */
     else if (!strcmp(a, "--db") && i + 1 < argc)
       db = argv[++i];
     else if (!strcmp(a, "--seed") && i + 1 < argc) {
@@ -398,6 +400,11 @@ int cmd_eval(int argc, char **argv) {
   char err[4096];
   struct kv_task *t;
   if (kv_task_load(task_dir, &t, err, sizeof err) < 0) {
+    free(cands);
+    return eval_fail(json, "%s", err);
+  }
+  if (allow && kv_task_allow_add(t, allow, "--allow", err, sizeof err) < 0) {
+    kv_task_free(t);
     free(cands);
     return eval_fail(json, "%s", err);
   }

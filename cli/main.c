@@ -12,8 +12,8 @@
 static const struct kv_command commands[] = {
     {"eval", cmd_eval,
      "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
-     "[--budget SECONDS] [--timing-ci X|off] [--deadline SECONDS] [--torch-compile MODE] TASK_DIR "
-     "CANDIDATE [CANDIDATE...]",
+     "[--budget SECONDS] [--timing-ci X|off] [--deadline SECONDS] [--torch-compile MODE] "
+     "[--allow cublas,cublaslt,cudnn] TASK_DIR CANDIDATE [CANDIDATE...]",
      "judge candidate kernels (several: in turn, workers kept warm): exit 0 all accepted, 1 "
      "one rejected, 2 could not judge"},
     {"task", cmd_task,

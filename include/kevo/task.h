@@ -84,6 +84,12 @@ int kv_task_load(const char *dir, struct kv_task **out, char *err, size_t errlen
 int kv_task_parse(const char *text, size_t len, const char *filename, struct kv_task **out,
                   char *err, size_t errlen);
 void kv_task_free(struct kv_task *t);
+/* Adds the vendor libraries of list ("cublas,cudnn": names of "allow",
+ * comma- or space-separated) to the task's allow list and its JSON, those
+ * already there skipped: kevo eval --allow. Messages start with origin
+ * ("--allow: 'cufft' is not a library kevo can link; use one of ..."). */
+int kv_task_allow_add(struct kv_task *t, const char *list, const char *origin, char *err,
+                      size_t errlen);
 
 /* Expressions: integers, size names, + - * / % ( ) and unary minus, 64-bit,
  * with errors for unknown names, division or modulo by zero, overflow and

@@ -444,7 +444,8 @@ static void default_init(enum kv_dtype d, struct kv_init *init) {
  * links them, lib/gate/compile.c's policy admits their symbols). */
 static const char *const allow_names[] = {"cublas", "cublaslt", "cudnn", NULL};
 
-static int check_allow_name(struct pctx *c, size_t i, const char *a) {
+/* field: "allow[2]", or "" (kevo eval --allow: the origin says it). */
+static int check_allow_name(struct pctx *c, const char *field, const char *a) {
   char q[56], hint[64] = "";
   const char *close = NULL;
   size_t best = 3;
@@ -459,10 +460,8 @@ static int check_allow_name(struct pctx *c, size_t i, const char *a) {
   }
   if (close)
     snprintf(hint, sizeof hint, " (did you mean '%s'?)", close);
-  return fail(c,
-              "allow[%zu]: '%s' is not a library kevo can link; use one of cublas cublaslt "
-              "cudnn%s",
-              i, kvt_quote(a, 40, q, sizeof q), hint);
+  return fail(c, "%s%s'%s' is not a library kevo can link; use one of cublas cublaslt cudnn%s",
+              field, *field ? ": " : "", kvt_quote(a, 40, q, sizeof q), hint);
 }
 
 static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
@@ -866,7 +865,9 @@ static int parse_root(struct pctx *c, struct kv_task *t, json_t *root) {
       if (!*a || strlen(a) > ALLOW_NAME_MAX)
         return fail(c, "allow[%zu]: must have 1 to %d characters; name a library, e.g. \"cublas\"",
                     i, ALLOW_NAME_MAX);
-      if (check_allow_name(c, i, a) < 0)
+      char field[32];
+      snprintf(field, sizeof field, "allow[%zu]", i);
+      if (check_allow_name(c, field, a) < 0)
         return -1;
       for (int j = 0; j < t->nallow; j++)
         if (strcmp(t->allow[j], a) == 0)
@@ -941,6 +942,63 @@ void kv_task_free(struct kv_task *t) {
     free(t->allow[i]);
   free(t->json);
   free(t);
+}
+
+/* ---- allow, added by the caller (kevo eval --allow) ----------------------- */
+
+/* Adds one name (not yet listed) to t->allow and to t->json's "allow". */
+static int allow_one(struct kv_task *t, json_t *root, const char *name, const char *origin,
+                     char *err, size_t errlen) {
+  struct pctx c = {origin, err, errlen};
+  if (check_allow_name(&c, "", name) < 0)
+    return -1;
+  for (int j = 0; j < t->nallow; j++)
+    if (strcmp(t->allow[j], name) == 0)
+      return 0;
+  if (t->nallow >= KV_MAX_ALLOW)
+    return fail(&c, "allow: more than %d entries; name fewer", KV_MAX_ALLOW);
+  json_t *arr = json_object_get(root, "allow");
+  if (!arr) {
+    arr = json_array();
+    if (!arr || json_object_set_new(root, "allow", arr) < 0)
+      return oom(&c);
+  }
+  if (!(t->allow[t->nallow] = xstrdup(name)) || json_array_append_new(arr, json_string(name)) < 0)
+    return oom(&c);
+  t->nallow++;
+  return 0;
+}
+
+int kv_task_allow_add(struct kv_task *t, const char *list, const char *origin, char *err,
+                      size_t errlen) {
+  struct pctx c = {origin && *origin ? origin : "--allow", err, errlen};
+  if (!t || !list)
+    return fail(&c, "(call): no task or no list; pass both to kv_task_allow_add");
+  json_t *root = t->json ? json_loads(t->json, 0, NULL) : NULL;
+  if (!root)
+    return fail(&c, "(task): its JSON does not parse; load the task again");
+  char buf[1024];
+  if (strlen(list) >= sizeof buf) {
+    json_decref(root);
+    return fail(&c, "'%.40s...': longer than %zu characters; name fewer libraries", list,
+                sizeof buf - 1);
+  }
+  snprintf(buf, sizeof buf, "%s", list);
+  int rc = 0;
+  char *save = NULL;
+  for (char *n = strtok_r(buf, ", ", &save); n && rc == 0; n = strtok_r(NULL, ", ", &save))
+    rc = allow_one(t, root, n, c.file, err, errlen);
+  if (rc == 0) {
+    char *js = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
+    if (!js)
+      rc = oom(&c);
+    else {
+      free(t->json);
+      t->json = js;
+    }
+  }
+  json_decref(root);
+  return rc;
 }
 
 /* Joins dir and name into out; -1 when it does not fit. */

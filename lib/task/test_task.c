@@ -214,6 +214,37 @@ static void test_defaults(void **state) {
   kv_task_free(t);
 }
 
+/* kevo eval --allow: names checked like the field's, added to the list and
+ * the JSON once, the task unchanged on an error. */
+static void test_allow_add(void **state) {
+  (void)state;
+  struct kv_task *t = NULL;
+  char err[512] = "";
+  if (parse(ROWSUM, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_int_equal(t->nallow, 0);
+  assert_int_equal(kv_task_allow_add(t, "cublas, cudnn,cublas", "--allow", err, sizeof err), 0);
+  assert_int_equal(t->nallow, 2);
+  assert_string_equal(t->allow[0], "cublas");
+  assert_string_equal(t->allow[1], "cudnn");
+  assert_non_null(strstr(t->json, "\"allow\":[\"cublas\",\"cudnn\"]"));
+  assert_int_equal(kv_task_allow_add(t, "cudnn", "--allow", err, sizeof err), 0);
+  assert_int_equal(t->nallow, 2);
+  assert_int_equal(kv_task_allow_add(t, "cufft", "--allow", err, sizeof err), -1);
+  assert_string_equal(err, "--allow: 'cufft' is not a library kevo can link; use one of cublas "
+                           "cublaslt cudnn");
+  assert_int_equal(kv_task_allow_add(t, "CUDNN", "--allow", err, sizeof err), -1);
+  assert_non_null(strstr(err, "(did you mean 'cudnn'?)"));
+  assert_int_equal(t->nallow, 2);
+  /* The JSON parses back to the same list. */
+  struct kv_task *u = NULL;
+  if (parse(t->json, &u, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_int_equal(u->nallow, 2);
+  kv_task_free(u);
+  kv_task_free(t);
+}
+
 /* ---- malformed specs ----------------------------------------------------- */
 
 struct bad {
@@ -575,9 +606,9 @@ static void test_load(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rowsum_example), cmocka_unit_test(test_defaults),
-      cmocka_unit_test(test_bad_mutations),  cmocka_unit_test(test_bad_scalars),
-      cmocka_unit_test(test_bad_documents),  cmocka_unit_test(test_total_cap),
-      cmocka_unit_test(test_load),
+      cmocka_unit_test(test_allow_add),      cmocka_unit_test(test_bad_mutations),
+      cmocka_unit_test(test_bad_scalars),    cmocka_unit_test(test_bad_documents),
+      cmocka_unit_test(test_total_cap),      cmocka_unit_test(test_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
