@@ -190,6 +190,34 @@ int kv_source_files_check(const char *text, size_t len, char *out, size_t cap);
 /* The compile log of such a refusal (malloc'd into *log). */
 void kv_source_files_refusal(const char *why, char **log);
 
+/* The object cache (objcache.c). kv_dir_trusted: 0 when dir is a directory
+ * of this user's, not a link, not writable by group or others; else -1 with
+ * err naming dir (`what` says which) and the fix. kv_obj_dir: <cache>/obj,
+ * made 0700, both checked so, marked KV_UNLISTED_MARK (workers read it by
+ * name only). */
+int kv_dir_trusted(const char *dir, const char *what, char *err, size_t errlen);
+int kv_obj_dir(const char *cache_dir, char *objdir, size_t cap, char *err, size_t errlen);
+enum { KV_OBJ_MISS = 0, KV_OBJ_OK = 1, KV_OBJ_FAIL = 2 };
+#define KV_OBJ_CAP_MB_DEFAULT 2048ULL
+#define KV_OBJ_GRACE_S 600
+/* The entry <key> of objdir, verified against its record (<key>.sum): each
+ * recorded file re-hashed (SHA-256, a regular file of ours, the recorded
+ * size). KV_OBJ_OK or KV_OBJ_FAIL (a cached compile error) when it matches,
+ * and the entry counts as used now; else KV_OBJ_MISS, and whatever was there
+ * under that key (files named <key>.SUFFIX for each of the NULL-ended
+ * suffixes, or any record) is removed: the caller rebuilds. */
+int kv_obj_lookup(const char *objdir, const char *key, const char *const *suffixes);
+/* Records the entry once its files (<key>.SUFFIX, NULL-ended) are in place,
+ * then evicts down to the cap. 0, or -1 with err (the entry removed). */
+int kv_obj_record(const char *objdir, const char *key, int ok, const char *const *suffixes,
+                  char *err, size_t errlen);
+/* The cap on obj/: KEVO_CACHE_MAX_MB MiB (default KV_OBJ_CAP_MB_DEFAULT). */
+unsigned long long kv_obj_cap_bytes(void);
+/* Removes the least recently used entries of objdir while it holds more than
+ * cap_bytes (down to 90% of it), sparing those used in the last grace_s
+ * seconds. Returns the bytes left. */
+unsigned long long kv_obj_evict(const char *objdir, unsigned long long cap_bytes, int grace_s);
+
 /* kv_run of argv inside the jail: the sandbox is entered by kevo-sandbox
  * after exec (a child forked from a threaded process may only make
  * async-signal-safe calls before exec), which then executes argv[0] (found
@@ -404,6 +432,14 @@ enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set,
                                  const uint64_t *seeds, const int *poisons, int ncalls,
                                  int ret_inputs, size_t want, double deadline, uint8_t **blob,
                                  json_t **reply, char *detail, size_t detlen);
+/* The same at a check size set kevo drew (drawn, of task t; NULL: index's):
+ * the request carries every param's value ("sizes"). */
+enum kv_call_status kv_run_check_at(struct kv_worker *w, int slot, const char *set, int index,
+                                    const struct kv_task *t, const struct kv_sizeset *drawn,
+                                    const uint64_t *seeds, const int *poisons, int ncalls,
+                                    int ret_inputs, size_t want, double deadline, uint8_t **blob,
+                                    json_t **reply, char *detail, size_t detlen);
+void kv_request_sizes(const struct kv_task *t, const struct kv_sizeset *drawn, json_t *req);
 /* A sampled call (kevo/runtime.h): the whole call's counts and the
  * sample's seed. */
 struct kv_sample_of {

@@ -364,7 +364,7 @@ int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max) {
 /* ---- vendor libraries (vendor.h) ---- */
 
 struct vlib {
-  const char *allow, *header, *env, *install;
+  const char *allow, *header, *hglob, *env, *install;
   const char *libs[9]; /* the first is required; the others are linked where present */
   const char *wheels[3];
 };
@@ -372,6 +372,7 @@ struct vlib {
 static const struct vlib vlibs[] = {
     {"cublas",
      "cublas_v2.h",
+     "cublas*.h",
      "KEVO_CUBLAS_DIR",
      "cuBLAS comes with the CUDA toolkit: install its libcublas-dev package (apt-get install "
      "libcublas-dev-13-0) or the nvidia-cublas wheel, or set KEVO_CUBLAS_DIR",
@@ -379,6 +380,7 @@ static const struct vlib vlibs[] = {
      {"cu13", "cublas", NULL}},
     {"cublaslt",
      "cublasLt.h",
+     "cublas*.h",
      "KEVO_CUBLAS_DIR",
      "cuBLASLt comes with the CUDA toolkit: install its libcublas-dev package (apt-get install "
      "libcublas-dev-13-0) or the nvidia-cublas wheel, or set KEVO_CUBLAS_DIR",
@@ -386,6 +388,7 @@ static const struct vlib vlibs[] = {
      {"cu13", "cublas", NULL}},
     {"cudnn",
      "cudnn.h",
+     "cudnn*.h",
      "KEVO_CUDNN_DIR",
      "install cuDNN: pip install nvidia-cudnn-cu13 (nvidia-cudnn-cu12 for CUDA 12), or apt-get "
      "install cudnn9-cuda-13, or set KEVO_CUDNN_DIR to a directory with include/cudnn.h and "
@@ -565,11 +568,15 @@ static int vendor_add(const struct vlib *l, const struct kv_gate_opts *o, struct
   }
   if (strcmp(inc, nvreal) != 0 && strcmp(inc, "/usr/include") != 0) {
     int dup = 0;
-    for (int i = 1; i < v->ncargs; i += 2)
-      dup |= !strcmp(v->cargs[i], inc);
-    if (!dup) {
-      vadd(v->cargs, &v->ncargs, 2 * KV_VENDOR_MAX_DIRS, "%s%s", "-I", "");
-      vadd(v->cargs, &v->ncargs, 2 * KV_VENDOR_MAX_DIRS, "%s%s", inc, "");
+    for (int i = 0; i < v->nstage; i++)
+      dup |= !strcmp(v->stage_dir[i], inc) && !strcmp(v->stage_glob[i], l->hglob);
+    if (!dup && v->nstage < KV_VENDOR_MAX_DIRS) {
+      snprintf(v->stage_dir[v->nstage], PATH_MAX, "%s", inc);
+      snprintf(v->stage_glob[v->nstage++], sizeof v->stage_glob[0], "%s", l->hglob);
+    }
+    if (v->ncargs == 0) {
+      vadd(v->cargs, &v->ncargs, 2, "%s%s", "-I", "");
+      vadd(v->cargs, &v->ncargs, 2, "%s%s", "kevo-vendor-include", "");
     }
   }
   vendor_read(v, inc);
@@ -610,6 +617,33 @@ int kv_vendor_find(const struct kv_task *t, const struct kv_gate_opts *o, struct
                       i, t->allow[i]);
     if (vendor_add(l, o, v, err, errlen) < 0)
       return -1;
+  }
+  return 0;
+}
+
+int kv_vendor_stage(const struct kv_vendor *v, const char *build_dir, char *err, size_t errlen) {
+  if (v->nstage == 0)
+    return 0;
+  char to[PATH_MAX + 64], pat[PATH_MAX + 64];
+  snprintf(to, sizeof to, "%s/kevo-vendor-include", build_dir);
+  if (kv_mkdirs(to, 0700, err, errlen) < 0)
+    return -1;
+  for (int i = 0; i < v->nstage; i++) {
+    snprintf(pat, sizeof pat, "%s/%s", v->stage_dir[i], v->stage_glob[i]);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) != 0)
+      continue;
+    for (size_t k = 0; k < g.gl_pathc; k++) {
+      char ln[PATH_MAX * 2];
+      snprintf(ln, sizeof ln, "%s/%s", to, strrchr(g.gl_pathv[k], '/') + 1);
+      if (symlink(g.gl_pathv[k], ln) < 0 && errno != EEXIST) {
+        int e = errno;
+        globfree(&g);
+        return kv_error(err, errlen, "%s: cannot link the header %s there: %s", to, pat,
+                        strerror(e));
+      }
+    }
+    globfree(&g);
   }
   return 0;
 }
@@ -763,6 +797,7 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
     kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
   kv_sha256_update(h, "-Xptxas -v", 11);
+  kv_sha256_update(h, ven->summary, strlen(ven->summary) + 1); /* where each library is */
   for (int i = 0; i < ven->ncargs; i++)
     kv_sha256_update(h, ven->cargs[i], strlen(ven->cargs[i]) + 1);
   for (int i = 0; i < ven->nlargs; i++)
@@ -773,23 +808,21 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   kv_sha256_final(h, b->key);
 
   int rc = 0;
-  char objdir[3100], logp[PATH_MAX], failp[PATH_MAX], shim_o[PATH_MAX];
-  if (strlen(cache_dir) > 3000) {
-    rc = kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR", cache_dir);
-    goto done;
-  }
-  snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
-  if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
+  char objdir[3100], logp[PATH_MAX], shim_o[PATH_MAX], shim_entry[80];
+  static const char *const sfx_ok[] = {".so", ".o", ".log", NULL},
+                           *const sfx_fail[] = {".log", NULL}, *const sfx_shim[] = {".o", NULL};
+  if (kv_obj_dir(cache_dir, objdir, sizeof objdir, err, errlen) < 0) {
     rc = -1;
     goto done;
   }
   snprintf(b->so_path, sizeof b->so_path, "%s/%s.so", objdir, b->key);
   snprintf(b->obj_path, sizeof b->obj_path, "%s/%s.o", objdir, b->key);
   snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
-  snprintf(failp, sizeof failp, "%s/%s.fail", objdir, b->key);
-  snprintf(shim_o, sizeof shim_o, "%s/shim-%s.o", objdir, shim_key);
-  if ((kv_path_exists(b->so_path) && kv_path_exists(b->obj_path)) || kv_path_exists(failp)) {
-    b->ok = !kv_path_exists(failp);
+  snprintf(shim_entry, sizeof shim_entry, "shim-%s", shim_key);
+  snprintf(shim_o, sizeof shim_o, "%s/%s.o", objdir, shim_entry);
+  int hit = kv_obj_lookup(objdir, b->key, sfx_ok);
+  if (hit != KV_OBJ_MISS) {
+    b->ok = hit == KV_OBJ_OK;
     b->cached = 1;
     size_t ll;
     if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
@@ -808,7 +841,8 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   snprintf(f_shim, sizeof f_shim, "%s/kevo_shim.cu", dir);
   if (kv_write_file(f_src, text, len, err, errlen) < 0 ||
       kv_write_file(f_proto, p_proto, strlen(p_proto), err, errlen) < 0 ||
-      kv_write_file(f_shim, p_shim, strlen(p_shim), err, errlen) < 0) {
+      kv_write_file(f_shim, p_shim, strlen(p_shim), err, errlen) < 0 ||
+      kv_vendor_stage(ven, dir, err, errlen) < 0) {
     rc = -1;
     goto cleanup;
   }
@@ -816,7 +850,7 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   kv_buf_init(&log, KV_LOG_CAP);
   int killed = 0;
   char *nv = (char *)kv_nvcc_path(o);
-  if (!kv_path_exists(shim_o)) {
+  if (kv_obj_lookup(objdir, shim_entry, sfx_shim) != KV_OBJ_OK) {
     char *argv[] = {nv,      "-c",           "-O3", aflag,    "-Xcompiler",
                     "-fPIC", "kevo_shim.cu", "-o",  "shim.o", NULL};
     struct kv_buf slog;
@@ -831,6 +865,8 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
                     t->name, nv, slog.data ? slog.data : "");
     else if (rename(built, shim_o) < 0)
       rc = kv_error(err, errlen, "%s: cannot store the shim: %s", shim_o, strerror(errno));
+    else
+      rc = kv_obj_record(objdir, shim_entry, 1, sfx_shim, err, errlen);
     kv_buf_release(&slog);
     if (rc < 0) {
       kv_buf_release(&log);
@@ -853,9 +889,9 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     }
     free(bytes);
   }
-  char *cargv[16 + 2 * KV_VENDOR_MAX_DIRS] = {
-      nv,   "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",      "-Xptxas",
-      "-v", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o"};
+  char *cargv[16 + 2] = {nv,           "-c", "-O3",      aflag,     "-Xcompiler",   "-fPIC",
+                         "-Xptxas",    "-v", "-include", "proto.h", "candidate.cu", "-o",
+                         "candidate.o"};
   for (int i = 0, c = 13; i < ven->ncargs; i++)
     cargv[c++] = ven->cargs[i];
   int ok = run_nvcc(o, cargv, dir, t_end, ven, &log, &killed, err, errlen);
@@ -899,8 +935,11 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
   if (b->ok) {
     if (rename(cand_o, b->obj_path) < 0 || rename(out_so, b->so_path) < 0)
       rc = kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
+    else
+      rc = kv_obj_record(objdir, b->key, 1, sfx_ok, err, errlen);
   } else if (!killed && !compiled) {
-    kv_write_file(failp, "", 0, NULL, 0); /* a compile error is a property of the source */
+    /* a compile error is a property of the source */
+    kv_obj_record(objdir, b->key, 0, sfx_fail, NULL, 0);
   }
   kv_buf_release(&log);
 cleanup:

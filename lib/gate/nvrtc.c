@@ -200,22 +200,19 @@ int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o,
   kv_sha256_update(h, text, len);
   kv_sha256_final(h, b->key);
 
-  char objdir[3100], logp[PATH_MAX], failp[PATH_MAX];
-  if (strlen(cache_dir) > 3000) {
-    rc = kv_error(err, errlen, "%s: cache directory path too long; set KEVO_CACHE_DIR", cache_dir);
-    goto done;
-  }
-  snprintf(objdir, sizeof objdir, "%s/obj", cache_dir);
-  if (kv_mkdirs(objdir, 0700, err, errlen) < 0) {
+  char objdir[3100], logp[PATH_MAX];
+  static const char *const sfx_ok[] = {".kvk", ".cubin", ".log", NULL},
+                           *const sfx_fail[] = {".log", NULL};
+  if (kv_obj_dir(cache_dir, objdir, sizeof objdir, err, errlen) < 0) {
     rc = -1;
     goto done;
   }
   snprintf(b->so_path, sizeof b->so_path, "%s/%s.kvk", objdir, b->key);
   snprintf(b->obj_path, sizeof b->obj_path, "%s/%s.cubin", objdir, b->key);
   snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
-  snprintf(failp, sizeof failp, "%s/%s.fail", objdir, b->key);
-  if ((kv_path_exists(b->so_path) && kv_path_exists(b->obj_path)) || kv_path_exists(failp)) {
-    b->ok = !kv_path_exists(failp);
+  int hit = kv_obj_lookup(objdir, b->key, sfx_ok);
+  if (hit != KV_OBJ_MISS) {
+    b->ok = hit == KV_OBJ_OK;
     b->cached = 1;
     size_t ll;
     if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
@@ -360,10 +357,12 @@ int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o,
         rc = -1;
       } else {
         b->ok = 1;
+        rc = kv_obj_record(objdir, b->key, 1, sfx_ok, err, errlen);
       }
       kv_buf_release(&bundle);
     } else if (!killed) {
-      kv_write_file(failp, "", 0, NULL, 0); /* a compile error is a property of the source */
+      /* a compile error is a property of the source */
+      kv_obj_record(objdir, b->key, 0, sfx_fail, NULL, 0);
     }
   }
 cleanup:

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,6 +195,90 @@ static void test_nvcc_caps(void **state) {
   unsetenv("KEVO_COMPILE_MEM_MB");
 }
 
+/* ---- the object cache ---- */
+
+static struct kv_gate_result *eval(const char *path, const char *cache, int *rc, char *err,
+                                   size_t errlen) {
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.cache_dir = cache;
+  o.timing = 0;
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  *rc = kv_gate_eval(g.task, path, &o, r, err, errlen);
+  return r;
+}
+
+static void release(struct kv_gate_result *r) {
+  kv_gate_result_release(r);
+  free(r);
+}
+
+/* Another user (or anything) plants a zero kernel under a correct
+ * candidate's cache name: the gate must rebuild, not judge the plant. */
+static void test_planted_object(void **state) {
+  (void)state;
+  char good[PATH_MAX + 64], zeros[PATH_MAX + 64], err[1024] = "";
+  snprintf(good, sizeof good, "%s/tests/adversarial/cands/good.c", g.src);
+  snprintf(zeros, sizeof zeros, "%s/tests/adversarial/cands/zeros.c", g.src);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  struct kv_build bg, bz;
+  assert_int_equal(kv_build_c(g.task, &o, good, g.cache, 60, &bg, err, sizeof err), 0);
+  assert_int_equal(kv_build_c(g.task, &o, zeros, g.cache, 60, &bz, err, sizeof err), 0);
+  assert_true(bg.ok && bz.ok);
+  char *bytes;
+  size_t n;
+  assert_int_equal(kv_read_file(bz.so_path, 64 << 20, &bytes, &n, err, sizeof err), 0);
+  assert_int_equal(kv_write_file(bg.so_path, bytes, n, err, sizeof err), 0); /* the plant */
+  free(bytes);
+  int rc;
+  struct kv_gate_result *r = eval(good, g.cache, &rc, err, sizeof err);
+  print_message("[caps] planted object: %s, cached %d: %s\n",
+                rc ? "kevo error" : kv_verdict_name(r->verdict), r->compile_cached,
+                rc ? err : r->detail);
+  assert_int_equal(rc, 0);
+  assert_int_equal(r->verdict, KV_V_OK);
+  assert_int_equal(r->compile_cached, 0); /* rebuilt */
+  release(r);
+  kv_build_release(&bg);
+  kv_build_release(&bz);
+}
+
+/* A candidate lists obj/ from its worker: refused (ok), else wrong_output. */
+static void test_obj_unlisted(void **state) {
+  (void)state;
+  char path[PATH_MAX + 64], err[1024] = "";
+  cand("obj_list.c", path, sizeof path);
+  int rc;
+  struct kv_gate_result *r = eval(path, g.cache, &rc, err, sizeof err);
+  print_message("[caps] obj_list.c: %s: %s\n", rc ? "kevo error" : kv_verdict_name(r->verdict),
+                rc ? err : r->detail);
+  assert_int_equal(rc, 0);
+  assert_int_equal(r->verdict, KV_V_OK);
+  release(r);
+}
+
+/* A cache directory others can write (a shared KEVO_CACHE_DIR) is refused,
+ * naming the directory and the fix. */
+static void test_untrusted_cache_dir(void **state) {
+  (void)state;
+  char dir[PATH_MAX], path[PATH_MAX + 64], err[1024] = "";
+  snprintf(dir, sizeof dir, "%s/shared-cache", g.tmp);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(chmod(dir, 0777), 0);
+  snprintf(path, sizeof path, "%s/tests/adversarial/cands/good.c", g.src);
+  int rc;
+  struct kv_gate_result *r = eval(path, dir, &rc, err, sizeof err);
+  print_message("[caps] shared cache 0777: rc %d: %s\n", rc, err);
+  assert_int_equal(rc, -1);
+  assert_non_null(strstr(err, dir));
+  assert_non_null(strstr(err, "chmod go-w"));
+  release(r);
+}
+
 static int setup(void **state) {
   (void)state;
   const char *src = getenv("KEVO_SOURCE_DIR");
@@ -202,6 +287,8 @@ static int setup(void **state) {
   if (!mkdtemp(g.tmp))
     return -1;
   snprintf(g.cache, sizeof g.cache, "%s/cache", g.tmp);
+  if (mkdir(g.cache, 0700) != 0)
+    return -1;
   char dir[PATH_MAX + 64], err[512];
   snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", g.src);
   return kv_task_load(dir, &g.task, err, sizeof err) == 0 ? 0 : -1;
@@ -216,9 +303,15 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_scan),          cmocka_unit_test(test_caps_settings),
-      cmocka_unit_test(test_files_refused), cmocka_unit_test(test_bomb_mem),
-      cmocka_unit_test(test_bomb_cpu),      cmocka_unit_test(test_nvcc_caps),
+      cmocka_unit_test(test_scan),
+      cmocka_unit_test(test_caps_settings),
+      cmocka_unit_test(test_files_refused),
+      cmocka_unit_test(test_bomb_mem),
+      cmocka_unit_test(test_bomb_cpu),
+      cmocka_unit_test(test_nvcc_caps),
+      cmocka_unit_test(test_planted_object),
+      cmocka_unit_test(test_obj_unlisted),
+      cmocka_unit_test(test_untrusted_cache_dir),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
