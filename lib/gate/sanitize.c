@@ -635,13 +635,14 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   snprintf(f, sizeof f, "%s/kevo_shim.cu", dir);
   w = w < 0 ? w : kv_write_file(f, shim, strlen(shim), err, errlen);
   struct kv_vendor *ven = w == 0 ? malloc(sizeof *ven) : NULL;
-  if (w == 0 && (!ven || kv_vendor_find(s->t, s->o, ven, err, errlen) < 0))
+  if (w == 0 && (!ven || kv_vendor_find(s->t, s->o, ven, err, errlen) < 0 ||
+                 kv_vendor_stage(ven, dir, err, errlen) < 0))
     w = ven ? -1 : kv_error(err, errlen, "out of memory");
   if (w == 0) {
     char *nv = (char *)kv_nvcc_path(s->o);
-    char *c1[16 + 2 * KV_VENDOR_MAX_DIRS] = {
-        nv,          "-c",       "-O3",     aflag,          "-Xcompiler", "-fPIC",
-        "-lineinfo", "-include", "proto.h", "candidate.cu", "-o",         "candidate.o"};
+    char *c1[16 + 2] = {nv,           "-c",           "-O3",       aflag,
+                        "-Xcompiler", "-fPIC",        "-lineinfo", "-include",
+                        "proto.h",    "candidate.cu", "-o",        "candidate.o"};
     for (int i = 0; i < ven->ncargs; i++)
       c1[12 + i] = ven->cargs[i];
     char *c2[] = {nv,      "-c",           "-O3", aflag,    "-Xcompiler",

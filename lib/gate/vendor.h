@@ -21,10 +21,16 @@
 #define KV_VENDOR_ARG_MAX (PATH_MAX + 16)
 
 struct kv_vendor {
-  /* The compile's extra arguments: "-I", DIR for a header outside nvcc's own
-   * include directory and /usr/include. */
+  /* The compile's extra arguments: "-I" "kevo-vendor-include" (relative to
+   * the build directory) when a library's headers lie outside nvcc's own
+   * include directory and /usr/include. Only those headers are staged there
+   * (kv_vendor_stage), never the directory: a wheel's include/ holds its own
+   * cuda_runtime.h, which must not shadow nvcc's. */
   int ncargs;
-  char cargs[2 * KV_VENDOR_MAX_DIRS][KV_VENDOR_ARG_MAX];
+  char cargs[2][KV_VENDOR_ARG_MAX];
+  int nstage; /* headers to stage: stage_glob (e.g. "cudnn*.h") in stage_dir */
+  char stage_dir[KV_VENDOR_MAX_DIRS][PATH_MAX];
+  char stage_glob[KV_VENDOR_MAX_DIRS][32];
   /* The link's: -Xlinker --no-as-needed (each library is loaded with the
    * candidate, before the worker's lockdown), -L DIR, -l:FILE for each
    * library, -Xlinker -rpath=DIR. */
@@ -43,6 +49,10 @@ struct kv_vendor {
  * one is missing or lies where the worker's sandbox cannot read it. */
 int kv_vendor_find(const struct kv_task *t, const struct kv_gate_opts *o, struct kv_vendor *v,
                    char *err, size_t errlen);
+
+/* Links the staged headers into build_dir/kevo-vendor-include (nothing when
+ * none are staged). 0, or -1 with err. */
+int kv_vendor_stage(const struct kv_vendor *v, const char *build_dir, char *err, size_t errlen);
 
 /* A compile log's hint: when the log says a vendor header was not found
  * ("cudnn.h: No such file") and the task does not allow that library, a line

@@ -10,7 +10,8 @@
  *     is refused whatever the task allows;
  *   - a missing library is an error naming it and how to install it; one the
  *     worker's sandbox cannot read is an error until $LD_LIBRARY_PATH names
- *     its directory; a wheel's layout (only libcudnn.so.9) links;
+ *     its directory; a wheel's layout (only libcudnn.so.9, a cuda_runtime.h
+ *     of its own beside cudnn.h) links, its cuDNN headers alone staged;
  *   - a compile that fails on a vendor header the task does not allow says so
  *     first. */
 #include <setjmp.h>
@@ -201,10 +202,12 @@ static int fake_root(const char *dir, char *real_lib, size_t cap) {
   snprintf(real_lib, cap, "%s", lib);
   free(v);
   char cmd[4 * PATH_MAX];
-  snprintf(cmd, sizeof cmd,
-           "rm -rf '%s' && mkdir -p '%s/include' '%s/lib' && ln -s '%s'/cudnn*.h '%s/include/' && "
-           "for f in '%s'/libcudnn*.so.9; do ln -s \"$f\" '%s/lib/'; done",
-           dir, dir, dir, inc, dir, lib, dir);
+  snprintf(
+      cmd, sizeof cmd,
+      "rm -rf '%s' && mkdir -p '%s/include' '%s/lib' && ln -s '%s'/cudnn*.h '%s/include/' && "
+      "for f in '%s'/libcudnn*.so.9; do ln -s \"$f\" '%s/lib/'; done && "
+      "echo '#error a wheel cuda_runtime.h shadowed the toolkit one' > '%s/include/cuda_runtime.h'",
+      dir, dir, dir, inc, dir, lib, dir, dir);
   return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -251,6 +254,11 @@ static void test_where(void **state) {
   }
   assert_true(l_versioned);
   assert_true(rpath);
+  /* Its headers are staged alone: the directory's cuda_runtime.h stays out. */
+  assert_int_equal(v->ncargs, 2);
+  assert_string_equal(v->cargs[1], "kevo-vendor-include");
+  assert_int_equal(v->nstage, 1);
+  assert_string_equal(v->stage_glob[0], "cudnn*.h");
   /* It links from there (the compiler's sandbox is given the directory). */
   kv_task_free(t);
   char out[1024], so[PATH_MAX];
