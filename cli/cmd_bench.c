@@ -57,6 +57,15 @@ static json_t *level_json(const struct kv_bench_level *l) {
                    l->ada);
 }
 
+/* How the bench's speedups were timed (its config's timing_method). */
+static const char *bench_method(const struct kv_bench_row *b) {
+  json_t *cfg = json_loads(b->config_json ? b->config_json : "{}", 0, NULL);
+  const char *m = json_string_value(json_object_get(cfg, "timing_method"));
+  const char *out = m && !strcmp(m, "kernelbench") ? "kernelbench" : "kevo";
+  json_decref(cfg);
+  return out;
+}
+
 static int print_json(const struct kv_bench_row *b, const struct kv_bench_task_row *rows, int n,
                       const struct kv_bench_summary *sm, const char *stopped) {
   json_t *tasks = json_array();
@@ -88,6 +97,7 @@ static int print_json(const struct kv_bench_row *b, const struct kv_bench_task_r
   for (int l = 0; l < sm->nlevels; l++)
     json_array_append_new(levels, level_json(&sm->levels[l]));
   json_object_set_new(summary, "levels", levels);
+  json_object_set_new(summary, "timing_method", json_string(bench_method(b)));
   json_t *cfg = json_loads(b->config_json ? b->config_json : "{}", 0, NULL);
   json_t *root = json_pack("{s:I,s:s,s:s,s:o,s:o,s:o}", "bench", (json_int_t)b->id, "suite",
                            b->suite_dir, "status", b->status, "config", cfg ? cfg : json_object(),
@@ -160,11 +170,16 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
       printf(" %8s", "-");
     printf(" %7.2fx\n", lv ? lv->ada : sm->ada);
   }
-  printf("fast_p: the share of all tasks that are correct and more than p times as fast as the "
-         "reference; geomean: over the correct tasks (KernelBench's way); ada: the mean "
-         "speedup over all tasks, incorrect ones as 0, each clamped at %g (AdaExplore's "
-         "score)\n",
+  printf("fast_p (KernelBench's fast_p, p named): the share of all tasks that are correct and "
+         "more than p times as fast as the reference; geomean (KernelBench's): the geometric "
+         "mean speedup over the correct tasks; ada (AdaExplore's score): the mean speedup over "
+         "all tasks, incorrect ones as 0, each clamped at %g\n",
          KV_BENCH_ADA_CLAMP);
+  printf("speedups timed by %s\n",
+         strcmp(bench_method(b), "kernelbench")
+             ? "kevo's method (medians of fresh, cold-cache calls; --timing kevo)"
+             : "KernelBench's protocol (the mean of 100 trials after 3 warm-ups, same inputs, "
+               "no flush; --timing kernelbench)");
 }
 
 static int show(struct kv_store *s, int64_t id, int json, const char *stopped) {

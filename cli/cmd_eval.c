@@ -195,8 +195,16 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
       printf("           at %-40s %10.1f us against %.1f us: %.2fx (%.2f-%.2fx), %.2f s\n",
              t->size[i].sizes, t->size[i].cand_us, t->size[i].ref_us, t->size[i].speedup,
              t->size[i].lo, t->size[i].hi, t->size[i].stages_s);
-    printf("           speedup   %10.2fx%s", t->speedup,
-           t->nsizes > 1 ? " (geometric mean over the sizes)" : "");
+    if (!strcmp(t->method, "kernelbench"))
+      printf("           method    KernelBench's: the mean of %d trials after %d warm-ups, "
+             "same inputs, no flush between trials%s (candidate mean %.1f us, reference %.1f "
+             "us)\n",
+             KV_KB_TRIALS, KV_KB_WARMUP,
+             t->kb_kept ? "" : "; the worker regenerated and flushed before each trial",
+             t->cand.mean_us, t->ref.mean_us);
+    printf("           speedup   %10.2fx%s%s", t->speedup,
+           t->nsizes > 1 ? " (geometric mean over the sizes)" : "",
+           !strcmp(t->method, "kernelbench") ? " (KernelBench's timing)" : " (kevo's timing)");
     if (t->roofline > 0)
       printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
              t->gflops);
@@ -299,7 +307,7 @@ static int eval_one(const struct kv_task *t, const char *cand, struct kv_gate_op
   if (kv_gate_eval(t, cand, o, r, err, sizeof err) < 0) {
     code = eval_fail(json, "%s", err);
   } else {
-    char *js = kv_gate_result_json(r);
+    char *js = cli_timing_method_json(kv_gate_result_json(r), r);
     record(t, cand, db, r, js ? js : "{}");
     if (json && lines)
       print_line(js ? js : "{}");
@@ -367,6 +375,8 @@ int cmd_eval(int argc, char **argv) {
       bad = cli_number("--budget", argv[++i], &o.time_budget_s);
     else if (!strcmp(a, "--timing-ci") && i + 1 < argc)
       bad = cli_timing_ci(argv[++i], &o.timing_ci);
+    else if (!strcmp(a, "--timing") && i + 1 < argc)
+      bad = cli_timing_method(argv[++i], &o.timing_method);
     else if (!strcmp(a, "--deadline") && i + 1 < argc)
       bad = cli_number("--deadline", argv[++i], &o.job_deadline_s);
     else if (a[0] == '-' && a[1]) {

@@ -226,6 +226,37 @@ void cli_run_args_init(struct cli_run_args *r) {
   kv_llm_flags_init(&r->f);
 }
 
+int cli_timing_method(const char *text, int *out) {
+  if (kv_timing_method_parse(text, out) < 0)
+    return cli_fail("--timing: '%s' is not a timing method; use kevo (the default: fresh inputs, "
+                    "a cold cache, medians) or kernelbench (KernelBench's protocol: %d warm-ups, "
+                    "%d trials on the same inputs, no flush, the mean)",
+                    text ? text : "", KV_KB_WARMUP, KV_KB_TRIALS);
+  return 0;
+}
+
+char *cli_timing_method_json(char *js, const struct kv_gate_result *r) {
+  json_t *j = js && r->timed ? json_loads(js, 0, NULL) : NULL;
+  json_t *tj = json_object_get(j, "timing");
+  if (!json_is_object(tj) || json_object_get(tj, "method")) {
+    json_decref(j);
+    return js;
+  }
+  json_object_set_new(tj, "method", json_string(r->timing.method[0] ? r->timing.method : "kevo"));
+  if (!strcmp(r->timing.method, "kernelbench"))
+    json_object_set_new(tj, "kernelbench",
+                        json_pack("{s:i,s:i,s:b,s:f,s:f}", "warmup", KV_KB_WARMUP, "trials",
+                                  KV_KB_TRIALS, "inputs_kept", r->timing.kb_kept,
+                                  "candidate_mean_us", r->timing.cand.mean_us, "reference_mean_us",
+                                  r->timing.ref.mean_us));
+  char *out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+  json_decref(j);
+  if (!out)
+    return js;
+  free(js);
+  return out;
+}
+
 int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   int has = *i + 1 < argc;
@@ -261,6 +292,9 @@ int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
     r->g.time_budget_s = v;
   } else if (!strcmp(a, "--timing-ci") && has) {
     if (cli_timing_ci(argv[++*i], &r->g.timing_ci))
+      return -1;
+  } else if (!strcmp(a, "--timing") && has) {
+    if (cli_timing_method(argv[++*i], &r->g.timing_method))
       return -1;
   } else if (!strcmp(a, "--no-timing"))
     r->g.timing = 0;

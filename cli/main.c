@@ -12,7 +12,8 @@
 static const struct kv_command commands[] = {
     {"eval", cmd_eval,
      "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
-     "[--budget SECONDS] [--timing-ci X|off] [--deadline SECONDS] [--torch-compile MODE] "
+     "[--budget SECONDS] [--timing-ci X|off] [--timing kevo|kernelbench] [--deadline SECONDS] "
+     "[--torch-compile MODE] "
      "[--allow cublas,cublaslt,cudnn] TASK_DIR CANDIDATE [CANDIDATE...]",
      "judge candidate kernels (several: in turn, workers kept warm): exit 0 all accepted, 1 "
      "one rejected, 2 could not judge"},
@@ -43,7 +44,8 @@ static const struct kv_command commands[] = {
      "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--online-attribution "
      "SHARE] "
      "[--attr-price R] [--skills on|off] [--seed S] "
-     "[--budget SECONDS] [--timing-ci X|off] [--no-timing] [--surface cpu|cuda] [--starter FILE] "
+     "[--budget SECONDS] [--timing-ci X|off] [--timing kevo|kernelbench] [--no-timing] [--surface "
+     "cpu|cuda] [--starter FILE] "
      "[--db PATH] "
      "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},

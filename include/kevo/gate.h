@@ -71,7 +71,31 @@ struct kv_size_timing {
   double stages_s;        /* the timing stage's seconds at this size */
 };
 
+/* How a side's calls are timed (kv_gate_opts.timing_method). KV_TIMING_KEVO
+ * (the default): phases of calls on fresh inputs, each phase's buffers cold
+ * (one flush before every phase of every side), interleaved ABBA, medians.
+ * KV_TIMING_KERNELBENCH: KernelBench's protocol, for side-by-side work with
+ * its numbers (its src/eval.py, time_execution_with_cuda_event as its
+ * evaluation calls it): per side KV_KB_WARMUP untimed calls, then
+ * KV_KB_TRIALS timed calls one at a time (cuda: events around the call, then
+ * a synchronization), every call on the same inputs, no flush between them,
+ * the side's block of calls run back to back, and the MEAN reported (the
+ * speedup is the reference's mean over the candidate's). kevo's checks
+ * still apply: each timed call is a phase of one call bounded by kevo's
+ * clock, its outputs poisoned before it (cpu) and drawn calls validated. */
+enum kv_timing_method { KV_TIMING_KEVO = 0, KV_TIMING_KERNELBENCH = 1 };
+#define KV_KB_WARMUP 3
+#define KV_KB_TRIALS 100
+const char *kv_timing_method_name(int method);
+/* "kevo" or "kernelbench" into *method; -1 for anything else. */
+int kv_timing_method_parse(const char *name, int *method);
+
 struct kv_timing {
+  char method[16]; /* "kevo" or "kernelbench" (kv_timing_method_name) */
+  /* kernelbench on cuda: 1 when the worker kept the inputs and skipped the
+   * flush between trials as asked (a worker that does not know the request
+   * regenerates the same inputs and flushes: each trial then starts cold). */
+  int kb_kept;
   char sizes[256];
   struct kv_stats cand, ref;
   int has_baseline;          /* the task's baseline (baseline.cu, or torch.compile) was timed too */
@@ -198,6 +222,7 @@ struct kv_gate_opts {
    * at least 6 rounds and 10 calls, at most the budget's count. 0: a fixed
    * budget (every round that time_budget_s allows). */
   double timing_ci;
+  int timing_method; /* enum kv_timing_method; 0: kevo's own */
   /* cuda, after the verdict (kevo/ncu.h, kevo/sanitize.h): 0 off; profile 1:
    * Nsight Compute on an accepted candidate (and, cached, the reference), 2:
    * on any candidate that loads; debug 1: compute-sanitizer on a candidate

@@ -334,6 +334,8 @@ static char *config_json(const struct kv_bench_opts *o) {
                 "timing", g ? g->timing : 1, "budget_s", g ? g->time_budget_s : 0);
   if (!cfg)
     return NULL;
+  if (g && g->timing_method) /* only when not kevo's own: older benches' settings stay the same */
+    json_object_set_new(cfg, "timing_method", json_string(kv_timing_method_name(g->timing_method)));
   if (kv_run_strategy_needs_llm(o->run.strategy) == 1) {
     json_object_set_new(cfg, "llm", kva_llm_settings_json(&o->run.llm));
     json_t *m = o->run.llm_json ? json_loads(o->run.llm_json, 0, NULL) : NULL;

@@ -52,6 +52,14 @@
 #define TARGET_VALIDATIONS 6
 #define MAX_PENDING 32 /* validated calls awaiting the reference's answers */
 #define PENDING_JOB 8  /* calls per reference job judging them */
+/* Slack of kevo's clock per call, at least (ns), and in sigmas of the clean
+ * phases' robust spread (clean_spread). */
+#define MIN_SLACK_CUDA 2000.0
+#define MIN_SLACK_CPU 250.0
+#define SPREAD_K 4.0
+/* A side's median is raised to this share of its phases' mean call
+ * (raise_to_phase_mean). */
+#define DEFER_FLOOR 0.9
 
 enum { SIDE_CAND, SIDE_REF, SIDE_BASE, SIDE_EMPTY, SIDE_ALONE, SIDE_EMPTY_ALONE, NSIDES };
 static const char *const side_names[NSIDES] = {"candidate",       "reference",
@@ -70,6 +78,17 @@ struct side {
   double per_call;      /* parent wall per call of the last phase, ns */
   double fill_per_call; /* cpu, candidate: the parent's writing of fresh inputs, ns */
 };
+
+const char *kv_timing_method_name(int method) {
+  return method == KV_TIMING_KERNELBENCH ? "kernelbench" : "kevo";
+}
+
+int kv_timing_method_parse(const char *name, int *method) {
+  if (!name || (strcmp(name, "kevo") && strcmp(name, "kernelbench")))
+    return -1;
+  *method = strcmp(name, "kevo") ? KV_TIMING_KERNELBENCH : KV_TIMING_KEVO;
+  return 0;
+}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -204,6 +223,11 @@ struct timing {
   int threads;
   int rw_filled;     /* calls of the clean worker's shared memory filled so far */
   double validate_s; /* spent validating timed calls */
+  /* KernelBench's protocol (kv_gate_opts.timing_method): each side's block
+   * keeps the inputs of its first phase (kb_seed, 0: none yet) */
+  int kb;
+  uint64_t kb_seed[NSIDES];
+  int kb_asked, kb_acked; /* cuda: phases asked to keep inputs, and the worker said it did */
   /* cuda: validated calls whose reference answers are still to come (one
    * job for all of them once the loop is over, judge_pending) */
   struct pending {
@@ -242,10 +266,6 @@ static int fill_phase(struct timing *tm, struct kv_worker *w, int m, uint64_t se
   if (cand && tm->pristine)
     memcpy(tm->pristine, base, tm->per_call * (size_t)m);
   tm->fill_ns = kv_now_ns(); /* the end of the writing, before the flush */
-  /* One flush, from this clean process, for the whole phase: every call's
-   * buffers are then untouched since, so each call starts cold. */
-  if (tm->flush)
-    kv_flush_cpu(tm->flush, tm->flush_bytes, (unsigned)seed);
   return 0;
 }
 
@@ -278,11 +298,74 @@ static void only(struct timing *tm, int side) {
     kv_worker_pause(&tm->s->cw);
 }
 
-/* One phase of m calls of `side`. keep: record its times. */
+/* cpu: KernelBench's trials after the first of a side's block keep the
+ * inputs; the outputs of the candidate's one call are poisoned again (a
+ * result left from the last trial must not pass for this one's). */
+static int repoison_call(struct timing *tm, struct kv_worker *w) {
+  const struct kv_task *t = tm->s->t;
+  char e[256];
+  uint8_t *base = kv_worker_shm(w, tm->shm_len, e, sizeof e);
+  if (!base) {
+    snprintf(tm->d, sizeof tm->d, "%s", e);
+    return -1;
+  }
+  void *bufs[KV_MAX_PARAMS];
+  call_bufs(tm, base, 0, bufs);
+  for (int p = 0; p < t->nparams; p++)
+    if (t->params[p].role == KV_ROLE_OUT)
+      kv_poison_fill(t->params[p].dtype, bufs[p], (size_t)tm->nelem[p], 0);
+  tm->fill_ns = kv_now_ns();
+  return 0;
+}
+
+/* cpu: a phase's buffers, written while its worker is stopped, then the
+ * flush. Fresh inputs for every candidate phase; the clean worker's sides
+ * get theirs once (the reference is trusted, the empty entry reads
+ * nothing). The clean worker is stopped and resumed around its phases too,
+ * so that both sides' phases cost kevo the same besides the calls.
+ * KernelBench's protocol: a side's inputs once per block, no flush. */
+static enum kv_call_status cpu_prepare(struct timing *tm, int side, int m, uint64_t seed,
+                                       int kb_kept) {
+  struct side *sd = &tm->sd[side];
+  if (side != SIDE_CAND)
+    kv_worker_pause(sd->w);
+  uint64_t f0 = kv_now_ns();
+  /* ew (a torch reference's empty entry) reads nothing: its shared
+   * memory is only sized, like the clean worker's once it is filled. */
+  int clean = sd->w == &tm->s->rw, kept = kb_kept && side == SIDE_CAND;
+  char e[256];
+  if (side != SIDE_CAND && !clean && !kv_worker_shm(sd->w, tm->shm_len, e, sizeof e)) {
+    snprintf(tm->d, sizeof tm->d, "%s", e);
+    return KV_CALL_ERROR;
+  }
+  if (kept && repoison_call(tm, sd->w) < 0)
+    return KV_CALL_PROTOCOL;
+  if (((side == SIDE_CAND && !kept) || (clean && tm->rw_filled < m)) &&
+      fill_phase(tm, sd->w, m, seed, side == SIDE_CAND) < 0)
+    return side == SIDE_CAND ? KV_CALL_PROTOCOL : KV_CALL_ERROR;
+  if (side == SIDE_CAND)
+    sd->fill_per_call = (double)(tm->fill_ns - f0) / m;
+  /* One flush, from this clean process, before every phase of every side
+   * (not only where inputs were written: the clean worker's are written
+   * once, and its later phases ran warm while the candidate's ran cold,
+   * so a copy of the reference scored 0.87x-0.9x): every call's buffers
+   * are then untouched since, so each call of each side starts cold. */
+  if (tm->flush && !tm->kb)
+    kv_flush_cpu(tm->flush, tm->flush_bytes, (unsigned)seed);
+  kv_worker_resume(sd->w);
+  if (clean && m >= tm->rw_filled)
+    tm->rw_filled = m;
+  return KV_CALL_OK;
+}
+
+/* One phase of m calls of `side`. keep: record its times. KernelBench's
+ * protocol: a side's block (kb_seed[side] set to 0 by its caller) writes its
+ * inputs in its first phase and keeps them in the later ones. */
 static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, int alloc_only,
                                  double deadline) {
   struct side *sd = &tm->sd[side];
-  uint64_t seed = kv_random_u64() >> 8;
+  int kb_kept = tm->kb && !alloc_only && tm->kb_seed[side] != 0;
+  uint64_t seed = kb_kept ? tm->kb_seed[side] : (kv_random_u64() >> 8) | (uint64_t)tm->kb;
   if (!tm->cuda) {
     if (tm->s->cw_up && tm->s->cw.alive && kv_worker_pause(&tm->s->cw) < 0 && side == SIDE_CAND) {
       snprintf(tm->d, sizeof tm->d, "the worker could not be stopped: %s", tm->s->cw.death);
@@ -290,34 +373,22 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
     }
     if (alloc_only)
       return KV_CALL_OK; /* the shared memory is sized on first use */
-    /* Fresh inputs for every candidate phase; the clean worker's sides get
-     * theirs once (the reference is trusted, the empty entry reads nothing).
-     * The clean worker is stopped and resumed around its phases too, so
-     * that both sides' phases cost kevo the same besides the calls. */
-    if (side != SIDE_CAND)
-      kv_worker_pause(sd->w);
-    uint64_t f0 = kv_now_ns();
-    /* ew (a torch reference's empty entry) reads nothing: its shared
-     * memory is only sized, like the clean worker's once it is filled. */
-    int clean = sd->w == &tm->s->rw;
-    char e[256];
-    if (side != SIDE_CAND && !clean && !kv_worker_shm(sd->w, tm->shm_len, e, sizeof e)) {
-      snprintf(tm->d, sizeof tm->d, "%s", e);
-      return KV_CALL_ERROR;
-    }
-    if ((side == SIDE_CAND || (clean && tm->rw_filled < m)) &&
-        fill_phase(tm, sd->w, m, seed, side == SIDE_CAND) < 0)
-      return side == SIDE_CAND ? KV_CALL_PROTOCOL : KV_CALL_ERROR;
-    if (side == SIDE_CAND)
-      sd->fill_per_call = (double)(tm->fill_ns - f0) / m;
-    kv_worker_resume(sd->w);
-    if (clean && m >= tm->rw_filled)
-      tm->rw_filled = m;
+    enum kv_call_status cs = cpu_prepare(tm, side, m, seed, kb_kept);
+    if (cs != KV_CALL_OK)
+      return cs;
   }
+  if (tm->kb && !alloc_only)
+    tm->kb_seed[side] = seed;
   only(tm, side);
   json_t *req = json_pack("{s:i,s:s,s:i,s:i,s:I,s:b,s:I}", "slot", sd->slot, "set", "bench",
                           "index", tm->index, "calls", m, "seed", (json_int_t)seed, "alloc_only",
                           alloc_only, "shm_bytes", (json_int_t)tm->shm_len);
+  /* KernelBench (cuda): the worker keeps the last phase's inputs (the same
+   * seed's) and does not flush; a torch worker queues no lead kernel (the
+   * harness's events hold the launch). */
+  if (tm->kb)
+    json_object_update_new(
+        req, json_pack("{s:b,s:b,s:b}", "keep_inputs", kb_kept, "flush", 0, "lead", 0));
   json_t *rep = NULL;
   uint64_t t0 = kv_now_ns();
   enum kv_call_status st =
@@ -345,6 +416,10 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
         sd->per_call = ((double)(t1 - t0) - prep) / m;
       if (side != SIDE_CAND && tm->s->torch && keep)
         torch_lead(tm->r, rep);
+      if (tm->cuda && kb_kept) {
+        tm->kb_asked++;
+        tm->kb_acked += json_is_true(json_object_get(rep, "kept_inputs"));
+      }
       if (keep) {
         sd->wall[sd->nph++] = (double)(t1 - t0);
         sd->n += m;
@@ -696,6 +771,72 @@ static int shm_bytes(const struct kv_task *t, int n, int cuda, size_t *len, char
   return 0;
 }
 
+/* The clean phases' spread, robustly (ns per phase): SPREAD_K sigmas of
+ * their walls as the median absolute deviation estimates them. One host
+ * hiccup moves a MAD by one rank at most, where it set the range (and with
+ * the range, the slack) to anything: at 10 us calls one hiccup made the
+ * floor 0 and a candidate that deferred its work to a phase's last call
+ * got 1.5x-3.8x. */
+static double clean_spread(const struct timing *tm) {
+  const struct side *E = &tm->sd[SIDE_EMPTY_ALONE], *EI = &tm->sd[SIDE_EMPTY];
+  /* cpu: the interleaved empty phases ran with the candidate stopped, so
+   * they are clean samples of the machine's noise too (cuda: GPU work the
+   * candidate left running could widen them; only the ones alone count). */
+  int n = E->nph + (tm->cuda ? 0 : EI->nph);
+  double *w = malloc(sizeof(double) * (size_t)(n + 1));
+  if (!w || n < 2) {
+    free(w);
+    return 0;
+  }
+  memcpy(w, E->wall, sizeof(double) * (size_t)E->nph);
+  if (!tm->cuda)
+    memcpy(w + E->nph, EI->wall, sizeof(double) * (size_t)EI->nph);
+  qsort(w, (size_t)n, sizeof(double), cmp_double);
+  double med = quantile(w, n, 0.5);
+  for (int i = 0; i < n; i++)
+    w[i] = fabs(w[i] - med);
+  qsort(w, (size_t)n, sizeof(double), cmp_double);
+  double mad = quantile(w, n, 0.5);
+  free(w);
+  return SPREAD_K * 1.4826 * mad;
+}
+
+/* The median over a side's phases of its calls' mean in that phase (ns):
+ * what a call costs when the work of a phase is spread over its calls. */
+static double phase_mean_median(const struct side *sd, int m) {
+  if (m < 2 || sd->n < m)
+    return 0;
+  int np = sd->n / m;
+  double *pm = malloc(sizeof(double) * (size_t)np);
+  if (!pm)
+    return 0;
+  for (int j = 0; j < np; j++)
+    pm[j] = sum_of(sd->ev + (size_t)j * m, m) / m;
+  double v = median_ns(pm, np);
+  free(pm);
+  return v;
+}
+
+/* A side's median is never below DEFER_FLOOR of its own phases' mean call:
+ * work deferred to a phase's last call (detected from the next slot's
+ * poison), or batched into every k-th call, leaves the median of the calls
+ * near 0 and their sum, which kevo's clock bounds, honest. Applied to every
+ * side alike (an honest kernel whose calls vary is raised as much as the
+ * reference's copy of it). 1 when it was raised. */
+static int raise_to_phase_mean(struct kv_stats *st, const struct side *sd, int m) {
+  double pm = phase_mean_median(sd, m) / 1000.0;
+  if (!(st->median_us < DEFER_FLOOR * pm))
+    return 0;
+  st->median_us = DEFER_FLOOR * pm;
+  return 1;
+}
+
+/* What a side's time is taken as: its median, or under KernelBench's
+ * protocol its mean. */
+static double center_us(const struct timing *tm, const struct kv_stats *st) {
+  return tm->kb ? st->mean_us : st->median_us;
+}
+
 /* After the phases: each side's times (cuda: events unless the host clock
  * says work escaped them), the candidate's bounded by kevo's clock, the
  * interval, the reference beside the candidate against alone, and the
@@ -719,17 +860,21 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
   stats_of(C->ev, C->n, &r->timing.cand);
   stats_of(R->ev, R->n, &r->timing.ref);
   stats_of(A->ev, A->n, &r->timing.ref_alone);
+  r->timing.cand_clamped = raise_to_phase_mean(&r->timing.cand, C, m);
+  raise_to_phase_mean(&r->timing.ref, R, m);
+  raise_to_phase_mean(&r->timing.ref_alone, A, m);
   if (has_base) {
     stats_of(B->ev, B->n, &r->timing.base);
+    raise_to_phase_mean(&r->timing.base, B, m);
     r->timing.has_baseline = 1;
   }
   r->timed = 1;
   r->timing.wall_s = sum_of(C->wall, C->nph) * 1e-9;
   r->timing.covered_s = sum_of(C->host, C->n) * 1e-9;
-  r->timing.speedup =
-      r->timing.cand.median_us > 0 ? r->timing.ref.median_us / r->timing.cand.median_us : 0;
-  if (r->timing.has_baseline && r->timing.cand.median_us > 0)
-    r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
+  double cc = center_us(tm, &r->timing.cand);
+  r->timing.speedup = cc > 0 ? center_us(tm, &r->timing.ref) / cc : 0;
+  if (r->timing.has_baseline && cc > 0)
+    r->timing.speedup_vs_baseline = center_us(tm, &r->timing.base) / cc;
 
   /* The parent's clock bounds the candidate's: what the phases took beyond
    * kevo's own overhead (the empty entry's phases, clean worker) is what the
@@ -746,21 +891,11 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
     free(pe);
     return kv_error(err, errlen, "out of memory");
   }
-  /* Slack per phase: 2 us a call, or twice the spread of the clean phases'
-   * walls where the machine is noisier than that (a busy CPU host). */
-  double emin = E->nph ? E->wall[0] : 0, emax = emin;
-  for (int j = 1; j < E->nph; j++) {
-    emin = fmin(emin, E->wall[j]);
-    emax = fmax(emax, E->wall[j]);
-  }
-  /* cpu: the interleaved empty phases ran with the candidate stopped, so
-   * they are clean samples of the machine's noise too (cuda: GPU work the
-   * candidate left running could widen them; only the ones alone count). */
-  for (int j = 0; !tm->cuda && j < EI->nph; j++) {
-    emin = fmin(emin, EI->wall[j]);
-    emax = fmax(emax, EI->wall[j]);
-  }
-  double parent = 0, reported = 0, slack = fmax(2000.0 * m, 2 * (emax - emin));
+  /* Slack per phase: MIN_SLACK a call (cuda: 2 us, the host clock's jitter
+   * around a synchronization), or the clean phases' robust spread where the
+   * machine is noisier than that (a busy CPU host). */
+  double parent = 0, reported = 0,
+         slack = fmax((tm->cuda ? MIN_SLACK_CUDA : MIN_SLACK_CPU) * m, clean_spread(tm));
   r->timing.clock_slack_us = slack / m / 1000.0;
   for (int j = 0; j < C->nph; j++) {
     double e = C->wall[j] - overhead;
@@ -810,16 +945,18 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
    * it is raised, not rejected). */
   double floor_us =
       ((phase_ratio < CLOCK_FLOOR ? CLOCK_FLOOR : MEDIAN_FLOOR) * per_parent - slack / m) / 1000.0;
-  if (med_host / 1000.0 < floor_us && r->timing.cand.median_us < floor_us) {
+  if (med_host / 1000.0 < floor_us && center_us(tm, &r->timing.cand) < floor_us) {
     r->timing.cand_clamped = 1;
-    r->timing.cand.median_us = floor_us;
-    r->timing.speedup = r->timing.ref.median_us / floor_us;
+    r->timing.cand.median_us = fmax(r->timing.cand.median_us, floor_us);
+    if (tm->kb)
+      r->timing.cand.mean_us = floor_us;
+    r->timing.speedup = center_us(tm, &r->timing.ref) / floor_us;
     if (r->timing.has_baseline)
-      r->timing.speedup_vs_baseline = r->timing.base.median_us / floor_us;
+      r->timing.speedup_vs_baseline = center_us(tm, &r->timing.base) / floor_us;
   }
 
   /* The reference beside the candidate against the reference alone. */
-  double ra = r->timing.ref_alone.median_us, ri = r->timing.ref.median_us;
+  double ra = center_us(tm, &r->timing.ref_alone), ri = center_us(tm, &r->timing.ref);
   double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
   double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
   /* Whatever slowed the reference beside the candidate (anything its
@@ -827,19 +964,22 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
    * the reference alone, timed once that process was dead: the speedup is
    * taken against the faster of the two, so a slower reference never buys a
    * candidate anything, on either surface and below any tolerance. */
-  if (ra > 0 && ra < ri && r->timing.cand.median_us > 0) {
+  cc = center_us(tm, &r->timing.cand);
+  if (ra > 0 && ra < ri && cc > 0) {
     r->timing.ref_beside_us = ri;
     r->timing.ref = r->timing.ref_alone;
     r->timing.ref_from_alone = 1;
-    r->timing.speedup = ra / r->timing.cand.median_us;
+    r->timing.speedup = ra / cc;
     /* The baseline is timed only beside the candidate, in the same worker
      * as the reference: it is taken as slowed by the same factor. */
     if (r->timing.has_baseline) {
       r->timing.base.median_us *= ra / ri;
-      r->timing.speedup_vs_baseline = r->timing.base.median_us / r->timing.cand.median_us;
+      r->timing.base.mean_us *= ra / ri;
+      r->timing.speedup_vs_baseline = center_us(tm, &r->timing.base) / cc;
     }
   }
-  speedup_ci(tm, m, P, overhead);
+  if (!tm->kb) /* KernelBench's blocks are not rounds of ABBA */
+    speedup_ci(tm, m, P, overhead);
   double ea = median_ns(E->wall, E->nph) / 1000.0, ei = median_ns(EI->wall, EI->nph) / 1000.0;
   r->timing.empty_beside_us = ei;
   r->timing.empty_alone_us = ea;
@@ -896,6 +1036,72 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
   return 0;
 }
 
+/* KernelBench: one side's block, KV_KB_WARMUP untimed calls then `trials`
+ * timed ones, each a phase of one call on the block's inputs; the
+ * candidate's inputs checked after every trial (cpu) and its outputs
+ * validated on trials drawn after each (the last one when none was). 0, or
+ * -1 to stop (*kevo_failed set when kevo failed, else r's verdict says). */
+static int kb_block(struct timing *tm, int side, int trials, double job, char *err, size_t errlen,
+                    int *kevo_failed) {
+  tm->kb_seed[side] = 0;
+  double q = (double)TARGET_VALIDATIONS / trials;
+  for (int i = 0; i < KV_KB_WARMUP + trials && tm->r->verdict == KV_V_OK; i++) {
+    int timed = i >= KV_KB_WARMUP, last = i == KV_KB_WARMUP + trials - 1;
+    double dl = job + 4.0 * tm->sd[side].per_call * 1e-9;
+    enum kv_call_status st = phase(tm, side, 1, timed, 0, dl);
+    if (st != KV_CALL_OK) {
+      phase_failed(tm, side, st, err, errlen, kevo_failed);
+      return -1;
+    }
+    if (side != SIDE_CAND || !timed)
+      continue;
+    if (!tm->cuda)
+      check_inputs(tm, 1);
+    if (tm->r->verdict == KV_V_OK && ((last && tm->validated == 0) || rand01() < q) &&
+        validate(tm, 0, job * 6, err, errlen) < 0) {
+      *kevo_failed = 1;
+      return -1;
+    }
+  }
+  return tm->r->verdict == KV_V_OK ? 0 : -1;
+}
+
+/* KernelBench's protocol (kv_gate_opts.timing_method) after the warm-up:
+ * the sides' blocks back to back (candidate, reference, kevo's empty entry,
+ * the baseline), the candidate's validated calls judged (cuda), its process
+ * stopped, the reference's and the empty entry's blocks alone, then the
+ * times judged as kevo's are. -1 only when kevo failed. */
+static int kb_time(struct timing *tm, const int *sides, int nsides, int has_base, double job,
+                   const struct kv_calib *cal, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  int kevo_failed = 0, n = KV_KB_TRIALS;
+  r->timing.phases = r->timing.min_phases = r->timing.max_phases = n;
+  r->timing.calls_per_phase = 1;
+  snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(KV_TSTOP_FIXED));
+  uint64_t t0 = kv_now_ns();
+  for (int k = 0; k < nsides; k++)
+    if (kb_block(tm, sides[k], n, job, err, errlen, &kevo_failed) < 0)
+      return kevo_failed ? -1 : 0;
+  if (tm->npend) {
+    kv_worker_kill(&tm->s->cw);
+    if (judge_pending(tm, job * 6, err, errlen) < 0)
+      return -1;
+    if (r->verdict != KV_V_OK)
+      return 0;
+  }
+  r->timing.validated_calls = tm->validated;
+  r->timing.stage_loop_s = (double)(kv_now_ns() - t0) * 1e-9 - tm->validate_s;
+  r->timing.stage_validate_s = tm->validate_s;
+  double t1 = kv_now_s();
+  kv_session_stop_candidate(tm->s, r);
+  if (kb_block(tm, SIDE_ALONE, n, job, err, errlen, &kevo_failed) < 0 ||
+      kb_block(tm, SIDE_EMPTY_ALONE, n, job, err, errlen, &kevo_failed) < 0)
+    return kevo_failed ? -1 : 0;
+  r->timing.stage_alone_s = kv_now_s() - t1;
+  tm->r->timing.kb_kept = tm->cuda ? tm->kb_asked > 0 && tm->kb_acked == tm->kb_asked : 1;
+  return judge_times(tm, 1, n, has_base, cal, err, errlen);
+}
+
 /* The candidate at bench size `index` into r->timing (its verdict into r).
  * base_so: the baseline, timed too, in the reference worker's slot 2 (loaded
  * there unless s->rw_slot2 says it is). */
@@ -910,6 +1116,9 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   tm.index = index;
   tm.ss = &t->bench[index];
   tm.cuda = s->sf->device_in_worker;
+  tm.kb = s->o->timing_method == KV_TIMING_KERNELBENCH;
+  snprintf(r->timing.method, sizeof r->timing.method, "%s",
+           kv_timing_method_name(s->o->timing_method));
   kv_sizeset_format(t, tm.ss, r->timing.sizes, sizeof r->timing.sizes);
   if (kv_layout(t, tm.ss, tm.nelem, err, errlen) < 0)
     return -1;
@@ -996,7 +1205,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   double target = s->o->timing_ci > 0 ? fmin(s->o->timing_ci, 1.0) : 0;
   struct kv_timing_plan pl;
   kv_timing_plan(per, budget, m_mem, target, &pl);
-  int m = pl.m, P = pl.rounds;
+  int m = tm.kb ? 1 : pl.m, P = tm.kb ? KV_KB_TRIALS : pl.rounds;
   r->timing.phases = P;
   r->timing.calls_per_phase = m;
   r->timing.ci_target = target;
@@ -1009,6 +1218,13 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
       phase_failed(&tm, sides[i], st, err, errlen, &kevo_failed);
       goto done;
     }
+  }
+  if (tm.kb) {
+    r->timing.stage_warmup_s = kv_now_s() - t_warm;
+    kv_gate_mark(r, "warm_up");
+    if (kb_time(&tm, sides, nsides, base_so != NULL, job, cal, err, errlen) < 0)
+      kevo_failed = 1;
+    goto done;
   }
   /* About TARGET_VALIDATIONS checked calls (fewer for outputs of many
    * bytes: each one's sample travels and is compared). */

@@ -8,7 +8,8 @@
  * are judged by kv_gate_eval on small tasks made for this suite: rowsum/ (as
  * in test_adversarial), rowmax/ (a max-like reduction, which caches get right
  * almost always), matmul/ (compute-bound: diffing inputs pays), rowsum64/
- * (a tiny bench size: the gate's own overhead dominates) and scale/ (an
+ * (a tiny bench size: the gate's own overhead dominates), rowsum10us/ (calls
+ * of about 10 us, where one host hiccup is as long as a phase) and scale/ (an
  * output validated on a sample).
  *
  * What each case must show:
@@ -119,6 +120,9 @@ static const struct tcase cases[] = {
     {"validate_last_sleep", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
     {"validate_last_refwarmup", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
     {"async_overlap", "rowsum", 3, NO_FAKE_SPEEDUP, ATTACK},
+    /* tiny kernels (about 10 us a call): work deferred within a phase */
+    {"defer_last", "rowsum10us", 3, NO_FAKE_SPEEDUP, ATTACK},
+    {"defer_batch4", "rowsum10us", 3, NO_FAKE_SPEEDUP, ATTACK},
     {"skip_tail_scale", "scale", 3, NEVER_OK, "not ok (stale_output, ...)"},
     /* 4: caches, diffs, the reference's own output */
     {"cache_addr_rowmax", "rowmax", 4, NO_FAKE_SPEEDUP, ATTACK},
@@ -131,6 +135,7 @@ static const struct tcase cases[] = {
     {"mutate_last_call", "rowsum", 5, NEVER_OK, CAUGHT_NOT_OK},
     /* 6: the gate's own overhead must not reject an honest kernel */
     {"tiny_honest", "rowsum64", 6, OVERHEAD, "ok, timed, bounded time"},
+    {"tiny10_honest", "rowsum10us", 6, HONEST, HONEST_OK},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
