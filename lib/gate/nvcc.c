@@ -581,14 +581,15 @@ static int vendor_add(const struct vlib *l, const struct kv_gate_opts *o, struct
   }
   vendor_read(v, inc);
   vendor_read(v, libdir);
-  vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "-L%s%s", libdir, "");
+  /* By path, not -L: a wheel's lib/ may hold a libcudart_static.a of its own. */
   for (int i = 0; l->libs[i]; i++) {
     char f[256];
     if (i == 0)
       snprintf(f, sizeof f, "%s", file);
     else if (find_lib(libdir, l->libs[i], f, sizeof f) != 0)
       continue;
-    vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "-l:%s%s", f, "");
+    vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "%s%s", "-Xlinker", "");
+    vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "%s/%s", libdir, f);
   }
   vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "%s%s", "-Xlinker", "");
   vadd(v->largs, &v->nlargs, KV_VENDOR_MAX_ARGS, "-rpath=%s%s", libdir, "");

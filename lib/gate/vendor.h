@@ -32,8 +32,9 @@ struct kv_vendor {
   char stage_dir[KV_VENDOR_MAX_DIRS][PATH_MAX];
   char stage_glob[KV_VENDOR_MAX_DIRS][32];
   /* The link's: -Xlinker --no-as-needed (each library is loaded with the
-   * candidate, before the worker's lockdown), -L DIR, -l:FILE for each
-   * library, -Xlinker -rpath=DIR. */
+   * candidate, before the worker's lockdown), -Xlinker DIR/FILE for each
+   * library (libcudnn.so.9 where a wheel has no libcudnn.so), -Xlinker
+   * -rpath=DIR. */
   int nlargs;
   char largs[KV_VENDOR_MAX_ARGS][KV_VENDOR_ARG_MAX];
   /* Directories outside the compiler sandbox's system directories: given to
