@@ -192,6 +192,7 @@ def load_rt(path):
     rt.kvpy_task_parse.restype = P
     rt.kvpy_task_parse.argtypes = [ctypes.c_char_p, ctypes.c_char_p, SZ]
     rt.kvpy_task_free.argtypes = [P]
+    rt.kvpy_set_drawn.argtypes = [P, I64P]
     rt.kvpy_layout.argtypes = [P, ctypes.c_int, ctypes.c_int, I64P, I64P, ctypes.c_char_p, SZ]
     rt.kvpy_dims.argtypes = [P, ctypes.c_int, ctypes.c_int, ctypes.c_int, I64P,
                              ctypes.c_char_p, SZ]
@@ -216,8 +217,10 @@ def is_buffer(role):
 class Layout:
     """One size set: element counts, dims and size values of every param."""
 
-    def __init__(self, bench, index):
-        self.key = (bench, index)
+    def __init__(self, bench, index, drawn=None):
+        self.key = (bench, index, tuple(drawn or ()))
+        if drawn is not None:  # a check size set kevo drew: index -1
+            rt.kvpy_set_drawn(task, (ctypes.c_int64 * MAXP)(*drawn))
         self.nelem = (ctypes.c_int64 * MAXP)()
         self.sizes = (ctypes.c_int64 * MAXP)()
         err = ctypes.create_string_buffer(512)
@@ -391,10 +394,20 @@ class Reference:
         return (host, ev, covered, lead_ns, td) if lead_cycles else (host, ev)
 
 
+def scalar_arg(p):
+    """A scalar param as forward takes it: a Python float or int."""
+    v = scalars[p]
+    return float(v) if params[p][2] in (0, 1, 5, 6) else int(v)
+
+
 def pick(req):
-    s, i = req.get("set"), req.get("index")
+    s, i, drawn = req.get("set"), req.get("index"), req.get("sizes")
     if task is None or s not in ("check", "bench") or not isinstance(i, int):
         raise Fail("bad request (no task, or no size set)")
+    if s == "check" and isinstance(drawn, list):
+        if len(drawn) != len(params) or not all(isinstance(v, int) for v in drawn):
+            raise Fail("bad request (sizes)")
+        return Layout(0, -1, drawn)
     return Layout(1 if s == "bench" else 0, i)
 
 

@@ -79,11 +79,24 @@ void reply_fatal(const char *fmt, ...) {
   _exit(4);
 }
 
+/* A check size set kevo drew for this evaluation (the request's "sizes":
+ * the set's value for every param); kv_layout judges it. */
+static struct kv_sizeset drawn;
+
 const struct kv_sizeset *pick_set(json_t *req) {
   const char *set = json_string_value(json_object_get(req, "set"));
   int idx = (int)json_integer_value(json_object_get(req, "index"));
+  json_t *sz = json_object_get(req, "sizes");
   if (!set || !task)
     return NULL;
+  if (json_is_array(sz) && !strcmp(set, "check")) {
+    if (json_array_size(sz) != (size_t)task->nparams)
+      return NULL;
+    memset(&drawn, 0, sizeof drawn);
+    for (int p = 0; p < task->nparams; p++)
+      drawn.values[p] = json_integer_value(json_array_get(sz, (size_t)p));
+    return &drawn;
+  }
   if (!strcmp(set, "check") && idx >= 0 && idx < task->ncheck)
     return &task->check[idx];
   if (!strcmp(set, "bench") && idx >= 0 && idx < task->nbench)

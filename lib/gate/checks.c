@@ -43,9 +43,10 @@ static enum kv_verdict guard_verdict(const struct kv_task *t, const int64_t *nel
  * call at the same addresses (offset 0), as kv_run_check's. *blob and *rep
  * as kv_run_check's (rep: the guard zones kevo found changed). */
 static enum kv_call_status check_shm(struct kv_worker *w, const struct kv_task *t, int index,
-                                     const int64_t *nelem, size_t chk_len, const uint64_t *seeds,
-                                     const int *poisons, uint64_t key, double deadline,
-                                     uint8_t **blob, json_t **rep, char *d, size_t dl) {
+                                     const struct kv_sizeset *drawn, const int64_t *nelem,
+                                     size_t chk_len, const uint64_t *seeds, const int *poisons,
+                                     uint64_t key, double deadline, uint8_t **blob, json_t **rep,
+                                     char *d, size_t dl) {
   size_t off[KV_MAX_PARAMS], per_call, cb = kv_call_bytes(t, nelem, 1);
   void *bufs[KV_MAX_PARAMS];
   kv_check_layout(t, nelem, off, &per_call);
@@ -69,6 +70,7 @@ static enum kv_call_status check_shm(struct kv_worker *w, const struct kv_task *
         json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b,s:b,s:I}", "slot", 0, "set", "check", "index",
                   index, "calls", "seed", (json_int_t)seeds[c], "poison", poisons[c],
                   "return_inputs", 0, "shm", 1, "shm_bytes", (json_int_t)chk_len);
+    kv_request_sizes(t, drawn, req);
     json_t *r = NULL;
     enum kv_call_status st = kv_worker_call(w, KV_MSG_CHECK, req, deadline, &r, NULL, 0, d, dl);
     json_decref(req);
@@ -94,18 +96,75 @@ static enum kv_call_status check_shm(struct kv_worker *w, const struct kv_task *
 
 /* The check memory a session's cpu candidate needs: one call of its largest
  * check size set. */
-static size_t check_mem(const struct kv_task *t) {
+static size_t check_mem(const struct kv_task *t, const struct kv_sizeset *drawn) {
   size_t len = 64;
-  for (int i = 0; i < t->ncheck; i++) {
+  for (int i = 0; i <= t->ncheck; i++) {
     int64_t nelem[KV_MAX_PARAMS];
     size_t off[KV_MAX_PARAMS], per_call;
     char e[256];
-    if (kv_layout(t, &t->check[i], nelem, e, sizeof e) < 0)
+    const struct kv_sizeset *ss = i < t->ncheck ? &t->check[i] : drawn;
+    if (!ss || kv_layout(t, ss, nelem, e, sizeof e) < 0)
       continue;
     kv_check_layout(t, nelem, off, &per_call);
     len = per_call > len ? per_call : len;
   }
   return len;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a < 0 ? -a : a;
+}
+
+/* One size value drawn for param p: where the listed check sets agree, their
+ * value; else uniform within their range, a multiple of what every listed
+ * value (check and bench) is a multiple of. */
+static int64_t draw_size(const struct kv_task *t, int p, uint64_t *rng) {
+  int64_t lo = t->check[0].values[p], hi = lo, g = 0;
+  for (int i = 0; i < t->ncheck; i++) {
+    int64_t v = t->check[i].values[p];
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    g = gcd64(g, v);
+  }
+  for (int i = 0; i < t->nbench; i++)
+    g = gcd64(g, t->bench[i].values[p]);
+  if (lo == hi || g <= 0)
+    return lo;
+  *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  int64_t v = lo + (int64_t)((*rng >> 17) % (uint64_t)(hi - lo + 1));
+  v -= v % g;
+  return v < lo ? v + g : v;
+}
+
+/* A check size set drawn for this evaluation from seed (issue 28 item 5: a
+ * kernel exact only at the listed sizes must not pass): 1 with *out, no
+ * larger than the largest listed set, else 0 (nothing left to draw: every
+ * listed set agrees, or eight draws were all too large or invalid). */
+static int draw_set(const struct kv_task *t, uint64_t seed, struct kv_sizeset *out) {
+  size_t most = 0;
+  int64_t nelem[KV_MAX_PARAMS];
+  char e[256];
+  for (int i = 0; i < t->ncheck; i++)
+    if (kv_layout(t, &t->check[i], nelem, e, sizeof e) == 0 && kv_call_bytes(t, nelem, 1) > most)
+      most = kv_call_bytes(t, nelem, 1);
+  uint64_t rng = seed ^ 0x9e3779b97f4a7c15ULL;
+  for (int tries = 0; t->ncheck >= 2 && tries < 8; tries++) {
+    *out = t->check[0];
+    for (int p = 0; p < t->nparams; p++)
+      if (t->params[p].role == KV_ROLE_SIZE)
+        out->values[p] = draw_size(t, p, &rng);
+    int differs = 1; /* from every listed set */
+    for (int i = 0; i < t->ncheck; i++)
+      differs &= memcmp(out->values, t->check[i].values, sizeof out->values) != 0;
+    if (differs && kv_layout(t, out, nelem, e, sizeof e) == 0 && kv_call_bytes(t, nelem, 1) <= most)
+      return 1;
+  }
+  return 0;
 }
 
 /* The reference's job of a check, run on a thread of its own while the
@@ -118,6 +177,8 @@ struct ref_job {
   const int *poisons;
   size_t want;
   double deadline;
+  const struct kv_task *t;
+  const struct kv_sizeset *drawn; /* NULL: the listed set index */
   uint8_t *exp;
   enum kv_call_status st;
   char d[1024];
@@ -127,8 +188,8 @@ struct ref_job {
 
 static void *ref_main(void *arg) {
   struct ref_job *j = arg;
-  j->st = kv_run_check(j->w, 0, "check", j->index, j->seeds, j->poisons, 2, 0, j->want, j->deadline,
-                       &j->exp, NULL, j->d, sizeof j->d);
+  j->st = kv_run_check_at(j->w, 0, "check", j->index, j->t, j->drawn, j->seeds, j->poisons, 2, 0,
+                          j->want, j->deadline, &j->exp, NULL, j->d, sizeof j->d);
   return NULL;
 }
 
@@ -139,10 +200,17 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
   uint8_t *prev_got = NULL, *prev_exp = NULL; /* the last call of the previous job */
   uint64_t base = o->seed ? o->seed : kv_random_u64() >> 8;
   int nseeds = o->nseeds >= 2 ? o->nseeds : 2;
-  size_t chk_len = check_mem(t);
+  /* After the listed sets, one drawn from the seed (recorded, so that
+   * --seed replays it), judged on one pair of calls. */
+  struct kv_sizeset drawn_set;
+  const struct kv_sizeset *drawn = draw_set(t, base, &drawn_set) ? &drawn_set : NULL;
+  size_t chk_len = check_mem(t, drawn);
   uint64_t key = kv_random_u64(); /* the guard zones' secret (cpu) */
-  for (int i = 0; i < t->ncheck && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++) {
-    const struct kv_sizeset *ss = &t->check[i];
+  int nsets = t->ncheck + (drawn != NULL);
+  for (int i = 0; i < nsets && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++) {
+    const struct kv_sizeset *ss = i < t->ncheck ? &t->check[i] : drawn;
+    const struct kv_sizeset *dr = i < t->ncheck ? NULL : drawn;
+    int index = i < t->ncheck ? i : 0;
     int64_t nelem[KV_MAX_PARAMS];
     if (kv_layout(t, ss, nelem, err, errlen) < 0)
       goto fail;
@@ -150,11 +218,13 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
     free(prev_got);
     free(prev_exp);
     prev_got = prev_exp = NULL;
-    for (int j = 0; j < nseeds && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; j++) {
+    for (int j = 0; j < (dr ? 1 : nseeds) && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; j++) {
       if (r->nchecks >= KV_GATE_MAX_CHECKS)
         break;
       struct kv_check *ck = &r->checks[r->nchecks++];
       kv_sizeset_format(t, ss, ck->sizes, sizeof ck->sizes);
+      if (dr) /* told apart from the listed ones wherever sizes are shown */
+        snprintf(ck->sizes + strlen(ck->sizes), sizeof ck->sizes - strlen(ck->sizes), " (drawn)");
       uint64_t seeds[2] = {base + (uint64_t)i * 1000 + (uint64_t)j * 2,
                            base + (uint64_t)i * 1000 + (uint64_t)j * 2 + 1};
       int poisons[2] = {0, 1};
@@ -162,7 +232,9 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
       uint8_t *exp = NULL, *got = NULL;
       char d[1024];
       struct ref_job rj = {.w = &s->rw,
-                           .index = i,
+                           .index = index,
+                           .t = t,
+                           .drawn = dr,
                            .seeds = seeds,
                            .poisons = poisons,
                            .want = 2 * ob,
@@ -182,14 +254,26 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
       }
       int cw_failed = st != KV_CALL_OK;
       if (!cw_failed && !s->sf->device_in_worker)
-        st = check_shm(&s->cw, t, i, nelem, chk_len, seeds, poisons, key, o->job_deadline_s, &got,
-                       &crep, d, sizeof d);
+        st = check_shm(&s->cw, t, index, dr, nelem, chk_len, seeds, poisons, key, o->job_deadline_s,
+                       &got, &crep, d, sizeof d);
       else if (!cw_failed)
-        st = kv_run_check(&s->cw, 0, "check", i, seeds, poisons, 2, 1, 2 * cb, o->job_deadline_s,
-                          &got, &crep, d, sizeof d);
+        st = kv_run_check_at(&s->cw, 0, "check", index, t, dr, seeds, poisons, 2, 1, 2 * cb,
+                             o->job_deadline_s, &got, &crep, d, sizeof d);
       if (rj.started)
         pthread_join(rj.th, NULL);
       exp = rj.exp;
+      if (dr && !cw_failed && rj.st != KV_CALL_OK) {
+        /* The reference itself cannot run at the drawn sizes (a size its
+         * code fixes): the drawn set is dropped, and the timeline says so. */
+        r->nchecks--;
+        kv_gate_mark(r, "drawn check size dropped: the reference failed there");
+        free(rj.exp);
+        free(got);
+        json_decref(crep);
+        if (!s->cw.alive || st == KV_CALL_TIMEOUT)
+          kv_set_verdict(r, *worst, "%s", r->detail);
+        break;
+      }
       if (cw_failed || rj.st != KV_CALL_OK) {
         if (!cw_failed)
           kv_error(err, errlen, "%s: the reference failed at %s: %s; run 'kevo task check %s'",

@@ -373,17 +373,37 @@ static void an_join(struct an_job *a) {
   a->started = 0;
 }
 
+void kv_request_sizes(const struct kv_task *t, const struct kv_sizeset *drawn, json_t *req) {
+  if (!drawn)
+    return;
+  json_t *a = json_array();
+  for (int p = 0; p < t->nparams; p++)
+    json_array_append_new(a, json_integer(drawn->values[p]));
+  json_object_set_new(req, "sizes", a);
+}
+
 /* Runs the calls of one CHECK job; on success *blob holds ncalls x call_bytes. */
 enum kv_call_status kv_run_check(struct kv_worker *w, int slot, const char *set, int index,
                                  const uint64_t *seeds, const int *poisons, int ncalls,
                                  int ret_inputs, size_t want, double deadline, uint8_t **blob,
                                  json_t **reply, char *detail, size_t detlen) {
+  return kv_run_check_at(w, slot, set, index, NULL, NULL, seeds, poisons, ncalls, ret_inputs, want,
+                         deadline, blob, reply, detail, detlen);
+}
+
+enum kv_call_status kv_run_check_at(struct kv_worker *w, int slot, const char *set, int index,
+                                    const struct kv_task *t, const struct kv_sizeset *drawn,
+                                    const uint64_t *seeds, const int *poisons, int ncalls,
+                                    int ret_inputs, size_t want, double deadline, uint8_t **blob,
+                                    json_t **reply, char *detail, size_t detlen) {
   json_t *calls = json_array();
   for (int c = 0; c < ncalls; c++)
     json_array_append_new(
         calls, json_pack("{s:I,s:i}", "seed", (json_int_t)seeds[c], "poison", poisons[c]));
   json_t *req = json_pack("{s:i,s:s,s:i,s:o,s:b}", "slot", slot, "set", set, "index", index,
                           "calls", calls, "return_inputs", ret_inputs);
+  if (t)
+    kv_request_sizes(t, drawn, req);
   json_t *rep = NULL;
   enum kv_call_status st =
       kv_worker_call(w, KV_MSG_CHECK, req, deadline, &rep, blob, want, detail, detlen);

@@ -15,6 +15,7 @@
 EXPORT int kvpy_max_params(void);
 EXPORT void *kvpy_task_parse(const char *json, char *err, size_t errlen);
 EXPORT void kvpy_task_free(void *t);
+EXPORT void kvpy_set_drawn(const void *t, const int64_t *values);
 EXPORT int kvpy_layout(const void *t, int bench, int index, int64_t *nelem, int64_t *sizes,
                        char *err, size_t errlen);
 EXPORT int kvpy_dims(const void *t, int bench, int index, int p, int64_t *dims, char *err,
@@ -41,7 +42,20 @@ void kvpy_task_free(void *t) {
   kv_task_free(t);
 }
 
+/* A check size set kevo drew for this evaluation (kvpy_set_drawn): index -1
+ * of the check sets. */
+static struct kv_sizeset drawn;
+
+void kvpy_set_drawn(const void *tv, const int64_t *values) {
+  const struct kv_task *t = tv;
+  memset(&drawn, 0, sizeof drawn);
+  for (int p = 0; p < t->nparams; p++)
+    drawn.values[p] = values[p];
+}
+
 static const struct kv_sizeset *sizeset(const struct kv_task *t, int bench, int index) {
+  if (!bench && index == -1)
+    return &drawn;
   if (bench)
     return index >= 0 && index < t->nbench ? &t->bench[index] : NULL;
   return index >= 0 && index < t->ncheck ? &t->check[index] : NULL;

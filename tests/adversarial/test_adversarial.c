@@ -384,6 +384,15 @@ static void check_compile_log(const struct adv_case *c, const struct kv_gate_res
               "wrong_signature: the compile log does not say why (no mention of rowsum)");
 }
 
+/* The wrong output was found at the size drawn for this evaluation. */
+static void check_drawn_detail(const struct adv_case *c, const struct kv_gate_result *r,
+                               double wall_s) {
+  (void)c;
+  (void)wall_s;
+  ADV_REQUIRE(strstr(r->detail, "(drawn)"), "the detail does not name the drawn size: %s",
+              r->detail);
+}
+
 /* ---------- the cases ---------- */
 
 static const struct adv_case cases[] = {
@@ -423,6 +432,8 @@ static const struct adv_case cases[] = {
     {"relay_reply", 1, 0, V(WRONG_OUTPUT), NULL, NULL, NULL, 0},
     {"relay_request", 1, 0, V(UNWRITTEN_OUTPUT) | V(WRONG_OUTPUT), NULL, NULL, NULL, 0},
     {"crash_hidden", 1, 0, V(UNWRITTEN_OUTPUT) | V(CRASH), NULL, NULL, NULL, 0},
+    {"size_whitelist", 0, 0, V(WRONG_OUTPUT), NULL, NULL, check_drawn_detail, 0},
+    {"size_whitelist_cols", 0, 0, V(WRONG_OUTPUT), NULL, NULL, check_drawn_detail, 0},
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
