@@ -3,8 +3,13 @@
 # imported, several at a time, with one line per task and a table by level.
 #   bench/kernelbench_check.sh KEVO KERNELBENCH_DIR OUTDIR [SURFACE] [JOBS]
 # SURFACE: cpu or cuda (default cuda); env DEADLINE: seconds per job (default 60). Writes OUTDIR/import.log,
-# OUTDIR/check.tsv (level, task, exit code, seconds, first finding) and
-# OUTDIR/check/<level>-<task>.json; prints the table last.
+# OUTDIR/check.tsv (level, task, exit code, seconds, first finding),
+# OUTDIR/check/<level>-<task>.json and OUTDIR/per_task.tsv (each problem's
+# import and check outcome, cause and seconds); prints the table by level,
+# then counts by outcome and cause (bench/kernelbench_summary.py).
+# IMPORT_ARGS: more options of kevo import (e.g. "--device-memory 141
+# --allow cublas,cudnn"). Modules that import einops need it in KEVO_PYTHON's
+# environment (.ci/run installs it in its venv).
 set -u
 KEVO=$(realpath "$1")
 KB=$2
@@ -20,7 +25,7 @@ done
 # OUTDIR/tasks from an earlier run (its import.log beside): import is skipped.
 if [ ! -d "$OUT/tasks" ]; then
   # shellcheck disable=SC2086
-  "$KEVO" import --jobs "$JOBS" -o "$OUT/tasks" $dirs >"$OUT/import.log" 2>&1
+  "$KEVO" import --jobs "$JOBS" ${IMPORT_ARGS:-} -o "$OUT/tasks" $dirs >"$OUT/import.log" 2>&1
 fi
 tail -n 2 "$OUT/import.log"
 t1=$(date +%s)
@@ -65,3 +70,4 @@ for level in sorted(by):
     secs.sort()
     print("| %s | %d | %d | %d | %.1f | %.1f |" % (level, n, ok, bad, secs[len(secs) // 2], secs[-1]))
 PY
+python3 "$(dirname "$0")/kernelbench_summary.py" "$OUT"

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "kevo/import.h"
+#include "kevo/task.h"
 #include "kevo/util.h"
 
 #define MAX_MODULES 4096
@@ -115,6 +116,7 @@ int cmd_import(int argc, char **argv) {
   if (ncpu < 1)
     ncpu = 1;
   int first_arg = 0;
+  int64_t device_memory = 0;
   const char **args = calloc((size_t)argc, sizeof *args);
   if (!args)
     return cli_fail("out of memory");
@@ -140,6 +142,19 @@ int cmd_import(int argc, char **argv) {
         return cli_fail("--max-gib: give a number of GiB from 0 to 1024");
       }
       o.max_bytes = (int64_t)(v * (double)(1 << 30));
+    } else if (!strcmp(a, "--device-memory") && more) {
+      if (cli_number("--device-memory", argv[++i], &v) != 0 || v < 1 || v > 65536) {
+        free(args);
+        return cli_fail("--device-memory: give the device's memory in GiB, from 1 to 65536 "
+                        "(80 for an H100, 141 for an H200)");
+      }
+      device_memory = (int64_t)(v * (double)(1 << 30));
+    } else if (!strcmp(a, "--allow") && more) {
+      char aerr[512];
+      if (kv_import_parse_allow(&o, argv[++i], "--allow", aerr, sizeof aerr) < 0) {
+        free(args);
+        return cli_fail("%s", aerr);
+      }
     } else if (!strcmp(a, "--python") && more)
       o.python = argv[++i];
     else if (!strcmp(a, "--force"))
@@ -158,6 +173,17 @@ int cmd_import(int argc, char **argv) {
     cli_fail("import: needs at least one FILE.py or directory of them");
     return cli_usage("import");
   }
+  /* The byte caps come from the device's memory: --device-memory, else
+   * KEVO_DEVICE_MEMORY_GIB, else this machine's GPU where it has less than
+   * kevo assumes (an H100's), else that. */
+  const char *from;
+  int64_t gpu;
+  if (device_memory)
+    kv_task_set_device_memory(device_memory);
+  else if (kv_task_device_memory(&from) == KV_DEFAULT_DEVICE_MEMORY &&
+           strcmp(from, "KEVO_DEVICE_MEMORY_GIB") && kv_import_gpu_memory(&gpu) == 0 &&
+           gpu < KV_DEFAULT_DEVICE_MEMORY)
+    kv_task_set_device_memory(gpu);
   char helper[PATH_MAX], err[1024];
   if (kv_import_find_helper(helper, sizeof helper, err, sizeof err) < 0) {
     free(args);
@@ -263,6 +289,10 @@ int cmd_import(int argc, char **argv) {
   printf("kevo import: %d of %d modules imported, %d skipped, in %.1f s (%.1f s per module on "
          "average, %.1f s at most; %d at a time)\n",
          p.imported, n, p.skipped, wall, n ? sum / n : 0, mx, nj);
+  char note[256];
+  kv_task_cap_note(note, sizeof note);
+  printf("byte caps: each size set's buffers at most %.1f GiB, %s\n",
+         (double)kv_task_max_set_bytes() / (1 << 30), note);
   struct cause_group g[64];
   int ng = 0;
   for (int i = 0; i < n; i++) {

@@ -13,12 +13,17 @@ constants, `get_inputs()` and `get_init_inputs()`. This helper:
      kernel, it runs on the CPU instead if the tensors fit in --max-bytes;
   3. runs it for real on the CPU with its integer size constants scaled down
      (the literal ones: `batch_size = 4096`, not `dim = 2 * hidden`, which is
-     recomputed), keeping the first two scalings that run and stay under
-     --check-bytes: the check runs (each constant halved apart, then, if
+     recomputed), keeping the first two scalings that run with inputs under
+     --check-bytes and everything under --max-bytes (a network's weights do
+     not scale): the check runs (each constant halved apart, then, if
      that leaves fewer than two, all halved together);
-  4. infers each tensor's init from how it was made (PyTorch's default for
+  4. infers each tensor's init from how it was made (buffers as Model built
+     them: forward's updates, a BatchNorm's running statistics, are undone) (PyTorch's default for
      Linear/Conv layers: uniform(+-1/sqrt(fan_in)); constants such as a norm's
      ones and zeros become a narrow uniform around the value).
+
+Python numbers (int, float) in get_inputs() become scalar params with the
+module's value (refused where a scaled size changes it).
 
 It prints exactly one line on stdout, `KEVO_IMPORT_JSON {...}`, and nothing
 else there (the module's own prints go to stderr). kevo runs it with a
@@ -242,20 +247,40 @@ def run_module(torch, tree, path, consts, device):
             raise Refused("not_tensor", "get_inputs() returned %s, not a list of tensors"
                           % type(inputs).__name__)
         for i, x in enumerate(inputs):
+            if is_number(x):
+                continue  # a scalar param of the entry
             if not isinstance(x, torch.Tensor):
-                raise Refused("not_tensor", "get_inputs()[%d] is %s (%.40r), not a tensor; kevo "
-                              "passes only tensors to the entry" % (i, type(x).__name__, x))
+                raise Refused("not_tensor", "get_inputs()[%d] is %s (%.40r), neither a tensor nor "
+                              "a Python int or float; kevo passes tensors and numbers to the "
+                              "entry" % (i, type(x).__name__, x))
         return ns, list(inputs), model
 
 
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def scalar_dtype(v):
+    if isinstance(v, float):
+        return "f32"
+    return "i32" if -2**31 <= v < 2**31 else "i64"
+
+
 def forward(torch, model, inputs, device):
+    """Runs forward once. The buffers are put back as Model built them (a
+    BatchNorm in training mode updates its running statistics in forward):
+    their inits are inferred from what Model starts from, not from one
+    call's batch (running_var 1, not 0.91 +- 0.001 after a step)."""
     with torch.device(device), torch.no_grad():
+        before = [(b, b.clone()) for b in model.buffers()] if device != "meta" else []
         try:
             out = model(*inputs)
         except NotImplementedError:
             raise
         except Exception as e:
             raise Refused("exception", "Model.forward raised %s: %s" % (type(e).__name__, e))
+        for b, v in before:
+            b.copy_(v)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
     for i, o in enumerate(outs):
         if not isinstance(o, torch.Tensor):
@@ -414,7 +439,11 @@ def main():
                 owners[(mname + "." if mname else "") + pname] = (m, pname)
         ts = []
         for i, x in enumerate(inputs):
-            ts.append(("input", sig_names[i] if i < len(sig_names) else "in%d" % i, x, None))
+            nm = sig_names[i] if i < len(sig_names) else "in%d" % i
+            if is_number(x):  # a 0-d tensor stands for it; its value goes in the owner slot
+                ts.append(("scalar", nm, torch.tensor(x, device="cpu"), x))
+            else:
+                ts.append(("input", nm, x, None))
         for n, p in model.named_parameters():
             ts.append(("parameter", n, p, owners.get(n)))
         for n, b in model.named_buffers():
@@ -425,7 +454,8 @@ def main():
 
     def attempt(values, device):
         ns, inputs, model = run_module(torch, tree, path, values, device)
-        held = tensor_bytes(inputs) + tensor_bytes(list(model.parameters())) + \
+        held = tensor_bytes([x for x in inputs if not is_number(x)]) + \
+            tensor_bytes(list(model.parameters())) + \
             tensor_bytes(list(model.buffers()))
         return ns, inputs, model, held
 
@@ -501,7 +531,10 @@ def main():
             how = "scaled down (floor %d%s)" % (floor, ", together" if together else "")
             try:
                 ns, inputs, model, held = attempt(values, "meta")
-                if held > opts["--check-bytes"]:
+                # The weights of a network do not scale with its constants:
+                # --check-bytes bounds what does (the inputs), --max-bytes all.
+                held_in = tensor_bytes([x for x in inputs if not is_number(x)])
+                if held_in > opts["--check-bytes"] or held > opts["--max-bytes"]:
                     check_err = "%s it still needs %s" % (how, gib(held))
                     break  # a larger floor needs more
                 ns, inputs, model, held = attempt(values, "cpu")
@@ -600,6 +633,17 @@ def main():
 
     tensors = []
     for j, (kind, name, t0_, owner) in enumerate(bench):
+        if kind == "scalar":
+            vals = [r[j][3] for r in results]
+            if any(v != owner for v in vals):
+                fail("not_tensor", "get_inputs()'s number %s is %s at the module's sizes and %s "
+                     "when its size constants are scaled: kevo passes a number as a fixed scalar "
+                     "param; return a tensor, or a number that does not depend on the sizes"
+                     % (name, owner, [v for v in vals if v != owner][0]))
+            tensors.append({"kind": "scalar", "name": name, "dtype": scalar_dtype(owner),
+                            "torch_dtype": type(owner).__name__,
+                            "shapes": [[] for _ in results], "value": owner})
+            continue
         dt = DTYPES.get(t0_.dtype)
         if dt is None:
             fail("dtype", "%s %s has dtype %s, which kevo does not support (f32 f64 f16 bf16 "

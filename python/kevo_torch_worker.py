@@ -77,6 +77,8 @@ MAXP = 32
 MAXD = 8
 task = None  # the C handle
 params = []  # [(name, role, dtype)] in the task's order
+packs = {}  # param index -> the names of the tensors it packs, in order
+scalars = {}  # param index -> a scalar param's fixed value
 slots = {}
 token = 0
 shm = {"map": None, "len": 0, "whole": None}
@@ -304,20 +306,22 @@ class Reference:
             raise Fail("%s: building Model(*get_init_inputs()) raised %s: %s"
                        % (where, type(e).__name__, e))
         weights = list(model.named_parameters()) + list(model.named_buffers())
-        ins = [p for p, (_, role, _) in enumerate(params) if role == 0]
+        binds, weights = self.packed(where, weights, lay)
+        ins = [p for p, (_, role, _) in enumerate(params) if role == 0 and p not in packs]
         outs = [p for p, (_, role, _) in enumerate(params) if role in (1, 2)]
         k = len(ins) - len(weights)
         if k < 0:
             raise Fail("%s: the model has %d parameters and buffers but task.json has %d inputs; "
                        "import the module again" % (where, len(weights), len(ins)))
-        binds = []
         for (n, w), p in zip(weights, ins[k:]):
             want = n.replace(".", "_")
             if params[p][0] != want or w.numel() != int(lay.nelem[p]):
                 raise Fail("%s: the model's %s (%d elements) is not task.json's %s (%d "
                            "elements); import the module again"
                            % (where, n, w.numel(), params[p][0], int(lay.nelem[p])))
-            binds.append((w, p, tuple(w.shape)))
+            binds.append((w, p, tuple(w.shape), None))
+        # forward's arguments: the inputs before the weights and the scalars, in order
+        fin = [p for p, (_, role, _) in enumerate(params) if p in ins[:k] or role == 4]
         run = model
         if self.compile_mode:
             try:
@@ -326,9 +330,35 @@ class Reference:
             except Exception as e:
                 raise Fail("%s: torch.compile(mode=%s) raised %s: %s"
                            % (where, self.compile_mode, type(e).__name__, e))
-        m = (run, ins[:k], binds, outs)
+        m = (run, fin, binds, outs)
         self.models[lay.key] = m
         return m
+
+    @staticmethod
+    def packed(where, weights, lay):
+        """Binds of the weights that task.json packs (param, offset in
+        elements: named order, back to back) and the weights left, which are
+        params of their own."""
+        byname = dict(weights)
+        binds = []
+        for p, names in packs.items():
+            off = 0
+            for n in names:
+                w = byname.pop(n, None)
+                if w is None:
+                    raise Fail("%s: task.json's %s packs %s, which the model does not have; "
+                               "import the module again" % (where, params[p][0], n))
+                if torch_dtype(params[p][2]) != w.dtype:
+                    raise Fail("%s: the model's %s is %s, task.json's %s holds %s; import the "
+                               "module again" % (where, n, w.dtype, params[p][0],
+                                                 torch_dtype(params[p][2])))
+                binds.append((w, p, tuple(w.shape), off))
+                off += w.numel()
+            if off != int(lay.nelem[p]):
+                raise Fail("%s: the tensors %s packs have %d elements, task.json says %d; "
+                           "import the module again" % (where, params[p][0], off,
+                                                        int(lay.nelem[p])))
+        return binds, [(n, w) for n, w in weights if n in byname]
 
     def call(self, lay, raws, events=None, lead_cycles=0):
         """One forward on the buffers raws[p] (uint8 tensors, on the surface's
@@ -344,9 +374,11 @@ class Reference:
         the fourth the lead's GPU time and the fifth forward's host dispatch
         (ns)."""
         model, fin, binds, outs = self.model_for(lay)
-        args = [typed(raws[p], p, lay) for p in fin]
-        for w, p, shape in binds:
+        args = [scalar_arg(p) if p in scalars else typed(raws[p], p, lay) for p in fin]
+        for w, p, shape, off in binds:
             t = typed(raws[p], p, lay)
+            if off is not None:
+                t = t.view(-1)[off:off + w.numel()]
             w.data = t if tuple(t.shape) == shape else t.view(shape)
         covered = None
         with torch.no_grad():
@@ -468,8 +500,14 @@ def handle_init(req):
     if task:
         rt.kvpy_task_free(task)
     task = h
-    params = [(p["name"], ROLES[p["role"]], DTYPES.get(p.get("dtype", "f32"), 0))
-              for p in json.loads(spec)["params"]]
+    pj = json.loads(spec)["params"]
+    params = [(p["name"], ROLES[p["role"]], DTYPES.get(p.get("dtype", "f32"), 0)) for p in pj]
+    # A packed param's tensors (kevo import's weights of a network), and the
+    # fixed values of scalar params (Python numbers of get_inputs()).
+    packs.clear()
+    packs.update({i: [m["name"] for m in p["pack"]] for i, p in enumerate(pj) if "pack" in p})
+    scalars.clear()
+    scalars.update({i: p.get("value") for i, p in enumerate(pj) if p["role"] == "scalar"})
     slots.clear()
     reply({})
 

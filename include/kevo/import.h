@@ -24,6 +24,9 @@
 /* The bench run, check runs and probes (runs that are evidence for the
  * shapes but never size sets). */
 #define KV_IMPORT_MAX_RUNS 8
+/* The vendor libraries `kevo import --allow` accepts. */
+#define KV_IMPORT_ALLOW_NAMES "cublas, cudnn, cublaslt"
+#define KV_IMPORT_MAX_ALLOW 3
 
 struct kv_import_opts {
   const char *python;  /* NULL: $KEVO_PYTHON, else python3 from PATH */
@@ -34,6 +37,10 @@ struct kv_import_opts {
   int threads;         /* torch's CPU threads; default 1 */
   int force;           /* replace an existing task directory */
   const char *sandbox; /* kevo-sandbox; NULL: $KEVO_SANDBOX, else beside the executable */
+  /* Vendor libraries a candidate of the task may call: written as task.json's
+   * "allow" (kv_import_parse_allow fills them from --allow). */
+  int nallow;
+  const char *allow[KV_IMPORT_MAX_ALLOW];
 };
 
 /* Why a module was not imported: a short cause (grouped in summaries) and a
@@ -47,7 +54,22 @@ struct kv_import_result {
   double seconds;
 };
 
+/* Defaults; max_bytes from this host's memory (an eighth of it, from 2 to 16
+ * GiB): the most a module run at its own sizes on the CPU may hold. */
 void kv_import_opts_default(struct kv_import_opts *o);
+
+/* "cublas,cudnn" (--allow's value) into o->allow. Only the names of
+ * KV_IMPORT_ALLOW_NAMES; an unknown or repeated name is -1 with err naming
+ * `flag` and the accepted names. */
+int kv_import_parse_allow(struct kv_import_opts *o, const char *list, const char *flag, char *err,
+                          size_t errlen);
+
+/* The smallest memory of this machine's GPUs, by nvidia-smi (10 s deadline);
+ * -1 without one. The byte caps of the task (kv_task_max_set_bytes) come from
+ * the device memory; kevo import sets it from here when it is less than what
+ * kevo assumes (kv_task_device_memory) and neither --device-memory nor
+ * KEVO_DEVICE_MEMORY_GIB is given. */
+int kv_import_gpu_memory(int64_t *bytes);
 
 /* The helper script: $KEVO_IMPORT_HELPER, else kevo_import.py beside the
  * executable, else ../share/kevo/kevo_import.py from it, else the source

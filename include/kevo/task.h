@@ -22,10 +22,19 @@
 #define KV_MAX_BENCH 16
 #define KV_NAME_MAX 64
 #define KV_MAX_ALLOW 16
-/* Largest single buffer and largest sum of buffers for one size set. A task
- * whose shapes exceed them is refused before anything is allocated. */
-#define KV_MAX_BUFFER_BYTES ((int64_t)4 << 30)
-#define KV_MAX_TOTAL_BYTES ((int64_t)8 << 30)
+/* Largest single buffer and largest sum of buffers for one size set: half
+ * the memory of the device the task runs on (the reference's buffers and the
+ * candidate's are there at once), kv_task_max_set_bytes(). A task whose
+ * shapes exceed it is refused before anything is allocated. The memory: what
+ * kv_task_set_device_memory() set (kevo import --device-memory), else
+ * $KEVO_DEVICE_MEMORY_GIB, else KV_DEFAULT_DEVICE_MEMORY (an H100's 80 GiB,
+ * the device class kevo targets), whatever this machine has. */
+#define KV_DEFAULT_DEVICE_MEMORY ((int64_t)80 << 30)
+#define KV_MAX_BUFFER_BYTES kv_task_max_set_bytes()
+#define KV_MAX_TOTAL_BYTES kv_task_max_set_bytes()
+/* Tensors one packed param holds ("pack", kevo import's weights). */
+#define KV_MAX_PACK 4096
+#define KV_PACK_NAME_MAX 256
 /* Largest task.json accepted. */
 #define KV_MAX_TASK_JSON (1 << 20)
 
@@ -40,6 +49,15 @@ struct kv_init {
   double a, b;       /* uniform: lo, hi; normal: mean, std; int: lo, hi (inclusive) */
 };
 
+/* One tensor of a packed buffer: kevo import puts a network's weights, each
+ * flattened row-major, back to back in one read-only buffer, in this order
+ * (docs/task-format.md "pack"); shape expressions over the size names. */
+struct kv_pack {
+  char *name; /* the module's name for it, e.g. "layer1.0.conv1.weight" */
+  int ndim;
+  char *shape[KV_MAX_DIMS];
+};
+
 struct kv_param {
   char name[KV_NAME_MAX];
   enum kv_role role;
@@ -49,6 +67,8 @@ struct kv_param {
   struct kv_init init;      /* in, inout, scalar */
   int has_value;            /* scalar with a fixed "value" */
   double value;
+  int npack;                /* an in buffer with "pack": its tensors, in order */
+  struct kv_pack *pack;
 };
 
 /* One assignment of values to the task's size parameters. values[i] is the
@@ -90,6 +110,36 @@ void kv_task_free(struct kv_task *t);
  * ("--allow: 'cufft' is not a library kevo can link; use one of ..."). */
 int kv_task_allow_add(struct kv_task *t, const char *list, const char *origin, char *err,
                       size_t errlen);
+
+/* The device memory the byte caps derive from (see KV_MAX_BUFFER_BYTES) and
+ * where it came from ("--device-memory", "KEVO_DEVICE_MEMORY_GIB", or
+ * "default (an H100)"); bytes <= 0 clears what was set. */
+int64_t kv_task_device_memory(const char **from);
+void kv_task_set_device_memory(int64_t bytes);
+int64_t kv_task_max_set_bytes(void);
+/* "half of the 80 GiB of device memory kevo assumes (default (an H100)); set
+ * KEVO_DEVICE_MEMORY_GIB to the device's": for messages. */
+void kv_task_cap_note(char *out, size_t cap);
+
+/* A sum of products of shape dims, like terms combined, for a pack's offsets
+ * and size: "64 + 18*hidden*hidden + 17*hidden". Dims that are numbers go
+ * into the coefficients. overflow: more distinct terms or digits than it
+ * holds (then there is no expression). */
+#define KV_SUMEXPR_TERMS 32
+struct kv_sumexpr {
+  long long fixed;
+  int n, overflow;
+  char term[KV_SUMEXPR_TERMS][192];
+  long long count[KV_SUMEXPR_TERMS];
+};
+void kv_sumexpr_add(struct kv_sumexpr *s, char *const *dims, int ndim);
+/* The expression (at most cap - 1 characters); -1 on overflow. */
+int kv_sumexpr_format(const struct kv_sumexpr *s, char *out, size_t cap);
+
+/* Elements of tensor k of packed param p under size set s, and its offset
+ * (elements before it in the buffer). */
+int kv_pack_elems(const struct kv_task *t, int p, int k, const struct kv_sizeset *s,
+                  int64_t *offset, int64_t *n, char *err, size_t errlen);
 
 /* Expressions: integers, size names, + - * / % ( ) and unary minus, 64-bit,
  * with errors for unknown names, division or modulo by zero, overflow and

@@ -2,6 +2,7 @@
  * with a deadline and a scrubbed environment, turn its reply into task.json,
  * write everything into a temporary directory and rename it into place. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,9 +19,93 @@
 void kv_import_opts_default(struct kv_import_opts *o) {
   memset(o, 0, sizeof *o);
   o->deadline_s = 120;
-  o->max_bytes = (int64_t)2 << 30;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  int64_t host = pages > 0 && psz > 0 ? (int64_t)pages * psz : 0;
+  o->max_bytes = host / 8;
+  if (o->max_bytes < (int64_t)2 << 30)
+    o->max_bytes = (int64_t)2 << 30;
+  if (o->max_bytes > (int64_t)16 << 30)
+    o->max_bytes = (int64_t)16 << 30;
   o->check_bytes = (int64_t)64 << 20;
   o->threads = 1;
+}
+
+int kv_import_parse_allow(struct kv_import_opts *o, const char *list, const char *flag, char *err,
+                          size_t errlen) {
+  static const char *const names[] = {"cublas", "cudnn", "cublaslt"};
+  o->nallow = 0;
+  for (const char *p = list;;) {
+    size_t l = strcspn(p, ",");
+    int k = -1;
+    for (int i = 0; i < (int)KV_ARRAY_LEN(names); i++)
+      if (l == strlen(names[i]) && !strncmp(p, names[i], l))
+        k = i;
+    if (k < 0)
+      return kv_error(err, errlen,
+                      "%s: '%.*s' is not a library kevo can allow; give a comma-separated list "
+                      "of %s (e.g. %s cublas,cudnn)",
+                      flag, (int)(l < 40 ? l : 40), p, KV_IMPORT_ALLOW_NAMES, flag);
+    for (int j = 0; j < o->nallow; j++)
+      if (!strcmp(o->allow[j], names[k]))
+        return kv_error(err, errlen, "%s: '%s' is given twice; name each library once", flag,
+                        names[k]);
+    o->allow[o->nallow++] = names[k];
+    if (!p[l])
+      return 0;
+    p += l + 1;
+  }
+}
+
+int kv_import_gpu_memory(int64_t *bytes) {
+  char smi[PATH_MAX], err[256];
+  if (kv_which("nvidia-smi", smi, sizeof smi) < 0)
+    return -1;
+  char *argv[] = {smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits", NULL};
+  char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", NULL};
+  struct kv_buf out;
+  kv_buf_init(&out, 4096);
+  struct kv_proc_result pr;
+  int64_t least = -1;
+  if (kv_run(argv, envp, NULL, 10, NULL, NULL, &out, &pr, err, sizeof err) == 0 && pr.exited &&
+      pr.status == 0 && out.data)
+    for (char *line = out.data; *line;) {
+      char *end;
+      long long mib = strtoll(line, &end, 10);
+      if (end != line && mib > 0 && (least < 0 || mib * (1 << 20) < least))
+        least = mib * (int64_t)(1 << 20);
+      line += strcspn(line, "\n");
+      line += *line == '\n';
+    }
+  kv_buf_release(&out);
+  if (least <= 0)
+    return -1;
+  *bytes = least;
+  return 0;
+}
+
+/* task.json with "allow" added, and the caps it was sized by, for the README. */
+static char *with_allow(const struct kv_import_opts *o, char *json) {
+  if (!o->nallow)
+    return json;
+  json_t *root = json_loads(json, 0, NULL), *a = json_array();
+  for (int i = 0; i < o->nallow; i++)
+    json_array_append_new(a, json_string(o->allow[i]));
+  char *out = NULL;
+  if (root && json_object_set_new(root, "allow", a) == 0)
+    out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+  else
+    json_decref(a);
+  json_decref(root);
+  if (!out)
+    return NULL;
+  free(json);
+  size_t n = strlen(out);
+  char *grown = realloc(out, n + 2);
+  if (grown) {
+    memcpy(grown + n, "\n", 2);
+    out = grown;
+  }
+  return out;
 }
 
 /* kevo-sandbox, which every module runs in (kevo/import.h). */
@@ -214,6 +299,34 @@ static int write_task(const char *dir, const char *name, const char *json, const
   return rc;
 }
 
+/* README lines after the first: the byte caps the task was sized by, the
+ * libraries it allows. Starts with the first line's closing words. */
+static void readme_caps(const struct kv_import_opts *o, char *out, size_t cap) {
+  const char *from;
+  int64_t mem = kv_task_device_memory(&from);
+  struct kv_buf b;
+  kv_buf_init(&b, cap);
+  kv_buf_appendf(&b,
+                 ".\n\nByte caps: each size set's buffers at most %.1f GiB, half the %.1f GiB of "
+                 "device memory kevo assumed (%s; the reference's and the candidate's buffers "
+                 "are on the device at once; kevo import --device-memory GIB or "
+                 "KEVO_DEVICE_MEMORY_GIB changes it)",
+                 (double)mem / 2 / (1 << 30), (double)mem / (1 << 30), from);
+  if (mem > KV_DEFAULT_DEVICE_MEMORY)
+    kv_buf_appendf(&b,
+                   ". Other kevo commands assume %.0f GiB: where this task's bench size needs "
+                   "more than half of that, run them with KEVO_DEVICE_MEMORY_GIB=%.0f",
+                   (double)KV_DEFAULT_DEVICE_MEMORY / (1 << 30), (double)mem / (1 << 30));
+  if (o->nallow) {
+    kv_buf_appendf(&b, ".\n\nA candidate may call ");
+    for (int i = 0; i < o->nallow; i++)
+      kv_buf_appendf(&b, "%s%s", i ? (i + 1 == o->nallow ? " and " : ", ") : "", o->allow[i]);
+    kv_buf_appendf(&b, " (task.json's allow, from kevo import --allow)");
+  }
+  snprintf(out, cap, "%s", b.data ? b.data : "");
+  kv_buf_release(&b);
+}
+
 int kv_import_module(const struct kv_import_opts *o, const char *py_path, const char *outdir,
                      struct kv_import_result *r, char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
@@ -369,6 +482,13 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
     goto done;
   }
 
+  char *allowed = with_allow(o, json);
+  if (!allowed) {
+    rc = kv_error(err, errlen, "%s: cannot add allow to task.json (out of memory)", py_path);
+    goto done;
+  }
+  json = allowed;
+
   /* Write into a temporary directory beside the target, then rename. */
   char final[PATH_MAX + 80], tdir[PATH_MAX];
   if (kv_mkdirs(outdir, 0755, err, errlen) < 0) {
@@ -386,7 +506,9 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
     goto done;
   }
   char werr[512];
-  if (write_task(tdir, r->name, json, src, srclen, py_path, "", werr, sizeof werr) < 0 ||
+  char extra[1024];
+  readme_caps(o, extra, sizeof extra);
+  if (write_task(tdir, r->name, json, src, srclen, py_path, extra, werr, sizeof werr) < 0 ||
       chmod(tdir, 0755) < 0) {
     kv_rmtree(tdir);
     rc = kv_error(err, errlen, "%s: cannot write the task: %s", py_path, werr);

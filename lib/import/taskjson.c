@@ -28,7 +28,9 @@ struct ten {
   int ndim;
   int64_t dims[KV_IMPORT_MAX_RUNS][KV_MAX_DIMS];
   json_t *init;
-  int suffix; /* its name is a reserved word in C, C++ or CUDA: append '_' */
+  int suffix;    /* its name is a reserved word in C, C++ or CUDA: append '_' */
+  int pack;      /* a weight packed into params "weights_<pack-1>"; 0: a param of its own */
+  json_t *value; /* a scalar of get_inputs(): its value */
   char cname[KV_NAME_MAX];
   char expr[KV_MAX_DIMS][EXPR_MAX];
 };
@@ -41,6 +43,9 @@ struct ctx {
   int nc, nt;
   struct cst c[MAX_CONSTS];
   struct ten t[MAX_TENSORS];
+  int np;                             /* params written by build() */
+  int pmap[MAX_TENSORS + MAX_CONSTS]; /* param -> tensor i, -1 a pack, -2-k constant k */
+  json_t *keep;                       /* inits made by rounded_init */
 };
 
 static int set_cause(char *cause, size_t cap, const char *c) {
@@ -81,7 +86,11 @@ static int get_int(json_t *v, int64_t lo, int64_t hi, int64_t *out) {
 
 static int is_kind(const char *k) {
   return !strcmp(k, "input") || !strcmp(k, "parameter") || !strcmp(k, "buffer") ||
-         !strcmp(k, "output");
+         !strcmp(k, "output") || !strcmp(k, "scalar");
+}
+
+static int is_weight(const struct ten *t) {
+  return !strcmp(t->kind, "parameter") || !strcmp(t->kind, "buffer");
 }
 
 static int dtype_ok(const char *d) {
@@ -230,7 +239,16 @@ static int parse_reply(json_t *root, struct ctx *x, char *cause, size_t causecap
                           "2^40",
                           pre, i, r, d);
     }
-    if (strcmp(t->kind, "output") != 0) {
+    if (!strcmp(t->kind, "scalar")) {
+      t->value = json_object_get(v, "value");
+      if (!json_is_number(t->value) || t->ndim != 0 ||
+          (strcmp(t->dtype, "f32") && strcmp(t->dtype, "i32") && strcmp(t->dtype, "i64")))
+        return set_cause(cause, causecap, "helper"),
+               kv_error(err, errlen,
+                        "%s: tensors[%zu]: a scalar needs a number value, dtype "
+                        "f32, i32 or i64 and no shape",
+                        pre, i);
+    } else if (strcmp(t->kind, "output") != 0) {
       json_t *in = json_object_get(v, "init");
       if (json_is_null(in) || !in)
         return set_cause(cause, causecap, "no_init"),
@@ -476,6 +494,119 @@ static size_t dtype_bytes(const char *d) {
   return 4;
 }
 
+/* The element count of pack g: a sum of its tensors' products, like terms
+ * combined (kv_sumexpr). */
+static void pack_total(const struct ctx *x, int g, struct kv_buf *b) {
+  struct kv_sumexpr sum;
+  memset(&sum, 0, sizeof sum);
+  for (int i = 0; i < x->nt; i++) {
+    const struct ten *t = &x->t[i];
+    char *dims[KV_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++)
+      dims[d] = (char *)t->expr[d];
+    if (t->pack == g + 1)
+      kv_sumexpr_add(&sum, dims, t->ndim);
+  }
+  char out[1100];
+  /* too many terms: an expression the task parser refuses, naming it */
+  kv_buf_appendf(b, "%s", kv_sumexpr_format(&sum, out, sizeof out) == 0 ? out : "(too many terms)");
+}
+
+/* An init rounded so that like layers share one: a symmetric uniform bound
+ * or a zero-mean normal's std to the nearest power of two. A new object the
+ * ctx keeps. */
+static json_t *rounded_init(struct ctx *x, json_t *in) {
+  const char *dist = json_string_value(json_object_get(in, "dist"));
+  double lo = json_number_value(json_object_get(in, "lo")),
+         hi = json_number_value(json_object_get(in, "hi")),
+         mean = json_number_value(json_object_get(in, "mean")),
+         sd = json_number_value(json_object_get(in, "std"));
+  json_t *r = NULL;
+  if (dist && !strcmp(dist, "uniform") && hi > 0 && lo == -hi) {
+    double b = pow(2, round(log2(hi)));
+    r = json_pack("{s:s,s:f,s:f}", "dist", "uniform", "lo", -b, "hi", b);
+  } else if (dist && !strcmp(dist, "normal") && mean == 0 && sd > 0)
+    r = json_pack("{s:s,s:f,s:f}", "dist", "normal", "mean", 0.0, "std", pow(2, round(log2(sd))));
+  if (!r)
+    return in;
+  if (!x->keep)
+    x->keep = json_array();
+  json_array_append_new(x->keep, r);
+  return r;
+}
+
+/* More params than an entry takes (every weight of a network is one): the
+ * weights go into packed buffers, one per dtype and init; where that is
+ * still too many, with like inits rounded together (rounded_init). Returns
+ * the number of packs, 0 when every weight stays a param of its own. */
+static int plan_packs(struct ctx *x) {
+  int nparams = x->nt;
+  for (int i = 0; i < x->nc; i++)
+    nparams += x->c[i].used;
+  for (int i = 0; i < x->nt; i++)
+    x->t[i].pack = 0;
+  if (nparams <= KV_MAX_PARAMS)
+    return 0;
+  int ng = 0;
+  static _Thread_local char *key[MAX_TENSORS];
+  static _Thread_local const char *gdtype[MAX_TENSORS];
+  for (int round_inits = 0; round_inits < 2; round_inits++) {
+    ng = 0;
+    for (int i = 0; i < x->nt; i++) {
+      struct ten *t = &x->t[i];
+      if (!is_weight(t))
+        continue;
+      if (round_inits)
+        t->init = rounded_init(x, t->init);
+      char *k = json_dumps(t->init, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
+      int g = 0;
+      while (g < ng && !(k && !strcmp(key[g], k) && !strcmp(t->dtype, gdtype[g])))
+        g++;
+      if (g == ng && k) {
+        key[ng] = k;
+        gdtype[ng++] = t->dtype;
+      } else
+        free(k);
+      t->pack = g + 1;
+    }
+    for (int g = 0; g < ng; g++)
+      free(key[g]);
+    int nw = 0;
+    for (int i = 0; i < x->nt; i++)
+      nw += x->t[i].pack != 0;
+    if (nparams - nw + ng <= KV_MAX_PARAMS)
+      break;
+  }
+  return ng;
+}
+
+/* One packed param: its name, shape (the sum), init and table. */
+static json_t *pack_param(struct ctx *x, int g, const char *pname, struct kv_buf *bytes) {
+  struct kv_buf total;
+  kv_buf_init(&total, 8192);
+  pack_total(x, g, &total);
+  json_t *pack = json_array();
+  const struct ten *first = NULL;
+  for (int i = 0; i < x->nt; i++) {
+    const struct ten *t = &x->t[i];
+    if (t->pack != g + 1)
+      continue;
+    if (!first)
+      first = t;
+    json_t *shape = json_array();
+    for (int d = 0; d < t->ndim; d++)
+      json_array_append_new(shape, json_string(t->expr[d]));
+    json_array_append_new(pack, json_pack("{s:s,s:o}", "name", t->name, "shape", shape));
+  }
+  json_t *p =
+      json_pack("{s:s,s:s,s:s,s:[s],s:O,s:o}", "name", pname, "role", "in", "dtype", first->dtype,
+                "shape", total.data ? total.data : "0", "init", first->init, "pack", pack);
+  kv_buf_appendf(bytes, "%s%zu*(%s)", bytes->len ? " + " : "", dtype_bytes(first->dtype),
+                 total.data ? total.data : "0");
+  kv_buf_release(&total);
+  return p;
+}
+
 static json_t *build(struct ctx *x, const char *name, const char *source_name, json_t *root,
                      const char *check_note) {
   char entry[KV_NAME_MAX];
@@ -491,14 +622,50 @@ static json_t *build(struct ctx *x, const char *name, const char *source_name, j
       snprintf(cand, sizeof cand, "%.50s_%d", base, k);
     snprintf(x->t[i].cname, sizeof x->t[i].cname, "%s", cand);
   }
+  int npacks = plan_packs(x), npacked = 0;
+  for (int i = 0; i < x->nt; i++) {
+    struct ten *t = &x->t[i];
+    npacked += t->pack != 0;
+    /* A packed tensor's dim that is the same in every run is written as its
+     * number (a conv's 3 input channels, not a constant that happens to be
+     * 3), so that the table's offsets and the pack's size add up to numbers. */
+    for (int d = 0; d < t->ndim && t->pack; d++) {
+      int same = 1;
+      for (int r = 1; r < x->nruns; r++)
+        same &= t->dims[r][d] == t->dims[0][d];
+      if (same)
+        snprintf(t->expr[d], EXPR_MAX, "%lld", (long long)t->dims[0][d]);
+    }
+  }
   json_t *params = json_array();
   struct kv_buf bytes, inits;
   kv_buf_init(&bytes, 8192);
   kv_buf_init(&inits, 2048);
   double tol = 0;
+  x->np = 0;
   for (int i = 0; i < x->nt; i++) {
     struct ten *t = &x->t[i];
     int out = !strcmp(t->kind, "output");
+    if (t->pack) {
+      if (i > 0 && x->t[i - 1].pack)
+        continue;
+      /* the packs, in the place of the first weight */
+      for (int g = 0; g < npacks; g++) {
+        char pname[KV_NAME_MAX];
+        snprintf(pname, sizeof pname, npacks == 1 ? "weights" : "weights_%d", g);
+        for (int k = 2; name_taken(x, x->nt, pname); k++)
+          snprintf(pname, sizeof pname, npacks == 1 ? "weights%d" : "weights_%d_%d", g, k);
+        json_array_append_new(params, pack_param(x, g, pname, &bytes));
+        x->pmap[x->np++] = -1;
+      }
+      continue;
+    }
+    x->pmap[x->np++] = i;
+    if (!strcmp(t->kind, "scalar")) {
+      json_array_append_new(params, json_pack("{s:s,s:s,s:s,s:O}", "name", t->cname, "role",
+                                              "scalar", "dtype", t->dtype, "value", t->value));
+      continue;
+    }
     json_t *shape = json_array();
     for (int d = 0; d < t->ndim; d++)
       json_array_append_new(shape, json_string(t->expr[d]));
@@ -509,7 +676,7 @@ static json_t *build(struct ctx *x, const char *name, const char *source_name, j
     else if (tol_for(t->dtype) > tol)
       tol = tol_for(t->dtype);
     json_array_append_new(params, p);
-    kv_buf_appendf(&bytes, "%s%zu", i ? " + " : "", dtype_bytes(t->dtype));
+    kv_buf_appendf(&bytes, "%s%zu", bytes.len ? " + " : "", dtype_bytes(t->dtype));
     for (int d = 0; d < t->ndim; d++)
       kv_buf_appendf(
           &bytes, "*%s%s%s",
@@ -542,20 +709,33 @@ static json_t *build(struct ctx *x, const char *name, const char *source_name, j
     json_decref(set);
   }
   for (int i = 0; i < x->nc; i++)
-    if (x->c[i].used)
+    if (x->c[i].used) {
       json_array_append_new(params, json_pack("{s:s,s:s}", "name", x->c[i].name, "role", "size"));
+      if (x->np < (int)KV_ARRAY_LEN(x->pmap))
+        x->pmap[x->np++] = -2 - i;
+    }
   struct kv_buf sum;
   kv_buf_init(&sum, 4000);
   kv_buf_appendf(&sum,
                  "PyTorch module %s (KernelBench format), imported by kevo import: reference.py is "
-                 "the module verbatim. Params: the tensors of get_inputs() in order, then Model's "
-                 "parameters and buffers (named_parameters, named_buffers; '.' written '_'), then "
-                 "its outputs, then the size constants the shapes use. Every input and weight is "
-                 "drawn afresh per seed",
+                 "the module verbatim. Params: the tensors (and Python numbers, as scalars) of "
+                 "get_inputs() in order, then Model's parameters and buffers (named_parameters, "
+                 "named_buffers; '.' written '_'), then its outputs, then the size constants the "
+                 "shapes use. Every input and weight is drawn afresh per seed",
                  source_name);
-  if (inits.len)
+  if (npacks)
+    kv_buf_appendf(&sum,
+                   ". Model's %d parameters and buffers are more than an entry's %d params: they "
+                   "are packed, each flattened row-major and back to back in that order, into %d "
+                   "read-only buffer%s (weights%s), one per dtype and init; the prototype lists "
+                   "every tensor's offset and shape. A pack's init: PyTorch's default for its "
+                   "layers, a uniform bound or std rounded to a power of two where that was "
+                   "needed to share buffers, a norm's ones and zeros drawn around them",
+                   npacked, KV_MAX_PARAMS, npacks, npacks == 1 ? "" : "s",
+                   npacks == 1 ? "" : "_0 ...");
+  else if (inits.len)
     kv_buf_appendf(&sum, ": %s", inits.data);
-  if (inits.len && strstr(inits.data, "constant"))
+  if (!npacks && inits.len && strstr(inits.data, "constant"))
     kv_buf_appendf(&sum, ". Defaults that are constants (a norm's ones and zeros) are drawn "
                          "uniformly around them so values still change per seed");
   if (inits.len && strstr(inits.data, "fan_in"))
@@ -568,10 +748,12 @@ static json_t *build(struct ctx *x, const char *name, const char *source_name, j
   json_t *n;
   json_array_foreach(notes, k, n) if (json_is_string(n))
       kv_buf_appendf(&sum, " Note: %.300s.", json_string_value(n));
-  json_t *task = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:f,s:f},s:{s:s}}", "name", name, "summary",
+  json_t *task = json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:{s:f,s:f}}", "name", name, "summary",
                            sum.data ? sum.data : "", "entry", entry, "params", params, "check",
-                           check, "bench", bench, "tolerance", "atol", tol, "rtol", tol, "cost",
-                           "bytes", bytes.data ? bytes.data : "0");
+                           check, "bench", bench, "tolerance", "atol", tol, "rtol", tol);
+  /* cost.bytes is optional: one longer than an expression may be is left out */
+  if (task && bytes.len < 1000)
+    json_object_set_new(task, "cost", json_pack("{s:s}", "bytes", bytes.data ? bytes.data : "0"));
   kv_buf_release(&sum);
   kv_buf_release(&bytes);
   kv_buf_release(&inits);
@@ -707,15 +889,14 @@ int kv_import_task_json(const char *output, size_t len, const char *name, const 
     int pi = -1, k = 0, used = 0;
     if (round < 16 && sscanf(perr, "task.json: params[%d].name%n", &pi, &k) == 1 && k > 0 &&
         (strstr(perr, "reserved") || strstr(perr, "collides") || strstr(perr, "'kevo_'"))) {
-      if (pi < x->nt) {
-        x->t[pi].suffix = 1;
+      int m = pi >= 0 && pi < x->np ? x->pmap[pi] : -1;
+      if (m >= 0) {
+        x->t[m].suffix = 1;
         used = 1;
-      } else
-        for (int i = 0, n = x->nt; i < x->nc; i++)
-          if (x->c[i].used && n++ == pi && strlen(x->c[i].name) + 2 < KV_NAME_MAX) {
-            strcat(x->c[i].name, "_");
-            used = 1;
-          }
+      } else if (m <= -2 && strlen(x->c[-2 - m].name) + 2 < KV_NAME_MAX) {
+        strcat(x->c[-2 - m].name, "_");
+        used = 1;
+      }
       if (used) {
         free(text);
         char w[512];
@@ -752,6 +933,7 @@ int kv_import_task_json(const char *output, size_t len, const char *name, const 
   *task_json = text;
   rc = 0;
 out:
+  json_decref(x->keep);
   free(x);
   json_decref(root);
   return rc;

@@ -66,12 +66,40 @@ static void put_decl(struct wbuf *w, const struct kv_task *t, enum kv_lang lang)
   put(w, ");\n");
 }
 
+/* The table of a packed param (kevo import's weights): each tensor's offset
+ * in elements and its shape. An offset is a number where every tensor before
+ * it has a fixed shape, else an expression over the size names. */
+static void put_pack(struct wbuf *w, const struct kv_param *p) {
+  /* One comment per line: a reader that drops comment lines drops it all. */
+  put(w,
+      "/* %s packs %d tensors of the module (named_parameters() then named_buffers()), */\n"
+      "/* each row-major, back to back, in this order; offset: elements from %s[0] */\n",
+      p->name, p->npack, p->name);
+  struct kv_sumexpr off = {0};
+  char at[KVT_EXPR_MAX + 1];
+  for (int k = 0; k < p->npack; k++) {
+    const struct kv_pack *m = &p->pack[k];
+    if (kv_sumexpr_format(&off, at, sizeof at) < 0) {
+      w->overflow = 1; /* an offset kevo cannot write in full: no table rather than a wrong one */
+      return;
+    }
+    put(w, "/*   %s  %s [", at, m->name);
+    for (int d = 0; d < m->ndim; d++)
+      put(w, "%s%s", d ? "][" : "", m->shape[d]);
+    put(w, "] */\n");
+    kv_sumexpr_add(&off, m->shape, m->ndim);
+  }
+}
+
 static void put_header(struct wbuf *w, const struct kv_task *t, enum kv_lang lang) {
   put(w, "/* kevo: the entry of task '%s' (generated; do not edit) */\n", t->name ? t->name : "");
   put(w, "#ifndef KEVO_ENTRY_PROTOTYPE\n#define KEVO_ENTRY_PROTOTYPE\n");
   if (lang == KV_LANG_CUDA)
     put(w, "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n");
   put(w, "#include <stddef.h>\n#include <stdint.h>\n");
+  for (int i = 0; i < t->nparams; i++)
+    if (t->params[i].npack)
+      put_pack(w, &t->params[i]);
   put_decl(w, t, lang);
   put(w, "#endif\n");
 }

@@ -465,7 +465,8 @@ static int check_allow_name(struct pctx *c, const char *field, const char *a) {
 }
 
 static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
-  static const char *const keys[] = {"name", "role", "dtype", "shape", "init", "value", NULL};
+  static const char *const keys[] = {"name", "role", "dtype", "shape", "init", "value", "pack",
+                                     NULL};
   struct kv_param *p = &t->params[i];
   char path[32], field[64], q[56];
   snprintf(path, sizeof path, "params[%d]", i);
@@ -575,6 +576,10 @@ static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
     }
     if (value)
       return fail(c, "%s.value: only scalar params take a value; remove it (or use init)", path);
+    json_t *pack = json_object_get(v, "pack");
+    char msg[1024];
+    if (pack && kvt_pack_parse(t, p, pack, msg, sizeof msg) < 0)
+      return fail(c, "%s.pack%s", path, msg);
     if (init && p->role == KV_ROLE_OUT)
       return fail(c,
                   "%s.init: out params are written by the entry, not initialized; remove init "
@@ -695,6 +700,9 @@ static int check_set(struct pctx *c, struct kv_task *t, const struct kv_sizeset 
   int64_t total, v;
   if (kv_sizeset_bytes(t, s, &total, msg, sizeof msg) < 0)
     return fail(c, "%s[%d]: %s", key, i, msg);
+  for (int p = 0; p < t->nparams; p++)
+    if (kvt_pack_check(t, p, s, msg, sizeof msg) < 0)
+      return fail(c, "%s[%d]: %s", key, i, msg);
   const char *names[2] = {"bytes", "flops"};
   const char *exprs[2] = {t->cost_bytes, t->cost_flops};
   for (int k = 0; k < 2; k++) {
@@ -933,9 +941,11 @@ void kv_task_free(struct kv_task *t) {
   free(t->name);
   free(t->summary);
   free(t->entry);
-  for (int i = 0; i < KV_MAX_PARAMS; i++)
+  for (int i = 0; i < KV_MAX_PARAMS; i++) {
     for (int d = 0; d < KV_MAX_DIMS; d++)
       free(t->params[i].shape[d]);
+    kvt_pack_free(&t->params[i]);
+  }
   free(t->cost_bytes);
   free(t->cost_flops);
   for (int i = 0; i < KV_MAX_ALLOW; i++)
@@ -1155,11 +1165,13 @@ int kv_param_elems(const struct kv_task *t, int p, const struct kv_sizeset *s, i
       snprintf(nbytes, sizeof nbytes, "over 2^63");
     else
       snprintf(nbytes, sizeof nbytes, "%lld", (long long)bytes);
+    char note[256];
+    kv_task_cap_note(note, sizeof note);
     kvt_seterr(err, errlen,
                "params[%d]: '%s' needs %lld elements of %s (%s bytes), over the per-buffer "
-               "limit of %lld bytes; use smaller sizes than %s",
+               "limit of %lld bytes (%s); use smaller sizes than %s",
                p, prm->name, (long long)n, kv_dtype_name(prm->dtype), nbytes,
-               (long long)KV_MAX_BUFFER_BYTES, sizes);
+               (long long)KV_MAX_BUFFER_BYTES, note, sizes);
     return -1;
   }
   if (out)
@@ -1186,10 +1198,12 @@ int kv_sizeset_bytes(const struct kv_task *t, const struct kv_sizeset *s, int64_
   if (sum > KV_MAX_TOTAL_BYTES) {
     char sizes[512];
     kv_sizeset_format(t, s, sizes, sizeof sizes);
+    char note[256];
+    kv_task_cap_note(note, sizeof note);
     kvt_seterr(err, errlen,
-               "params: the buffers need %lld bytes in all, over the total limit of %lld bytes; "
-               "use smaller sizes than %s",
-               (long long)sum, (long long)KV_MAX_TOTAL_BYTES, sizes);
+               "params: the buffers need %lld bytes in all, over the total limit of %lld bytes "
+               "(%s); use smaller sizes than %s",
+               (long long)sum, (long long)KV_MAX_TOTAL_BYTES, note, sizes);
     return -1;
   }
   if (total)

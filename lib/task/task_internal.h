@@ -33,4 +33,14 @@ void kvt_vseterr(char *err, size_t errlen, const char *fmt, va_list ap)
 /* "rows cols" (space-separated names of the size params), or "(none)". */
 void kvt_size_names(const struct kv_task *t, char *out, size_t cap);
 
+/* Packed params (pack.c): parse params[i].pack (err is the rest of the
+ * message after "params[i].pack"), check that the tensors fill the buffer
+ * exactly at size set s, free. */
+struct json_t;
+int kvt_pack_parse(const struct kv_task *t, struct kv_param *p, struct json_t *arr, char *err,
+                   size_t errlen);
+int kvt_pack_check(const struct kv_task *t, int p, const struct kv_sizeset *s, char *err,
+                   size_t errlen);
+void kvt_pack_free(struct kv_param *p);
+
 #endif

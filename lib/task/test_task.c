@@ -293,7 +293,7 @@ static const struct bad bad_mutations[] = {
     {"params/1/name", "\"INT32_MAX\"", "task.json: params[1].name: 'INT32_MAX' collides"},
     {"params/0/dtpye", "\"f32\"",
      "task.json: params[0].dtpye: unknown key; use one of: name role "
-     "dtype shape init value (did you mean 'dtype'?)"},
+     "dtype shape init value pack (did you mean 'dtype'?)"},
     {"params/0/shape", NULL, "task.json: params[0].shape: missing"},
     {"params/0/shape", "\"rows\"", "task.json: params[0].shape: must be an array, not a string"},
     {"params/0/shape/1", "3.5", "task.json: params[0].shape[1]: must be a string or an integer"},
@@ -396,9 +396,10 @@ static const struct bad bad_mutations[] = {
     {"params/0/shape/1", "\"cols*cols*cols*cols*cols*cols*cols\"",
      "task.json: check[1]: params[0].shape[1]: 'cols*cols*cols*cols*cols*cols*cols': 64-bit "
      "overflow in '*'"},
-    {"bench/0", "{\"rows\": 65536, \"cols\": 65536}",
-     "task.json: bench[0]: params[0]: 'x' needs 4294967296 elements of f32 (17179869184 bytes), "
-     "over the per-buffer limit of 4294967296 bytes"},
+    {"bench/0", "{\"rows\": 131072, \"cols\": 131072}",
+     "task.json: bench[0]: params[0]: 'x' needs 17179869184 elements of f32 (68719476736 bytes), "
+     "over the per-buffer limit of 42949672960 bytes (half the 80 GiB of device memory kevo "
+     "assumes"},
     {"bench/0", "{\"rows\": 2147483647, \"cols\": 2147483647}",
      "task.json: bench[0]: params[0]: 'x' needs 4611686014132420609 elements of f32 (over 2^63 "
      "bytes)"},
@@ -521,7 +522,9 @@ static void test_bad_documents(void **state) {
 
 static void test_total_cap(void **state) {
   (void)state;
-  /* x is exactly at the per-buffer cap (allowed); x + z + y exceeds the total. */
+  /* On a 16 GiB device (--device-memory 16): x and z fit the 8 GiB cap one
+   * by one; x + z + y exceeds it. */
+  kv_task_set_device_memory((int64_t)16 << 30);
   char *a = mutate(ROWSUM, "bench/0", "{\"rows\": 32768, \"cols\": 32768}");
   char *b = mutate(a, "params/4",
                    "{\"name\": \"z\", \"role\": \"inout\", \"dtype\": \"f32\", "
@@ -532,7 +535,9 @@ static void test_total_cap(void **state) {
     fail_msg("%s", err);
   kv_task_free(t);
   expect_fail(b, "task.json: bench[0]: params: the buffers need 8590065664 bytes in all, over "
-                 "the total limit of 8589934592 bytes");
+                 "the total limit of 8589934592 bytes (half the 16 GiB of device memory kevo "
+                 "assumes (--device-memory)");
+  kv_task_set_device_memory(0);
   free(a);
   free(b);
 }

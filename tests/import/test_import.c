@@ -201,11 +201,24 @@ static void test_refusals(void **state) {
       0);
   assert_non_null(strstr(json, "0.01"));
   free(json);
-  /* Beyond kevo's per-buffer cap at the bench size. */
+  /* The byte caps are half the device memory: 16 GiB of input and 16 of
+   * output fit the 80 GiB kevo assumes (an H100: the 4 GiB-per-buffer cap of
+   * old refused them), not a 32 GiB device's; 2 TiB fits none. */
+  kv_task_set_device_memory(0);
+  assert_int_equal(import_text(SIMPLE("[4096, 1048576]", "[8, 8]", "f32"), cause, err, sizeof err),
+                   0);
+  kv_task_set_device_memory((int64_t)32 << 30);
   assert_int_equal(import_text(SIMPLE("[4096, 1048576]", "[8, 8]", "f32"), cause, err, sizeof err),
                    -1);
   assert_string_equal(cause, "kevo_byte_caps");
   assert_non_null(strstr(err, "sizes"));
+  assert_non_null(strstr(err, "half the 32 GiB of device memory kevo assumes (--device-memory)"));
+  assert_non_null(strstr(err, "KEVO_DEVICE_MEMORY_GIB"));
+  kv_task_set_device_memory(0);
+  assert_int_equal(
+      import_text(SIMPLE("[4096, 536870912]", "[8, 8]", "f32"), cause, err, sizeof err), -1);
+  assert_string_equal(cause, "kevo_byte_caps");
+  assert_non_null(strstr(err, "80 GiB"));
   /* A dim that is no expression of the constants: checks fall back to the bench size. */
   json = NULL;
   const char *odd = SIMPLE("[4096, 7]", "[8, 5]", "f32");
@@ -216,24 +229,98 @@ static void test_refusals(void **state) {
   free(json);
 }
 
-static void test_too_many_params(void **state) {
-  (void)state;
+/* A reply with n weights of 4 * dim elements (the size constant dim: 64 at
+ * the bench size, 8 at the check size) with init i % distinct, a scalar and
+ * an output. */
+static char *weights_reply(int n, int distinct) {
   struct kv_buf b;
   kv_buf_init(&b, 1 << 20);
-  kv_buf_appendf(&b, "KEVO_IMPORT_JSON {\"ok\": true, \"runs\": [\"bench\"], \"constants\": [], "
-                     "\"tensors\": [");
-  for (int i = 0; i < 40; i++)
+  kv_buf_appendf(&b, "KEVO_IMPORT_JSON {\"ok\": true, \"runs\": [\"bench\", \"check\"], "
+                     "\"constants\": [{\"name\": \"dim\", \"values\": [64, 8]}], \"tensors\": ["
+                     "{\"kind\": \"input\", \"name\": \"x\", \"dtype\": \"f32\", \"shapes\": "
+                     "[[64], [8]], \"init\": {\"dist\": \"uniform\", \"lo\": 0, \"hi\": 1}},"
+                     "{\"kind\": \"scalar\", \"name\": \"alpha\", \"dtype\": \"f32\", \"shapes\": "
+                     "[[], []], \"value\": 0.25},");
+  for (int i = 0; i < n; i++)
     kv_buf_appendf(&b,
                    "{\"kind\": \"parameter\", \"name\": \"l.%d.weight\", \"dtype\": \"f32\", "
-                   "\"shapes\": [[4]], \"init\": {\"dist\": \"uniform\", \"lo\": -1, \"hi\": 1}},",
-                   i);
+                   "\"shapes\": [[4, 64], [4, 8]], \"init\": {\"dist\": \"uniform\", \"lo\": %d, "
+                   "\"hi\": %d}},",
+                   i, i % distinct, i % distinct + 1);
   kv_buf_appendf(&b, "{\"kind\": \"output\", \"name\": \"out\", \"dtype\": \"f32\", \"shapes\": "
-                     "[[4]]}]}");
-  char cause[32], err[1024];
-  assert_int_equal(import_text(b.data, cause, err, sizeof err), -1);
+                     "[[64], [8]]}]}");
+  return b.data;
+}
+
+/* A network with more weights than an entry's 32 params becomes a task: its
+ * weights are packed, one buffer per init, the prototype lists each tensor's
+ * offset and shape, and the task's own rules accept the table (its tensors
+ * fill the buffer exactly at every size). Only inits that cannot share a
+ * buffer (40 distinct asymmetric ones) leave it over the cap. */
+static void test_packed_weights(void **state) {
+  (void)state;
+  char *reply = weights_reply(40, 2), *json = NULL, cause[32], err[1024];
+  assert_int_equal(kv_import_task_json(reply, strlen(reply), "net", "net.py", &json, cause,
+                                       sizeof cause, err, sizeof err),
+                   0);
+  struct kv_task *t;
+  assert_int_equal(kv_task_parse(json, strlen(json), "task.json", &t, err, sizeof err), 0);
+  /* x, alpha, weights_0, weights_1, out, dim */
+  assert_int_equal(t->nparams, 6);
+  assert_string_equal(t->params[1].name, "alpha");
+  assert_int_equal(t->params[1].role, KV_ROLE_SCALAR);
+  assert_true(t->params[1].has_value && t->params[1].value == 0.25);
+  assert_string_equal(t->params[2].name, "weights_0");
+  assert_int_equal(t->params[2].npack, 20);
+  assert_string_equal(t->params[2].pack[1].name, "l.2.weight");
+  assert_string_equal(t->params[3].shape[0], "80*dim");
+  int64_t off, n;
+  assert_int_equal(kv_pack_elems(t, 2, 19, &t->check[0], &off, &n, err, sizeof err), 0);
+  assert_int_equal(off, 19 * 4 * 8);
+  assert_int_equal(n, 32);
+  char *proto = malloc(1 << 16);
+  assert_true(kv_task_prototype(t, KV_LANG_C, proto, 1 << 16) > 0);
+  assert_non_null(strstr(proto, "/*   76*dim  l.39.weight [4][dim] */"));
+  assert_non_null(strstr(proto, "const float *weights_1"));
+  assert_non_null(strstr(proto, "float alpha"));
+  free(proto);
+  kv_task_free(t);
+  /* A table that does not add up is refused by the task's own rules. */
+  char *bad = strdup(json), *at = strstr(bad, "\"80*dim\"");
+  assert_non_null(at);
+  memcpy(at, "\"81*dim\"", 8);
+  assert_int_equal(kv_task_parse(bad, strlen(bad), "task.json", &t, err, sizeof err), -1);
+  assert_non_null(strstr(err, "make its shape their sum"));
+  free(bad);
+  free(json);
+  free(reply);
+  /* A symmetric bound rounds to a power of two where that is needed to fit. */
+  reply = weights_reply(40, 40);
+  assert_int_equal(import_text(reply, cause, err, sizeof err), -1);
   assert_string_equal(cause, "kevo_param_cap");
   assert_non_null(strstr(err, "params"));
-  kv_buf_release(&b);
+  free(reply);
+}
+
+/* --allow: only the vendor libraries kevo knows, each once. */
+static void test_allow(void **state) {
+  (void)state;
+  struct kv_import_opts o;
+  char err[512];
+  kv_import_opts_default(&o);
+  assert_int_equal(kv_import_parse_allow(&o, "cublas,cudnn", "--allow", err, sizeof err), 0);
+  assert_int_equal(o.nallow, 2);
+  assert_string_equal(o.allow[0], "cublas");
+  assert_string_equal(o.allow[1], "cudnn");
+  assert_int_equal(kv_import_parse_allow(&o, "cublaslt", "--allow", err, sizeof err), 0);
+  assert_int_equal(o.nallow, 1);
+  assert_int_equal(kv_import_parse_allow(&o, "cublas,libc", "--allow", err, sizeof err), -1);
+  assert_non_null(strstr(err, "--allow: 'libc' is not a library"));
+  assert_non_null(strstr(err, "cublas, cudnn, cublaslt"));
+  assert_int_equal(kv_import_parse_allow(&o, "cublas,", "--allow", err, sizeof err), -1);
+  assert_int_equal(kv_import_parse_allow(&o, "cudnn,cudnn", "--allow", err, sizeof err), -1);
+  assert_non_null(strstr(err, "twice"));
+  assert_int_equal(kv_import_parse_allow(&o, "cuBLAS", "--allow", err, sizeof err), -1);
 }
 
 static void test_task_name(void **state) {
@@ -371,7 +458,8 @@ int main(void) {
       cmocka_unit_test(test_tied_constant),
       cmocka_unit_test(test_convnet_reply),
       cmocka_unit_test(test_refusals),
-      cmocka_unit_test(test_too_many_params),
+      cmocka_unit_test(test_packed_weights),
+      cmocka_unit_test(test_allow),
       cmocka_unit_test(test_task_name),
       cmocka_unit_test_setup_teardown(test_child, setup_dir, teardown_dir),
   };
