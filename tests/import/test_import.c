@@ -302,6 +302,38 @@ static void test_packed_weights(void **state) {
   free(reply);
 }
 
+/* The device memory from nvidia-smi: the smallest GPU's, in bytes; none
+ * without nvidia-smi or with a reply that is no number (a fake nvidia-smi
+ * first in PATH). */
+static void test_gpu_memory(void **state) {
+  (void)state;
+  char dir[] = "/tmp/kevo-test-smi-XXXXXX", path[256], *old = getenv("PATH");
+  char *saved = old ? strdup(old) : NULL, err[256];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/nvidia-smi", dir);
+  const char *replies[] = {"#!/bin/sh\nprintf '143771\\n81559\\n'\n",
+                           "#!/bin/sh\necho 'No devices were found'; exit 6\n"};
+  int64_t bytes = 0;
+  for (int k = 0; k < 2; k++) {
+    assert_int_equal(kv_write_file(path, replies[k], strlen(replies[k]), err, sizeof err), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+    char pv[4096];
+    snprintf(pv, sizeof pv, "%s:%s", dir, saved ? saved : "/usr/bin:/bin");
+    setenv("PATH", pv, 1);
+    int rc = kv_import_gpu_memory(&bytes);
+    if (k == 0) {
+      assert_int_equal(rc, 0);
+      assert_int_equal(bytes, (int64_t)81559 << 20);
+    } else
+      assert_int_equal(rc, -1);
+  }
+  if (saved)
+    setenv("PATH", saved, 1);
+  free(saved);
+  unlink(path);
+  rmdir(dir);
+}
+
 /* --allow: only the vendor libraries kevo knows, each once. */
 static void test_allow(void **state) {
   (void)state;
@@ -460,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_packed_weights),
       cmocka_unit_test(test_allow),
+      cmocka_unit_test(test_gpu_memory),
       cmocka_unit_test(test_task_name),
       cmocka_unit_test_setup_teardown(test_child, setup_dir, teardown_dir),
   };
