@@ -11,7 +11,7 @@
 struct kv_store;
 
 /* The schema version this build writes. */
-#define KV_STORE_SCHEMA_VERSION 8
+#define KV_STORE_SCHEMA_VERSION 9
 
 /* Default path: $XDG_DATA_HOME/kevo/kevo.db, else
  * $HOME/.local/share/kevo/kevo.db. Does not create anything. (KEVO_DB is
@@ -127,6 +127,14 @@ int kv_store_llm_call_set_node(struct kv_store *s, int64_t call_id, int64_t node
 int kv_store_run_create(struct kv_store *s, int64_t task_id, const char *strategy,
                         const char *config_json, int64_t *run_id, char *err, size_t errlen);
 /* "running", "done", "stopped" */
+/* Ends a run ("stopped" or "done") with why (NULL: none), in runs.stop_reason
+ * (schema 9). Where the database cannot take it (a full disk), the reason is
+ * written into the run's lock file, kept, and the run reads back with that
+ * status and reason instead of "killed"; -1 all the same. */
+int kv_store_run_end(struct kv_store *s, int64_t run_id, const char *status, const char *reason,
+                     char *err, size_t errlen);
+/* 1 while this handle runs the run (holds its lock). */
+int kv_store_run_is_mine(const struct kv_store *s, int64_t run_id);
 int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
                             size_t errlen);
 
@@ -154,6 +162,7 @@ struct kv_run_row {
   double best_speedup; /* 0 when nothing was accepted */
   char *best_hash;     /* source of the fastest accepted node, or NULL */
   int64_t best_eval_id;
+  char *stop_reason; /* why it ended (kv_store_run_end), or NULL */
 };
 /* run_id <= 0: the most recent run. */
 int kv_store_run_get(struct kv_store *s, int64_t run_id, struct kv_run_row *out, char *err,

@@ -596,9 +596,102 @@ static int llm_run_new(struct kv_store *st, const struct kv_task *t, const char 
   return rc;
 }
 
+/* ---- why a run ended ---------------------------------------------------------- */
+
+static int run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
+                   const struct kv_run_config *c, const struct kv_gate_opts *g,
+                   const struct kv_run_hooks *h, int64_t *run_id, char *note, size_t notecap,
+                   char *err, size_t errlen);
+struct search;
+static void space_note(const struct search *s, char *note, size_t cap);
+
+/* The caller's hooks with progress and created passing through here, so that
+ * the reason a strategy gives (a budget) is kept for the store. */
+struct watch {
+  struct kv_run_hooks h;          /* what the strategy gets */
+  const struct kv_run_hooks *own; /* the caller's, or NULL */
+  int64_t run_id;
+  char why[512];
+};
+
+static void watch_progress(void *ud, const struct kv_run_progress *p) {
+  struct watch *w = ud;
+  if (p->stop_reason && !w->why[0])
+    snprintf(w->why, sizeof w->why, "%s", p->stop_reason);
+  if (w->own && w->own->progress)
+    w->own->progress(w->own->ud, p);
+}
+
+static void watch_created(void *ud, int64_t run_id) {
+  struct watch *w = ud;
+  w->run_id = run_id;
+  if (w->own && w->own->created)
+    w->own->created(w->own->ud, run_id);
+}
+
+static const struct kv_run_hooks *watch_start(struct watch *w, const struct kv_run_hooks *h,
+                                              int64_t run_id) {
+  memset(w, 0, sizeof *w);
+  if (h)
+    w->h = *h;
+  w->own = h;
+  w->run_id = run_id;
+  w->h.progress = watch_progress;
+  w->h.created = watch_created;
+  w->h.ud = w;
+  return &w->h;
+}
+
+/* Records why the run ended: kevo's error (a full disk), a stop asked for,
+ * the strategy's own reason, or tune's space used up before its steps. */
+static void watch_end(struct watch *w, struct kv_store *st, int rc, const char *err,
+                      const char *space_note) {
+  if (w->run_id <= 0)
+    return;
+  char e[64];
+  if (rc < 0) {
+    /* only a run this process ran: never one another kevo runs */
+    struct kv_run_row r;
+    int ours = kv_store_run_is_mine(st, w->run_id);
+    if (!ours && kv_store_run_get(st, w->run_id, &r, e, sizeof e) == 0) {
+      ours = !strcmp(r.status, "stopped") && !r.stop_reason;
+      kv_run_row_release(&r);
+    }
+    char why[768];
+    snprintf(why, sizeof why, "kevo could not go on: %.700s", err && *err ? err : "?");
+    if (ours)
+      kv_store_run_end(st, w->run_id, "stopped", why, e, sizeof e);
+  } else if (w->own && w->own->stop && *w->own->stop)
+    kv_store_run_end(st, w->run_id, "stopped", "stopped on request (Ctrl-C or a signal)", e,
+                     sizeof e);
+  else if (w->why[0])
+    kv_store_run_end(st, w->run_id, "stopped", w->why, e, sizeof e);
+  else if (space_note && *space_note)
+    kv_store_run_end(st, w->run_id, "done", space_note, e, sizeof e);
+}
+
 int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
                const struct kv_run_config *c, const struct kv_gate_opts *g,
                const struct kv_run_hooks *h, int64_t *run_id, char *err, size_t errlen) {
+  struct watch w;
+  h = watch_start(&w, h, 0);
+  char note[256] = "";
+  int rc = run_new(st, t, starter, c, g, h, run_id, note, sizeof note, err, errlen);
+  watch_end(&w, st, rc, err, note);
+  return rc;
+}
+
+/* tune judged every point of its space before the steps asked: said so. */
+static void space_note(const struct search *s, char *note, size_t cap) {
+  if (s->ntun && s->npts < s->steps && s->space <= (uint64_t)s->npts)
+    snprintf(note, cap, "every point of the tune space judged: %d points (%d steps asked)", s->npts,
+             s->steps);
+}
+
+static int run_new(struct kv_store *st, const struct kv_task *t, const char *starter,
+                   const struct kv_run_config *c, const struct kv_gate_opts *g,
+                   const struct kv_run_hooks *h, int64_t *run_id, char *note, size_t notecap,
+                   char *err, size_t errlen) {
   const struct strategy *strat = find_strategy(c->strategy ? c->strategy : "tune");
   if (!strat)
     return kv_error(err, errlen,
@@ -639,6 +732,8 @@ int kv_run_new(struct kv_store *st, const struct kv_task *t, const char *starter
   pr.steps = s.ntun ? (s.space < (uint64_t)s.steps ? (int)s.space : s.steps) : 1;
   if (rc == 0)
     rc = drive(st, &s, strat, task_id, *run_id, g, h, &pr, err, errlen);
+  if (rc == 0)
+    space_note(&s, note, notecap);
   free(s.pts);
   free(src);
   return rc;
@@ -706,7 +801,7 @@ static int resume_llm(struct kv_store *st, int64_t run_id, const struct kv_run_r
 static int resume_tune(struct kv_store *st, int64_t run_id, const struct kv_run_row *run,
                        json_t *cfg, const struct strategy *strat, const char *starter,
                        const char *dir, const struct kv_gate_opts *g, const struct kv_run_hooks *h,
-                       char *err, size_t errlen) {
+                       char *note, size_t notecap, char *err, size_t errlen) {
   int rc = -1;
   struct kv_task *t = NULL;
   char *src = NULL;
@@ -752,6 +847,8 @@ static int resume_tune(struct kv_store *st, int64_t run_id, const struct kv_run_
   rc = kv_store_run_set_status(st, run_id, "running", err, errlen);
   if (rc == 0)
     rc = drive(st, &s, strat, run->task_id, run_id, g, h, &pr, err, errlen);
+  if (rc == 0)
+    space_note(&s, note, notecap);
 out:
   kv_node_rows_free(nodes, nn);
   free(s.pts);
@@ -779,13 +876,19 @@ int kv_run_resume(struct kv_store *st, int64_t run_id, const struct kv_gate_opts
     g = &untimed;
   }
   int rc;
+  struct watch w;
+  char note[256] = "";
+  h = watch_start(&w, h, run_id);
   if (strat && strat->pick && dir)
     rc = resume_llm(st, run_id, &run, cfg, strat, dir, g, h, err, errlen);
   else if (!strat || !starter || !dir)
     rc = kv_error(err, errlen, "run %lld: its configuration in the store is unreadable",
                   (long long)run_id);
   else
-    rc = resume_tune(st, run_id, &run, cfg, strat, starter, dir, g, h, err, errlen);
+    rc = resume_tune(st, run_id, &run, cfg, strat, starter, dir, g, h, note, sizeof note, err,
+                     errlen);
+  if (strat && dir)
+    watch_end(&w, st, rc, err, note);
   json_decref(cfg);
   kv_run_row_release(&run);
   return rc;

@@ -100,11 +100,17 @@ int kv_report_run_text(struct kv_store *s, int64_t run_id, char **text, size_t *
     snprintf(x, sizeof x, "none (no LLM)");
   row(&b, "model", x);
   int asked = (int)json_integer_value(json_object_get(run.config, "steps"));
-  if (asked)
+  if (asked && run.total < asked && r->stop_reason && !strcmp(r->status, "done"))
+    snprintf(x, sizeof x, "%d, %d accepted (%.160s)", run.total, run.vcount[0], r->stop_reason);
+  else if (asked)
     snprintf(x, sizeof x, "%d of %d asked, %d accepted", run.total, asked, run.vcount[0]);
   else
     snprintf(x, sizeof x, "%d, %d accepted", run.total, run.vcount[0]);
   row(&b, "steps", x);
+  if (r->stop_reason && strcmp(r->status, "done")) {
+    snprintf(x, sizeof x, "%.250s", r->stop_reason);
+    row(&b, "ended", x);
+  }
   snprintf(x, sizeof x, "$%.4f  %lld calls (%lld failed), %lld tokens in, %lld out",
            run.facts.cost_usd, (long long)run.facts.llm_calls, (long long)run.facts.llm_failed,
            (long long)run.facts.tokens_in, (long long)run.facts.tokens_out);

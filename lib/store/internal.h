@@ -14,6 +14,7 @@ enum { STORE_PATH_CAP = 4096 };
 struct store_claim {
   int64_t run_id;
   int fd;
+  int keep; /* the file holds why the run ended (a full disk): not removed */
 };
 
 struct kv_store {

@@ -370,6 +370,9 @@ static const char *const migrations[] = {
     ");\n"
     "CREATE INDEX skill_log_uid ON skill_log(skill_uid);\n"
     "PRAGMA user_version = 8;\n",
+    /* 8 -> 9: why a run ended (issue 33: "stopped" alone, a full disk as "killed") */
+    "ALTER TABLE runs ADD COLUMN stop_reason TEXT;\n"
+    "PRAGMA user_version = 9;\n",
 };
 #undef NOW_UNIX
 
@@ -1491,6 +1494,7 @@ static int claim_run(struct kv_store *s, int64_t run_id, char *err, size_t errle
       /* The lock is what counts; the pid only names the owner. */
     }
     s->claims[s->nclaims].run_id = run_id;
+    s->claims[s->nclaims].keep = 0;
     s->claims[s->nclaims++].fd = fd;
     return 0;
   }
@@ -1505,7 +1509,8 @@ static void unclaim_run(struct kv_store *s, int64_t run_id) {
     return;
   char path[STORE_PATH_CAP + 64];
   claim_path(s, run_id, path, sizeof path);
-  unlink(path);
+  if (!s->claims[i].keep)
+    unlink(path);
   close(s->claims[i].fd);
   s->claims[i] = s->claims[--s->nclaims];
 }
@@ -1528,15 +1533,47 @@ static int run_is_live(struct kv_store *s, int64_t run_id) {
   return live;
 }
 
-/* "running" with nobody running it: its process died. */
+/* The note kv_store_run_end left in the lock file when the database could
+ * not take it: "ended STATUS\nREASON\n". 1 read into status and reason. */
+static int lock_note(const struct kv_store *s, int64_t run_id, char *status, size_t scap,
+                     char *reason, size_t rcap) {
+  char path[STORE_PATH_CAP + 64], buf[1024];
+  claim_path(s, run_id, path, sizeof path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return 0;
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  char *nl = strchr(buf, '\n');
+  if (strncmp(buf, "ended ", 6) || !nl)
+    return 0;
+  *nl = 0;
+  snprintf(status, scap, "%s", buf + 6);
+  snprintf(reason, rcap, "%.*s", (int)strcspn(nl + 1, "\n"), nl + 1);
+  return 1;
+}
+
+/* "running" with nobody running it: its process died, or ended with a
+ * reason the database could not take (lock_note). */
 static int run_liveness(struct kv_store *s, struct kv_run_row *r) {
   if (!r->status || strcmp(r->status, "running") != 0 || run_is_live(s, r->id))
     return 0;
-  char *k = strdup("killed");
-  if (!k)
+  char status[32], reason[900];
+  int noted = lock_note(s, r->id, status, sizeof status, reason, sizeof reason);
+  char *k = strdup(noted ? status : "killed");
+  char *why = noted ? strdup(reason) : NULL;
+  if (!k || (noted && !why)) {
+    free(k);
+    free(why);
     return -1;
+  }
   free(r->status);
   r->status = k;
+  if (noted) {
+    free(r->stop_reason);
+    r->stop_reason = why;
+  }
   return 0;
 }
 
@@ -1602,17 +1639,64 @@ fail:
   return -1;
 }
 
+int kv_store_run_is_mine(const struct kv_store *s, int64_t run_id) {
+  return claim_index(s, run_id) >= 0;
+}
+
 int kv_store_run_set_status(struct kv_store *s, int64_t run_id, const char *status, char *err,
                             size_t errlen) {
+  return kv_store_run_end(s, run_id, status, NULL, err, errlen);
+}
+
+/* The database could not take why the run ended: the run's lock file
+ * (whose first block its pid already holds) keeps it, and stays. */
+static void note_in_lock(struct kv_store *s, int64_t run_id, const char *status,
+                         const char *reason) {
+  int i = claim_index(s, run_id);
+  if (i < 0)
+    return;
+  char note[1024];
+  int n = snprintf(note, sizeof note, "ended %.20s\n%.900s\n", status, reason ? reason : "");
+  if (n > 0 && pwrite(s->claims[i].fd, note, (size_t)n, 0) == n &&
+      ftruncate(s->claims[i].fd, n) == 0)
+    s->claims[i].keep = 1;
+}
+
+int kv_store_run_end(struct kv_store *s, int64_t run_id, const char *status, const char *reason,
+                     char *err, size_t errlen) {
   /* Running it takes it (or is refused while another process runs it);
    * ending it lets go. */
   int running = status && !strcmp(status, "running");
   if (running && claim_run(s, run_id, err, errlen) != 0)
     return -1;
-  int rc = store_set_status(s, "runs", run_id, status, err, errlen);
-  if (!running && rc == 0)
+  sqlite3_stmt *up = NULL;
+  if (store_begin(s, err, errlen) != 0)
+    goto fail_nobegin;
+  if (store_prepare(s,
+                    "UPDATE runs SET status = ?1, stop_reason = ?2, updated = "
+                    "(CAST(strftime('%s', 'now') AS INTEGER)) WHERE id = ?3",
+                    &up, err, errlen) != 0)
+    goto fail;
+  store_bind_str(up, 1, status);
+  store_bind_str(up, 2, reason);
+  sqlite3_bind_int64(up, 3, run_id);
+  if (sqlite3_step(up) != SQLITE_DONE) {
+    store_db_fail(s, "cannot update the run's status", err, errlen);
+    goto fail;
+  }
+  sqlite3_finalize(up);
+  if (store_commit(s, err, errlen) != 0)
+    goto fail_nobegin;
+  if (!running)
     unclaim_run(s, run_id);
-  return rc;
+  return 0;
+fail:
+  sqlite3_finalize(up);
+  store_rollback(s);
+fail_nobegin:
+  if (!running)
+    note_in_lock(s, run_id, status, reason);
+  return -1;
 }
 
 int kv_store_run_set_config(struct kv_store *s, int64_t run_id, const char *config_json, char *err,
@@ -1694,7 +1778,7 @@ fail:
   "(SELECT n.source_hash FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                 \
   " ORDER BY n.speedup IS NULL, n.speedup DESC, n.step LIMIT 1), "                                 \
   "(SELECT n.eval_id FROM nodes n WHERE n.run_id = r.id AND n.verdict = 'ok' "                     \
-  " ORDER BY n.speedup IS NULL, n.speedup DESC, n.step LIMIT 1) "                                  \
+  " ORDER BY n.speedup IS NULL, n.speedup DESC, n.step LIMIT 1), r.stop_reason "                   \
   "FROM runs r JOIN tasks t ON t.id = r.task_id "
 
 static int run_row(sqlite3_stmt *st, struct kv_run_row *o) {
@@ -1703,7 +1787,8 @@ static int run_row(sqlite3_stmt *st, struct kv_run_row *o) {
   o->task_id = sqlite3_column_int64(st, 1);
   int bad = store_dup_col(st, 2, &o->task_name) | store_dup_col(st, 3, &o->spec_hash) |
             store_dup_col(st, 4, &o->strategy) | store_dup_col(st, 5, &o->status) |
-            store_dup_col(st, 6, &o->config_json) | store_dup_col(st, 10, &o->best_hash);
+            store_dup_col(st, 6, &o->config_json) | store_dup_col(st, 10, &o->best_hash) |
+            store_dup_col(st, 12, &o->stop_reason);
   o->created_unix = sqlite3_column_int64(st, 7);
   o->nnodes = sqlite3_column_int(st, 8);
   o->best_speedup = sqlite3_column_type(st, 9) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 9);
@@ -1718,6 +1803,7 @@ void kv_run_row_release(struct kv_run_row *r) {
   free(r->status);
   free(r->config_json);
   free(r->best_hash);
+  free(r->stop_reason);
   memset(r, 0, sizeof *r);
 }
 

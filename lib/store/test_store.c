@@ -924,6 +924,32 @@ static void test_migrate_v1_to_v2(void **state) {
 
 /* A v7 database (with an evaluation) migrates to v8: KLineage's tables
  * appear, the data stays, and cards can be stored at once. */
+/* Why a run ended (schema 9): recorded with its status, cleared when it runs
+ * again; a database that cannot take it (a full disk: tests/cli/full_disk.sh)
+ * leaves it in the run's lock file. */
+static void test_run_stop_reason(void **state) {
+  (void)state;
+  char path[1024], err[1024] = "";
+  path_in(path, sizeof path, "stop.db");
+  struct kv_store *s = open_ok(path);
+  int64_t task = put_task_ok(s, "rowsum", "hash-stop"), rid = 0;
+  assert_int_equal(kv_store_run_create(s, task, "tune", "{}", &rid, err, sizeof err), 0);
+  assert_true(kv_store_run_is_mine(s, rid));
+  assert_int_equal(
+      kv_store_run_end(s, rid, "stopped", "the LLM budget is reached", err, sizeof err), 0);
+  assert_false(kv_store_run_is_mine(s, rid));
+  struct kv_run_row r;
+  assert_int_equal(kv_store_run_get(s, rid, &r, err, sizeof err), 0);
+  assert_string_equal(r.status, "stopped");
+  assert_string_equal(r.stop_reason, "the LLM budget is reached");
+  kv_run_row_release(&r);
+  assert_int_equal(kv_store_run_set_status(s, rid, "running", err, sizeof err), 0);
+  assert_int_equal(kv_store_run_get(s, rid, &r, err, sizeof err), 0);
+  assert_null(r.stop_reason);
+  kv_run_row_release(&r);
+  kv_store_close(s);
+}
+
 static void test_migrate_v7_to_v8(void **state) {
   (void)state;
   char path[1024], v[256], err[1024] = "";
@@ -932,11 +958,12 @@ static void test_migrate_v7_to_v8(void **state) {
   int64_t task = put_task_ok(s, "rowsum", "hash-v7");
   kv_store_close(s);
   raw_exec(path, "DROP TABLE skill_log; DROP TABLE skills; DROP TABLE lineage_steps; "
-                 "DROP TABLE lineages; PRAGMA user_version = 7;");
+                 "DROP TABLE lineages; ALTER TABLE runs DROP COLUMN stop_reason; "
+                 "PRAGMA user_version = 7;");
   raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'skill%'", v, sizeof v);
   assert_string_equal(v, "0");
   s = open_ok(path);
-  assert_int_equal(kv_store_schema_version(s), 8);
+  assert_int_equal(kv_store_schema_version(s), KV_STORE_SCHEMA_VERSION);
   assert_int_equal(put_task_ok(s, "rowsum", "hash-v7"), task);
   struct kv_skill_rec k = {.uid = "t/cpu/x86_64/A@0",
                            .name = "A",
@@ -977,7 +1004,8 @@ static void test_migrate_v3_to_v4_and_rules(void **state) {
                  "DROP TABLE rule_judgements; DROP TABLE rule_merges; DROP TABLE rule_evidence; "
                  "DROP TABLE bench_tasks; DROP TABLE benches; DROP TABLE rule_evals; DROP TABLE "
                  "rules; ALTER TABLE nodes DROP COLUMN plan; "
-                 "ALTER TABLE nodes DROP COLUMN reward; PRAGMA user_version = 3;");
+                 "ALTER TABLE nodes DROP COLUMN reward; ALTER TABLE runs DROP COLUMN stop_reason; "
+                 "PRAGMA user_version = 3;");
   raw_exec(path, "INSERT INTO nodes (run_id, step, source_hash, action, verdict) "
                  "VALUES (1, 0, 'cc', 'starter', 'ok');");
   s = open_ok(path);
@@ -1319,6 +1347,7 @@ int main(void) {
       cmocka_unit_test(test_odd_strings),
       cmocka_unit_test(test_refuse_newer_schema),
       cmocka_unit_test(test_migrate_v7_to_v8),
+      cmocka_unit_test(test_run_stop_reason),
       cmocka_unit_test(test_default_path),
       cmocka_unit_test(test_error_messages),
       cmocka_unit_test(test_read_only),

@@ -561,7 +561,7 @@ static void test_migrate_v5(void **state) {
   raw(path, drops);
   raw(path, "ALTER TABLE rules DROP COLUMN surface; ALTER TABLE rules DROP COLUMN arch; ALTER "
             "TABLE rules DROP COLUMN flag; ALTER TABLE rules DROP COLUMN flag_key; DELETE FROM "
-            "meta; PRAGMA user_version = 5;");
+            "meta; ALTER TABLE runs DROP COLUMN stop_reason; PRAGMA user_version = 5;");
   assert_int_equal(kv_store_open(path, &st, err, sizeof err), 0);
   assert_int_equal(kv_store_schema_version(st), KV_STORE_SCHEMA_VERSION);
   char sid[33];

@@ -311,5 +311,23 @@ else
   ok "a gate server's message (this host judges cuda: nothing to see)"
 fi
 
+# Why a run ended is recorded and shown: a full disk is not "killed"; a tune
+# space smaller than the steps asked says so.
+mkdir -p "$T/fd/full"
+if unshare -rm sh "$(dirname "$0")/full_disk.sh" "$K" "$T/fd" "$RS" 2>/dev/null; then
+  cat "$T/fd/full.out" | tail -3
+  grep -q "disk is full" "$T/fd/full.out" && ok "full disk: the run says so" || bad "full disk: $(cat "$T/fd/full.out")"
+  grep -qE "^1 +rowsum +tune +stopped" "$T/fd/full.runs" && ok "full disk: runs lists it stopped, not killed" ||
+    bad "full disk: runs: $(cat "$T/fd/full.runs")"
+  grep -qE "^  ended +kevo could not go on: .*the disk is full" "$T/fd/full.show" &&
+    ok "full disk: runs show says why it stopped" || bad "full disk: runs show: $(cat "$T/fd/full.show")"
+else
+  echo "SKIP full disk: no user and mount namespace for a small tmpfs here"
+fi
+KEVO_DB="$T/space.db" "$K" run --strategy tune --steps 16 --budget 0.05 "$RS" >/dev/null 2>&1
+KEVO_DB="$T/space.db" expect "runs show: a tune space smaller than the steps asked says so" 0 \
+  "^  steps +5, 5 accepted \(every point of the tune space judged: 5 points \(16 steps asked\)\)" -- \
+  "$K" runs show
+
 echo "edges e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
