@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <stdio.h>
 
 struct kv_command {
   const char *name;
@@ -68,6 +69,8 @@ void cli_tidy(char *msg);
 /* Where msg says a reference or baseline does not compile, its compiler log
  * with that file's name for kevo's copy (candidate.c); malloc'd, else NULL. */
 char *cli_own_names(const char *msg);
+/* kevo help CMD's option lines (cli/help.c): 1 when CMD has them. */
+int cli_help_options(FILE *f, const char *cmd);
 /* Usage error naming the command's usage line. */
 int cli_usage(const char *cmd);
 /* Loads the CPU calibration from the cache or measures it (and says so on

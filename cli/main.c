@@ -34,12 +34,14 @@ static const struct kv_command commands[] = {
      "measure (once) and show this device's bandwidth and FMA peak"},
     {"llm", cmd_llm,
      "kevo llm ask [--provider openai|anthropic|replay] [--base-url URL] [--model ID] "
-     "[--timeout S] [--db PATH] [--config FILE] [--max-tokens N] PROMPT | kevo llm calls "
+     "[--api-key-env NAME] [--timeout S] [--db PATH] [--config FILE] [--max-tokens N] "
+     "[--temperature T] [--system TEXT] [--max-usd USD] [--sample N] PROMPT | kevo llm calls "
      "[--run RUN] [--limit N] [--json] [--db PATH]",
      "talk to a model (reply on stdout, usage and cost on stderr); list the recorded calls"},
     {"run", cmd_run,
      "kevo run [--strategy ada|greedy|best-of-n|tune] [--provider P] [--base-url URL] "
-     "[--model ID] [--config FILE] [--steps N] [--budget-usd X] [--concurrency K] "
+     "[--model ID] [--api-key-env NAME] [--config FILE] [--steps N] [--budget-usd X] "
+     "[--concurrency K] "
      "[--plan-mode explicit|implicit] [--prompt-blocks LIST] [--prompts DIR] [--p-large P] "
      "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--online-attribution "
      "SHARE] "
@@ -339,6 +341,7 @@ static int dispatch(int argc, char **argv) {
     for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
       if (!strcmp(about, commands[i].name)) {
         printf("%s: %s\nusage: %s\n", commands[i].name, commands[i].summary, commands[i].usage);
+        cli_help_options(stdout, commands[i].name);
         return 0;
       }
     fprintf(stderr, "kevo: '%s' is not a command; run 'kevo help' for the list\n", about);

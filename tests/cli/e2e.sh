@@ -52,6 +52,20 @@ expect "a command's --help" 0 "^usage: kevo eval " -- "$K" eval --help
 expect "a command's -h after other options" 0 "^usage: kevo run " -- "$K" run --steps 3 -h
 expect "help CMD" 0 "^usage: kevo import " -- "$K" help import
 expect "help of no command" 2 "'frob' is not a command" -- "$K" help frob
+# kevo help CMD describes every option its usage line names, one line each
+# (issue 33 item 7); --api-key-env, which a local model server needs, too.
+for cmd in eval task run resume bench llm import lineage; do
+  "$K" help "$cmd" >"$T/help" 2>&1
+  missing=""
+  for f in $(sed -n 's/^usage: //p' "$T/help" | grep -oE -- '(^|[[ |])(--[a-z][a-z0-9-]*|-o)' | sed 's/^[[ |]//' | sort -u); do
+    grep -qE -- "^  $f( |$)" "$T/help" || missing="$missing $f"
+  done
+  [ -z "$missing" ] && ok "help $cmd: every option described" || bad "help $cmd: no description of$missing"
+done
+for cmd in run llm; do
+  "$K" help "$cmd" | grep -qE -- "^  --api-key-env NAME +the environment variable holding the key" &&
+    ok "help $cmd: --api-key-env" || bad "help $cmd: no --api-key-env"
+done
 expect "eval without arguments" 2 "needs a task directory" -- "$K" eval
 expect "eval unknown flag" 2 "unknown or incomplete option '--frobnicate'" -- "$K" eval --frobnicate "$RS" "$RS/good.c"
 expect "eval flag without value" 2 "incomplete option '--db'" -- "$K" eval "$RS" "$RS/good.c" --db

@@ -1,0 +1,170 @@
+/* kevo help CMD: every option of a command, one line each with its default.
+ * The usage lines in main.c name the options; tests/cli/e2e.sh checks that
+ * each one named there is described here. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct opt {
+  const char *flag, *text;
+};
+
+#define END                                                                                        \
+  { NULL, NULL }
+
+static const struct opt gate_opts[] = {
+    {"--surface cpu|cuda", "where candidates run (default cpu)"},
+    {"--budget SECONDS", "timing budget per candidate (default 1)"},
+    {"--timing-ci X|off",
+     "stop timing once the speedup's 95% interval is within +-X (default 0.01); off: the whole "
+     "budget"},
+    {"--timing kevo|kernelbench",
+     "how to time: kevo (fresh inputs, a cold cache, medians; the default) or KernelBench's "
+     "protocol"},
+    {"--no-timing", "check correctness only; no speedups"},
+    {"--torch-compile MODE", "also time torch.compile(MODE) of the reference as a baseline"},
+    {"--seed N", "the inputs' seed (default 1)"},
+    {"--db PATH", "the store (default $KEVO_DB, else ~/.local/share/kevo/kevo.db)"},
+    END};
+
+static const struct opt llm_opts[] = {
+    {"--provider openai|anthropic|replay",
+     "the API the model speaks (default: the configuration file's, else openai); replay: "
+     "recorded replies only"},
+    {"--base-url URL",
+     "the server (default the provider's; a local server: http://127.0.0.1:PORT/v1)"},
+    {"--model ID", "the model to ask (no default: set it here or in the configuration file)"},
+    {"--api-key-env NAME",
+     "the environment variable holding the key (default OPENAI_API_KEY or ANTHROPIC_API_KEY); "
+     "\"\" for a local server that needs none"},
+    {"--config FILE", "the model configuration (default ~/.config/kevo/llm.json)"},
+    {"--budget-usd X", "a hard cap on what the model calls may cost (needs a priced model)"},
+    END};
+
+static const struct opt run_opts[] = {
+    {"--strategy ada|greedy|best-of-n|tune",
+     "the search (default ada with a model; tune, the starter's kevo:tune knobs, without one)"},
+    {"--steps N", "candidates to judge (default 16)"},
+    {"--concurrency K", "candidates in flight at once (default 1)"},
+    {"--plan-mode explicit|implicit",
+     "a planner writes a plan before each kernel (explicit) or not"},
+    {"--prompt-blocks LIST",
+     "the prompt's blocks on or off (all,-history; profile and sanitize run tools)"},
+    {"--prompts DIR", "DIR's templates replace the default prompts"},
+    {"--p-large P", "ada: the chance of a large step (default 0.3)"},
+    {"--small-limit N", "ada: small steps in a chain before a large one (default 4)"},
+    {"--explore C", "ada: the UCB exploration weight (default 1)"},
+    {"--rule-threshold N", "a validity rule enters prompts once seen N times (default 2)"},
+    {"--rules-llm", "the model words the rules learnt from failures"},
+    {"--online-attribution SHARE", "spend SHARE of the steps measuring which feedback helps"},
+    {"--attr-price R", "online attribution: the reward price of a measurement"},
+    {"--skills on|off", "ada, greedy: offer matching skill cards to small steps (default off)"},
+    {"--starter FILE", "the kernel to start from (default the task's starter)"},
+    {"--executor local|gpus|ssh|slurm",
+     "judge candidates on gate servers (default in this process)"},
+    {"--gpus LIST", "--executor gpus: the GPUs to use (0,1)"},
+    {"--executor-config FILE", "the hosts or cluster (default $KEVO_EXEC_CONFIG)"},
+    {"-o FILE", "write the best accepted kernel there"},
+    END};
+
+static const struct opt eval_opts[] = {
+    {"--json", "the verdict as JSON on stdout"},
+    {"--deadline SECONDS", "per job of the worker (default 10)"},
+    {"--allow LIBS", "vendor libraries a candidate may link (cublas,cudnn,cublaslt)"},
+    END};
+
+static const struct opt task_opts[] = {
+    {"--surface cpu|cuda", "check the reference on this surface (default cpu)"},
+    {"--deadline SECONDS", "per job of the worker (default 10)"},
+    {"--json", "the report as JSON"},
+    END};
+
+static const struct opt bench_opts[] = {
+    {"--json", "the score as JSON"},
+    {"--fresh", "a new bench even where an unfinished one of this suite and configuration is"},
+    {"--wait SECONDS",
+     "another kevo runs this bench: wait this long for it, then refuse (default 0)"},
+    {"--show [ID]", "the score of a bench in the store (default the latest)"},
+    END};
+
+static const struct opt resume_opts[] = {{"--steps N", "N more steps (also of a finished run)"},
+                                         {"-o FILE", "write the best accepted kernel there"},
+                                         END};
+
+static const struct opt llm_cmd_opts[] = {
+    {"--timeout S", "per request (default the model's, 300)"},
+    {"--max-tokens N", "the reply's cap (default the configuration's)"},
+    {"--temperature T", "0 to 2 (default the model's)"},
+    {"--system TEXT", "a system prompt"},
+    {"--max-usd USD", "refuse a request that could cost more"},
+    {"--sample N", "the sampling seed sent to the model"},
+    {"--db PATH", "the store the call is recorded in (default $KEVO_DB)"},
+    {"--run RUN", "llm calls: only this run's"},
+    {"--limit N", "llm calls: at most N (the latest)"},
+    {"--json", "llm calls: as JSON"},
+    END};
+
+static const struct opt import_opts[] = {
+    {"-o OUTDIR", "where the task directories go (default .)"},
+    {"--jobs N", "modules at once (default 1)"},
+    {"--deadline S", "per module (default 120)"},
+    {"--max-gib G", "memory cap per module on the CPU (default 2)"},
+    {"--device-memory GIB", "the GPU memory a task may need (default $KEVO_DEVICE_MEMORY_GIB)"},
+    {"--allow LIBS", "task.json's allow: vendor libraries a candidate may link"},
+    {"--python PATH", "the Python with torch (default $KEVO_PYTHON, else python3)"},
+    {"--force", "replace a task directory that exists"},
+    END};
+
+static const struct opt lineage_opts[] = {
+    {"--surface cpu|cuda", "where the kernels run (default cpu)"},
+    {"--pairs N", "interleaved pairs per step's paired test (default 6; fewer than 6 can admit no "
+                  "skill; 0: none)"},
+    {"--budget SECONDS", "timing budget per kernel (default 1)"},
+    {"--seed N", "the inputs' seed (default 1)"},
+    {"--no-timing", "gate only; no paired test"},
+    {"--json", "the cards as JSON"},
+    {"-o SKILLS.json", "also write the cards there"},
+    {"--db PATH", "the store (default $KEVO_DB)"},
+    {"--retries N", "LLM mode: retries of a rejected step (default 2)"},
+    {"--max-steps N", "LLM mode: steps at most (default 12)"},
+    {"--prompts DIR", "LLM mode: DIR's templates replace the default prompts"},
+    {"--markdown", "lineage show: a Markdown table"},
+    {"--order", "lineage resolve: print the removal order"},
+    {"--off A,B", "lineage resolve: these mechanisms off"},
+    END};
+
+struct cmd_help {
+  const char *cmd;
+  const struct opt *groups[4];
+  const char *heads[4];
+};
+
+static const struct cmd_help helps[] = {
+    {"eval", {eval_opts, gate_opts}, {NULL, NULL}},
+    {"task", {task_opts}, {NULL}},
+    {"run", {run_opts, llm_opts, gate_opts}, {NULL, "the model:", "judging:"}},
+    {"resume", {resume_opts, llm_opts, gate_opts}, {NULL, "the model:", "judging:"}},
+    {"bench",
+     {bench_opts, run_opts, llm_opts, gate_opts},
+     {NULL, "the options of kevo run:", "the model:", "judging:"}},
+    {"llm", {llm_opts, llm_cmd_opts}, {NULL, NULL}},
+    {"import", {import_opts}, {NULL}},
+    {"lineage", {lineage_opts, llm_opts}, {NULL, "LLM mode:"}},
+};
+
+int cli_help_options(FILE *f, const char *cmd) {
+  for (size_t i = 0; i < sizeof helps / sizeof helps[0]; i++) {
+    if (strcmp(helps[i].cmd, cmd))
+      continue;
+    fprintf(f, "\noptions:\n");
+    for (int g = 0; g < 4 && helps[i].groups[g]; g++) {
+      if (helps[i].heads[g])
+        fprintf(f, " %s\n", helps[i].heads[g]);
+      for (const struct opt *o = helps[i].groups[g]; o->flag; o++)
+        fprintf(f, "  %-36s %s\n", o->flag, o->text);
+    }
+    return 1;
+  }
+  return 0;
+}
