@@ -88,9 +88,15 @@ static const struct opt bench_opts[] = {
     {"--show [ID]", "the score of a bench in the store (default the latest)"},
     END};
 
-static const struct opt resume_opts[] = {{"--steps N", "N more steps (also of a finished run)"},
-                                         {"-o FILE", "write the best accepted kernel there"},
-                                         END};
+static const struct opt resume_opts[] = {
+    {"--steps N", "N more steps (also of a finished run)"},
+    {"--concurrency K", "candidates in flight at once (default the run's)"},
+    {"--executor local|gpus|ssh|slurm",
+     "judge candidates on gate servers (default in this process)"},
+    {"--gpus LIST", "--executor gpus: the GPUs to use (0,1)"},
+    {"--executor-config FILE", "the hosts or cluster (default $KEVO_EXEC_CONFIG)"},
+    {"-o FILE", "write the best accepted kernel there"},
+    END};
 
 static const struct opt llm_cmd_opts[] = {
     {"--timeout S", "per request (default the model's, 300)"},
