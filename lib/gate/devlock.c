@@ -45,24 +45,9 @@ static double unix_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Opens the lock directory (created when missing) and checks that it is
- * this user's alone. Returns its descriptor, or -1. */
-static int open_dir(char *out, size_t cap, char *err, size_t errlen) {
-  const char *env = getenv("KEVO_LOCK_DIR");
-  if (env && *env) {
-    if (snprintf(out, cap, "%s", env) >= (int)cap)
-      return kv_error(err, errlen, "KEVO_LOCK_DIR: longer than %zu bytes; name a shorter directory",
-                      cap - 1);
-    if (kv_mkdirs(out, 0700, err, errlen) < 0)
-      return -1;
-  } else {
-    snprintf(out, cap, "/tmp/kevo-locks-%u", (unsigned)geteuid());
-    if (mkdir(out, 0700) < 0 && errno != EEXIST)
-      return kv_error(err, errlen,
-                      "%s: cannot create kevo's lock directory: %s; set KEVO_LOCK_DIR to a "
-                      "directory of your own",
-                      out, strerror(errno));
-  }
+/* The lock directory out, opened, if it is this user's alone (not a link,
+ * owned by us, not writable by group or others). Its descriptor, or -1. */
+static int open_checked(const char *out, char *err, size_t errlen) {
   int dfd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) {
     int e = errno;
@@ -98,8 +83,64 @@ static int open_dir(char *out, size_t cap, char *err, size_t errlen) {
   return dfd;
 }
 
+static char squat_note[1024];
+
+const char *kv_devlock_note(void) {
+  return squat_note;
+}
+
+/* Opens the lock directory (created when missing) and checks that it is
+ * this user's alone. Returns its descriptor, or -1. The default one
+ * (def_dir) may have been made first by another local user: then a private
+ * one under kevo's cache directory is used, and kv_devlock_note says so. */
+static int open_dir(const char *def_dir, char *out, size_t cap, char *err, size_t errlen) {
+  const char *env = getenv("KEVO_LOCK_DIR");
+  if (env && *env) {
+    if (snprintf(out, cap, "%s", env) >= (int)cap)
+      return kv_error(err, errlen, "KEVO_LOCK_DIR: longer than %zu bytes; name a shorter directory",
+                      cap - 1);
+    if (kv_mkdirs(out, 0700, err, errlen) < 0)
+      return -1;
+    return open_checked(out, err, errlen);
+  }
+  snprintf(out, cap, "%s", def_dir);
+  char why[1024] = "";
+  if (mkdir(out, 0700) < 0 && errno != EEXIST)
+    snprintf(why, sizeof why, "%s: cannot create kevo's lock directory: %s", out, strerror(errno));
+  int dfd = why[0] ? -1 : open_checked(out, why, sizeof why);
+  if (dfd >= 0)
+    return dfd;
+  /* Squatted: a directory of our own instead, the same for every kevo
+   * process of this user (kv_cache_dir does not depend on KEVO_CACHE_DIR). */
+  char cache[3800];
+  if (kv_cache_dir(cache, sizeof cache) < 0)
+    return kv_error(err, errlen,
+                    "%s; and no private cache directory to fall back on: set "
+                    "KEVO_LOCK_DIR to a directory of your own",
+                    why);
+  snprintf(out, cap, "%s/locks", cache);
+  if (kv_mkdirs(out, 0700, err, errlen) < 0 || (dfd = open_checked(out, err, errlen)) < 0)
+    return -1;
+  snprintf(squat_note, sizeof squat_note, "%.700s; using %.250s instead", why, out);
+  return dfd;
+}
+
+static void default_dir(char *out, size_t cap) {
+  snprintf(out, cap, "/tmp/kevo-locks-%u", (unsigned)geteuid());
+}
+
+int kv_devlock_dir_at(const char *def_dir, char *out, size_t cap, char *err, size_t errlen) {
+  int dfd = open_dir(def_dir, out, cap, err, errlen);
+  if (dfd < 0)
+    return -1;
+  close(dfd);
+  return 0;
+}
+
 int kv_devlock_dir(char *out, size_t cap, char *err, size_t errlen) {
-  int dfd = open_dir(out, cap, err, errlen);
+  char def[64];
+  default_dir(def, sizeof def);
+  int dfd = open_dir(def, out, cap, err, errlen);
   if (dfd < 0)
     return -1;
   close(dfd);
@@ -202,7 +243,9 @@ int kv_devlock_acquire(struct kv_devlock *l, const char *file, const int *slots,
       s[ns++] = s[i];
   }
   char dir[4000];
-  int dfd = open_dir(dir, sizeof dir, err, errlen);
+  char def[64];
+  default_dir(def, sizeof def);
+  int dfd = open_dir(def, dir, sizeof dir, err, errlen);
   if (dfd < 0) {
     free(s);
     return -1;

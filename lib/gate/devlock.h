@@ -32,6 +32,13 @@ struct kv_devlock {
  * created 0700. A directory that is a symbolic link, belongs to another user
  * or is writable by group or others is refused, with the fix in err. */
 int kv_devlock_dir(char *out, size_t cap, char *err, size_t errlen);
+/* The same with def_dir in place of /tmp/kevo-locks-<uid> (for tests). When
+ * the default directory is squatted (a link, another user's, writable by
+ * others: any local user can make it first), a private one under kevo's
+ * cache directory (kv_cache_dir()/locks) is used instead, and
+ * kv_devlock_note() says so (else ""); $KEVO_LOCK_DIR is never replaced. */
+int kv_devlock_dir_at(const char *def_dir, char *out, size_t cap, char *err, size_t errlen);
+const char *kv_devlock_note(void);
 
 /* Locks slots[0..n-1] (each a record of the lock file `file` in the lock
  * directory; sorted and deduplicated here, then taken in ascending order, so

@@ -367,6 +367,50 @@ static void test_unsafe_dir_refused(void **state) {
   setenv("KEVO_LOCK_DIR", g_locks, 1);
 }
 
+/* The default lock directory squatted by another local user (made first,
+ * writable by all, or a link to their directory): timing is not blocked, a
+ * private directory under the cache is used, and kv_devlock_note says so. */
+static void test_squatted_default_falls_back(void **state) {
+  (void)state;
+  char def[4300], home[4300], err[1024], out[4096], other[4300];
+  snprintf(def, sizeof def, "%s/squatted", g_tmp);
+  snprintf(home, sizeof home, "%s/home", g_tmp);
+  assert_int_equal(mkdir(def, 0777), 0);
+  assert_int_equal(chmod(def, 0777), 0);
+  assert_int_equal(mkdir(home, 0700), 0);
+  char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  char *saved_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+  char *saved_lock = strdup(getenv("KEVO_LOCK_DIR"));
+  unsetenv("KEVO_LOCK_DIR");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", home, 1);
+  assert_int_equal(kv_devlock_dir_at(def, out, sizeof out, err, sizeof err), 0);
+  char want[4400];
+  snprintf(want, sizeof want, "%s/.cache/kevo/locks", home);
+  assert_string_equal(out, want);
+  assert_non_null(strstr(kv_devlock_note(), "writable by group or others"));
+  assert_non_null(strstr(kv_devlock_note(), want));
+  struct stat st;
+  assert_int_equal(stat(want, &st), 0);
+  assert_int_equal(st.st_mode & 077, 0);
+  /* A link planted where the directory should be. */
+  snprintf(other, sizeof other, "%s/theirs", g_tmp);
+  assert_int_equal(mkdir(other, 0700), 0);
+  assert_int_equal(rmdir(def), 0);
+  assert_int_equal(symlink(other, def), 0);
+  assert_int_equal(kv_devlock_dir_at(def, out, sizeof out, err, sizeof err), 0);
+  assert_string_equal(out, want);
+  assert_non_null(strstr(kv_devlock_note(), "symbolic link"));
+  if (saved_home)
+    setenv("HOME", saved_home, 1);
+  if (saved_xdg)
+    setenv("XDG_CACHE_HOME", saved_xdg, 1);
+  setenv("KEVO_LOCK_DIR", saved_lock, 1);
+  free(saved_home);
+  free(saved_xdg);
+  free(saved_lock);
+}
+
 /* This thread's CPUs: what sched_getaffinity says, as slots and as text. */
 static void test_cpu_slots(void **state) {
   (void)state;
@@ -464,6 +508,7 @@ int main(void) {
       cmocka_unit_test(test_killed_holder_and_deadline),
       cmocka_unit_test(test_not_inherited),
       cmocka_unit_test(test_unsafe_dir_refused),
+      cmocka_unit_test(test_squatted_default_falls_back),
       cmocka_unit_test(test_cpu_slots),
       cmocka_unit_test(test_gate_checks_beside_but_times_alone),
   };
