@@ -162,6 +162,79 @@ int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_giv
   return 0;
 }
 
+/* A judged node's timing as its evaluation recorded it. */
+struct timed_node {
+  int64_t node_id;
+  double speedup, lo, hi, cv;
+};
+
+static int timed_of(struct kv_store *s, const struct kv_node_row *n, struct timed_node *t) {
+  char err[256];
+  struct kv_eval_row ev;
+  memset(t, 0, sizeof *t);
+  t->node_id = n->id;
+  t->speedup = n->speedup;
+  t->lo = t->hi = -1;
+  if (n->eval_id <= 0 || kv_store_get_eval(s, n->eval_id, &ev, err, sizeof err) != 0)
+    return -1;
+  json_t *j = json_loads(ev.result_json ? ev.result_json : "", 0, NULL);
+  json_t *tj = json_object_get(j, "timing"), *ci = json_object_get(tj, "ci");
+  if (json_is_number(json_object_get(ci, "low")) && json_is_number(json_object_get(ci, "high"))) {
+    t->lo = json_number_value(json_object_get(ci, "low"));
+    t->hi = json_number_value(json_object_get(ci, "high"));
+  }
+  t->cv = json_number_value(json_object_get(json_object_get(tj, "candidate"), "cv"));
+  json_decref(j);
+  kv_eval_row_release(&ev);
+  return 0;
+}
+
+/* Named "best" on a noisy host: says when the best is not told apart from
+ * the runner-up (their 95% intervals overlap), when its own times varied
+ * (CV above 10%), and when it is slower than the reference. */
+static void luck_warning(struct kv_store *s, int64_t run_id, const char *best_hash) {
+  char err[256];
+  struct kv_node_row *nodes = NULL;
+  int n = 0;
+  if (kv_store_run_nodes(s, run_id, &nodes, &n, err, sizeof err) < 0)
+    return;
+  int b = -1, r = -1;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(nodes[i].verdict, "ok") || !(nodes[i].speedup > 0))
+      continue;
+    if (b < 0 || nodes[i].speedup > nodes[b].speedup)
+      b = i;
+  }
+  for (int i = 0; b >= 0 && i < n; i++)
+    if (i != b && !strcmp(nodes[i].verdict, "ok") && nodes[i].speedup > 0 &&
+        strcmp(nodes[i].source_hash, nodes[b].source_hash) &&
+        (r < 0 || nodes[i].speedup > nodes[r].speedup))
+      r = i;
+  struct timed_node tb, tr;
+  if (b >= 0 && !strcmp(nodes[b].source_hash, best_hash) && timed_of(s, &nodes[b], &tb) == 0) {
+    if (r >= 0 && timed_of(s, &nodes[r], &tr) == 0 && tb.lo > 0 && tr.hi > 0 && tb.lo <= tr.hi)
+      fprintf(stderr,
+              "kevo: best by luck? the best, %.2fx [%.2f, %.2f] (node %lld), and the runner-up, "
+              "%.2fx [%.2f, %.2f] (node %lld): their 95%% intervals overlap, so this host does "
+              "not tell them apart; time both again with a longer --budget before trusting the "
+              "order\n",
+              tb.speedup, tb.lo, tb.hi, (long long)tb.node_id, tr.speedup, tr.lo, tr.hi,
+              (long long)tr.node_id);
+    if (tb.cv > 0.10)
+      fprintf(
+          stderr,
+          "kevo: best by luck? the best's times varied: CV %.0f%% over its calls (above 10%%: a "
+          "noisy host); its %.2fx may not hold\n",
+          100 * tb.cv, tb.speedup);
+    if (tb.speedup < 1)
+      fprintf(stderr,
+              "kevo: the best kernel is slower than the reference (%.2fx%s): no candidate of this "
+              "run beat it\n",
+              tb.speedup, tb.hi > 0 && tb.hi < 1 ? ", its whole interval below 1" : "");
+  }
+  kv_node_rows_free(nodes, n);
+}
+
 /* The best kernel of a run: written to out_path, else printed (kevo best);
  * where_only: neither, a line saying how to get it (kevo run and resume
  * write nothing into the working directory unless asked with -o). */
@@ -210,6 +283,8 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, 
       fputs(head, stdout);
       fwrite(src, 1, len, stdout);
     }
+    if (src && run.best_speedup > 0)
+      luck_warning(s, run.id, run.best_hash);
     if (have_ev)
       kv_eval_row_release(&ev);
     free(src);
