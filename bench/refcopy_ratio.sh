@@ -29,7 +29,7 @@ for d in $TASKS; do
   # A copy under another name: the same source, compiled as a candidate.
   cp "$d/reference.$EXT" "$T/$name-copy.$EXT"
   for i in $(seq "$RUNS"); do
-    "$B/kevo" eval --surface "$SURF" --json --budget "$BUDGET" "$d" \
+    "$B/kevo" eval --surface "$SURF" --timing "$METHOD" --json --budget "$BUDGET" "$d" \
       "$T/$name-copy.$EXT" >"$T/$name-$i.json" || true
   done
 done

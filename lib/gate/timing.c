@@ -318,6 +318,24 @@ static int repoison_call(struct timing *tm, struct kv_worker *w) {
   return 0;
 }
 
+/* cpu: the cache lines of the clean worker's last calls rewritten with their
+ * own bytes, from this process, as fill_phase writes the candidate's: a
+ * write takes a line from every other core's private caches, which the
+ * flush (run on this process's core) does not reach. Without it a
+ * reference whose worker last ran on another core found its last calls'
+ * buffers warm in that core's private L2 where the candidate's, rewritten by
+ * kevo, were cold. Those caches hold at most the flush's size (twice the
+ * last level's) of what the worker touched last: the end of its calls. */
+static void touch_lines(struct timing *tm, struct kv_worker *w, int m) {
+  char e[256];
+  volatile uint8_t *base = kv_worker_shm(w, tm->shm_len, e, sizeof e);
+  size_t n = tm->per_call * (size_t)m;
+  n = n < tm->shm_len ? n : tm->shm_len;
+  size_t from = n > tm->flush_bytes ? (n - tm->flush_bytes) / 64 * 64 : 0;
+  for (size_t i = from; base && i < n; i += 64)
+    base[i] = base[i];
+}
+
 /* cpu: a phase's buffers, written while its worker is stopped, then the
  * flush. Fresh inputs for every candidate phase; the clean worker's sides
  * get theirs once (the reference is trusted, the empty entry reads
@@ -345,6 +363,8 @@ static enum kv_call_status cpu_prepare(struct timing *tm, int side, int m, uint6
     return side == SIDE_CAND ? KV_CALL_PROTOCOL : KV_CALL_ERROR;
   if (side == SIDE_CAND)
     sd->fill_per_call = (double)(tm->fill_ns - f0) / m;
+  else if (clean && !tm->kb && side != SIDE_EMPTY && side != SIDE_EMPTY_ALONE)
+    touch_lines(tm, sd->w, m);
   /* One flush, from this clean process, before every phase of every side
    * (not only where inputs were written: the clean worker's are written
    * once, and its later phases ran warm while the candidate's ran cold,
