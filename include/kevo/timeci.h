@@ -90,4 +90,9 @@ enum kv_timing_stop kv_timing_decide(const struct kv_timing_plan *p, double targ
                                      const double *ratio, const double *clock, int rounds,
                                      double elapsed_s, double deadline_s, double *hw,
                                      double *hw_clock);
+/* A robust spread of n values: the standard deviation as the median
+ * absolute deviation estimates it (1.4826 MAD). One outlier among n moves it
+ * by at most one rank of the deviations, where it sets a range to anything
+ * (kevo's clock slack, lib/gate/timing.c). 0 for n < 2 or out of memory. */
+double kv_robust_sigma(const double *x, int n);
 #endif /* guard */

@@ -146,3 +146,27 @@ enum kv_timing_stop kv_timing_decide(const struct kv_timing_plan *p, double targ
     return KV_TSTOP_DEADLINE;
   return KV_TSTOP_GO;
 }
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double sorted_median(const double *v, int n) {
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double kv_robust_sigma(const double *x, int n) {
+  double *w = n >= 2 ? malloc(sizeof(double) * (size_t)n) : NULL;
+  if (!w)
+    return 0;
+  memcpy(w, x, sizeof(double) * (size_t)n);
+  qsort(w, (size_t)n, sizeof(double), cmp_dbl);
+  double med = sorted_median(w, n);
+  for (int i = 0; i < n; i++)
+    w[i] = fabs(w[i] - med);
+  qsort(w, (size_t)n, sizeof(double), cmp_dbl);
+  double mad = sorted_median(w, n);
+  free(w);
+  return 1.4826 * mad;
+}

@@ -804,21 +804,14 @@ static double clean_spread(const struct timing *tm) {
    * candidate left running could widen them; only the ones alone count). */
   int n = E->nph + (tm->cuda ? 0 : EI->nph);
   double *w = malloc(sizeof(double) * (size_t)(n + 1));
-  if (!w || n < 2) {
-    free(w);
+  if (!w)
     return 0;
-  }
   memcpy(w, E->wall, sizeof(double) * (size_t)E->nph);
   if (!tm->cuda)
     memcpy(w + E->nph, EI->wall, sizeof(double) * (size_t)EI->nph);
-  qsort(w, (size_t)n, sizeof(double), cmp_double);
-  double med = quantile(w, n, 0.5);
-  for (int i = 0; i < n; i++)
-    w[i] = fabs(w[i] - med);
-  qsort(w, (size_t)n, sizeof(double), cmp_double);
-  double mad = quantile(w, n, 0.5);
+  double sigma = kv_robust_sigma(w, n);
   free(w);
-  return SPREAD_K * 1.4826 * mad;
+  return SPREAD_K * sigma;
 }
 
 /* The median over a side's phases of its calls' mean in that phase (ns):
