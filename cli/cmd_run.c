@@ -785,6 +785,10 @@ int cmd_resume(int argc, char **argv) {
   json_t *rci = json_object_get(cfg, "timing_ci"); /* and adaptive timing's target */
   if (!ci_given && json_is_number(rci))
     g.timing_ci = json_number_value(rci);
+  /* and its timing method (a run's config says "timing_method" when it was
+   * not kevo's own) */
+  kv_timing_method_parse(json_string_value(json_object_get(cfg, "timing_method")),
+                         &g.timing_method);
   /* --skills on, as the run started (the hooks need the task) */
   struct kv_task *st = NULL;
   const char *tdir = json_string_value(json_object_get(cfg, "task_dir"));
