@@ -42,16 +42,20 @@ new tensor, and what kevo times is forward itself, as KernelBench does.
 
 Sandbox: the environment is kevo's scrubbed one, the working directory, HOME
 and TMPDIR its own scratch directory, and the deadline and kill rules are
-the parent's. Here: RLIMIT_CORE 0 and RLIMIT_FSIZE, a new network namespace
-(through a user namespace) and no_new_privs. Off (they would break Python
-and torch, which read their installation lazily and start threads): landlock,
-seccomp, the private tmpfs on scratch and the exec lockdown. HELLO says so.
+the parent's. Here (the sandbox section below): at start, RLIMIT_CORE 0 and
+RLIMIT_FSIZE, a new network namespace (through a user namespace) and
+no_new_privs, refusing to run without the network namespace unless kevo's
+environment has KEVO_TORCH_ALLOW_NETWORK=1; at the first LOAD, before
+reference.py is read, Landlock and a seccomp filter. Off: the private tmpfs on
+scratch and the exec lockdown (torch.compile writes and loads code). HELLO
+says so.
 """
 import ast
 import ctypes
 import json
 import mmap
 import os
+import platform
 import resource
 import struct
 import sys
@@ -144,9 +148,62 @@ def read_frame():
     return typ, tok, read_exact(jl)
 
 
-# ---- sandbox (best effort; the layers that torch survives) ----
+# ---- sandbox ----
+#
+# The torch reference worker's sandbox (python/kevo_torch_worker.py).
+#
+# Two stages. At start, before anything of the task is read: RLIMIT_CORE 0 and
+# RLIMIT_FSIZE, a new network and IPC namespace (through a user namespace where
+# the plain unshare is refused) and no_new_privs. Without a network namespace
+# the worker refuses to run (the task's reference.py would have the network)
+# unless kevo was told so explicitly (KEVO_TORCH_ALLOW_NETWORK=1 in kevo's
+# environment, passed on to the worker).
+#
+# At the first LOAD, before reference.py is read or torch imported (so that
+# torch's threads inherit it): Landlock and a seccomp filter.
+#  - Landlock: read (and execute) only the system directories, the Python
+#    installation and sys.path (site-packages: torch, triton), kevo's runtime
+#    library and this script's directory, the task's directory and the paths
+#    kevo names (--read); /proc/self, /proc/cpuinfo|meminfo|stat and /sys/
+#    (cpu, node, cgroup) for the runtime; write only the scratch directory (HOME
+#    and TMPDIR), torch's caches under kevo's cache (TORCHINDUCTOR_CACHE_DIR,
+#    TRITON_CACHE_DIR), /dev/shm, /dev/null and, on the cuda surface, the
+#    /dev/nvidia* nodes. No TCP bind or connect (ABI >= 4), no abstract sockets
+#    or signals outside the sandbox (ABI >= 6). Every thread where the kernel
+#    can (ABI >= 8); before, the calling thread and the threads it starts (on
+#    the cpu surface torch is imported after it; on the cuda surface torch
+#    started its threads at HELLO, which run torch's code only).
+#  - seccomp (x86_64): denies ptrace, process_vm_readv/writev, bpf,
+#    perf_event_open, the key ring, mount and namespace calls, module loading,
+#    kexec, io_uring, userfaultfd, open_by_handle_at, and sockets of the inet,
+#    inet6, packet and netlink families. Off, because torch needs them:
+#    execve/fork/clone (torch.compile runs the C++ compiler and Triton's ptxas
+#    in child processes), PROT_EXEC mappings (Triton's and inductor's compiled
+#    code is loaded with dlopen), AF_UNIX sockets (CUDA's cuInit), kill (the
+#    subprocess module). Elsewhere than x86_64: unavailable (said in HELLO).
+_libc = None
 
-def sandbox(st, notes):
+
+def sb_libc():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def sb_syscall(nr, *args):
+    """syscall(2) with every integer argument passed as a long."""
+    return sb_libc().syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a
+                                                   for a in args])
+
+
+def sb_errno():
+    return os.strerror(ctypes.get_errno())
+
+
+# ---- stage 1: at start ----
+
+def sb_rlimits(st, notes):
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
@@ -157,13 +214,16 @@ def sandbox(st, notes):
     except (OSError, ValueError) as e:
         st["rlimits"] = "failed"
         notes.append("rlimits: %s" % e)
-    libc = ctypes.CDLL(None, use_errno=True)
+
+
+def sb_netns(st, notes):
+    lc = sb_libc()
     uid, gid = os.geteuid(), os.getegid()
-    # CLONE_NEWNET | CLONE_NEWIPC: no network, and System V objects private
-    # to this process (as kevo-worker's sandbox)
-    if libc.unshare(0x40000000 | 0x08000000) == 0:
+    # CLONE_NEWNET | CLONE_NEWIPC: no network, System V objects private
+    if lc.unshare(0x40000000 | 0x08000000) == 0:
         st["netns"] = "active"
-    elif libc.unshare(0x10000000 | 0x40000000 | 0x08000000) == 0:  # and CLONE_NEWUSER
+        return
+    if lc.unshare(0x10000000 | 0x40000000 | 0x08000000) == 0:  # and CLONE_NEWUSER
         st["netns"] = "active"
         try:
             for f, v in (("uid_map", "%d %d 1\n" % (uid, uid)), ("setgroups", "deny\n"),
@@ -173,15 +233,193 @@ def sandbox(st, notes):
             notes.append("netns: via user namespace")
         except OSError as e:
             notes.append("netns: via user namespace, id maps incomplete: %s" % e)
-    else:
-        st["netns"] = "unavailable"
-        notes.append("netns: unshare: %s" % os.strerror(ctypes.get_errno()))
-    if libc.prctl(38, 1, 0, 0, 0) == 0:  # PR_SET_NO_NEW_PRIVS
+        return
+    st["netns"] = "unavailable"
+    notes.append("netns: unshare: %s" % sb_errno())
+
+
+def sb_start(st, notes):
+    """Stage 1. Returns None, or why the worker must not run."""
+    sb_rlimits(st, notes)
+    sb_netns(st, notes)
+    if sb_libc().prctl(38, 1, 0, 0, 0) == 0:  # PR_SET_NO_NEW_PRIVS
         st["no_new_privs"] = "active"
     else:
         st["no_new_privs"] = "failed"
-    notes.append("torch reference worker: landlock, seccomp, the scratch tmpfs and the exec "
-                 "lockdown are off (Python and torch read their installation lazily)")
+        return "no_new_privs: prctl: %s" % sb_errno()
+    if st["netns"] != "active":
+        if os.environ.get("KEVO_TORCH_ALLOW_NETWORK") == "1":
+            notes.append("netns: off, the task's reference.py has the network "
+                         "(KEVO_TORCH_ALLOW_NETWORK=1)")
+            return None
+        return ("no network namespace (%s), so reference.py would run with the network; "
+                "kevo refuses. Allow unprivileged user namespaces (sysctl "
+                "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_"
+                "userns=0), or accept the risk with KEVO_TORCH_ALLOW_NETWORK=1"
+                % "; ".join(n for n in notes if n.startswith("netns")))
+    return None
+
+
+# ---- stage 2: Landlock ----
+
+LL_EXEC, LL_WRITE, LL_READ, LL_READ_DIR = 1, 2, 4, 8
+LL_TRUNCATE, LL_IOCTL_DEV = 1 << 14, 1 << 15
+LL_REFER = 1 << 13
+SYS_CREATE, SYS_ADD, SYS_RESTRICT = 444, 445, 446
+TSYNC = 1 << 3
+
+
+def sb_handled(abi):
+    fs = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        fs |= LL_REFER
+    if abi >= 3:
+        fs |= LL_TRUNCATE
+    if abi >= 5:
+        fs |= LL_IOCTL_DEV
+    return fs
+
+
+def sb_file_only(access):
+    return access & (LL_EXEC | LL_WRITE | LL_READ | LL_TRUNCATE | LL_IOCTL_DEV)
+
+
+def sb_allow(rfd, path, access, handled):
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # absent: nothing to allow
+    try:
+        import stat
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            access = sb_file_only(access)
+        rule = struct.pack("=Qi", access & handled, fd)
+        buf = ctypes.create_string_buffer(rule, len(rule))
+        if sb_syscall(SYS_ADD, rfd, 1, buf, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_add_rule %s: %s" % (path, sb_errno()))
+    finally:
+        os.close(fd)
+
+
+def sb_read_paths(task_dir, extra):
+    import sys
+    ps = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
+          "/proc/self", "/proc/%d" % os.getpid(), "/proc/cpuinfo", "/proc/meminfo",
+          "/proc/stat", "/sys/devices/system/cpu", "/sys/devices/system/node",
+          "/sys/fs/cgroup", "/dev/urandom", "/dev/random", "/dev/zero"]
+    ps += [sys.prefix, sys.base_prefix, sys.exec_prefix,
+           os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+    ps += [p for p in sys.path if p and os.path.isabs(p)]
+    ps += [os.path.dirname(os.path.abspath(__file__)), task_dir]
+    ps += list(extra)
+    return ps
+
+
+def sb_write_paths(scratch, cuda):
+    ps = [scratch, "/dev/null", "/dev/shm"]
+    for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        d = os.environ.get(v)
+        if d:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            ps.append(d)
+    if cuda:
+        ps += ["/dev/" + n for n in sorted(os.listdir("/dev")) if n.startswith("nvidia")]
+    return ps
+
+
+def sb_landlock(st, notes, reads, writes):
+    abi = sb_syscall(SYS_CREATE, None, 0, 1)  # LANDLOCK_CREATE_RULESET_VERSION
+    if abi < 1:
+        st["landlock"] = "unavailable"
+        notes.append("landlock: %s" % sb_errno())
+        return
+    st["landlock_abi"] = abi
+    handled = sb_handled(abi)
+    attr = struct.pack("=QQQ", handled, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    rfd = sb_syscall(SYS_CREATE, buf, size, 0)
+    if rfd < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset: %s" % sb_errno())
+    try:
+        for p in reads:
+            sb_allow(rfd, p, LL_EXEC | LL_READ | LL_READ_DIR, handled)
+        for p in writes:
+            sb_allow(rfd, p, handled, handled)
+        flags = TSYNC if abi >= 8 else 0
+        if sb_syscall(SYS_RESTRICT, rfd, flags) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self: %s" % sb_errno())
+    finally:
+        os.close(rfd)
+    st["landlock"] = "active"
+    if abi < 8:
+        notes.append("landlock: ABI %d, on the loading thread and those it starts" % abi)
+
+
+# ---- stage 2: seccomp ----
+
+DENY_X86_64 = [101, 310, 311, 321, 298, 248, 249, 250, 165, 166, 155, 161, 308, 272,
+               175, 313, 176, 246, 320, 169, 167, 168, 304, 323, 425, 426, 427, 163, 179]
+SOCKET_X86_64 = 41
+DENY_FAMILIES = [2, 10, 16, 17]  # AF_INET, AF_INET6, AF_NETLINK, AF_PACKET
+RET_ALLOW, RET_KILL, RET_EPERM = 0x7FFF0000, 0x80000000, 0x00050000 | 1
+LD_ABS, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06
+
+
+def sb_filter():
+    f = [(LD_ABS, 0, 0, 4), (JEQ, 1, 0, 0xC000003E), (RET, 0, 0, RET_KILL),
+         (LD_ABS, 0, 0, 0), (JGE, 0, 1, 0x40000000), (RET, 0, 0, RET_EPERM)]
+    for nr in DENY_X86_64:
+        f += [(JEQ, 0, 1, nr), (RET, 0, 0, RET_EPERM)]
+    n = len(DENY_FAMILIES)
+    f += [(JEQ, 0, n + 3, SOCKET_X86_64), (LD_ABS, 0, 0, 16)]
+    for i, fam in enumerate(DENY_FAMILIES):
+        f.append((JEQ, n - i, 0, fam))
+    f += [(RET, 0, 0, RET_ALLOW), (RET, 0, 0, RET_EPERM), (RET, 0, 0, RET_ALLOW)]
+    return f
+
+
+def sb_seccomp(st, notes):
+    if platform.machine() != "x86_64":
+        st["seccomp"] = "unavailable"
+        notes.append("seccomp: the torch worker's filter is written for x86_64")
+        return
+    prog = sb_filter()
+    raw = b"".join(struct.pack("=HBBI", c, jt, jf, k) for c, jt, jf, k in prog)
+    fbuf = ctypes.create_string_buffer(raw, len(raw))
+    fprog = struct.pack("=HxxxxxxQ", len(prog), ctypes.addressof(fbuf))
+    pbuf = ctypes.create_string_buffer(fprog, len(fprog))
+    # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, prog): every thread
+    if sb_syscall(317, 1, 1, pbuf) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp: %s" % sb_errno())
+    st["seccomp"] = "active"
+    notes.append("seccomp: execve, fork, PROT_EXEC mappings and AF_UNIX sockets allowed "
+                 "(torch.compile's compilers, Triton, CUDA)")
+
+
+def sb_lock(st, notes, scratch, task_dir, extra, cuda):
+    """Stage 2, before reference.py is read. Raises OSError when a layer fails."""
+    sb_landlock(st, notes, sb_read_paths(task_dir, extra), sb_write_paths(scratch, cuda))
+    sb_seccomp(st, notes)
+
+
+# The sandbox's state: stage 2 waits for the first LOAD (the task's directory).
+jail = {"on": False, "locked": False, "reads": [], "st": None, "notes": None,
+        "scratch": ".", "cuda": False}
+
+
+def sandbox_lock(path):
+    """Stage 2 before the first reference.py is read; never runs it without."""
+    if not jail["on"] or jail["locked"]:
+        return
+    task_dir = os.path.dirname(os.path.realpath(path))
+    try:
+        sb_lock(jail["st"], jail["notes"], jail["scratch"], task_dir, jail["reads"],
+                jail["cuda"])
+    except OSError as e:
+        raise Fail("the torch reference worker's sandbox could not be set up (%s); kevo does not "
+                   "run reference.py without it" % e)
+    jail["locked"] = True
 
 
 # ---- the generator (libkevo_pyrt.so) ----
@@ -523,6 +761,7 @@ def handle_load(req):
     mode = req.get("compile")
     if mode is not None and mode not in COMPILE_MODES:
         raise Fail("torch.compile mode %r: use one of %s" % (mode, ", ".join(COMPILE_MODES)))
+    sandbox_lock(path)
     try:
         ref = Reference(path, mode)
     except SyntaxError as e:
@@ -751,7 +990,9 @@ def main():
         a = args[i]
         if a in ("--scratch", "--rt", "--surface", "--read") and i + 1 < len(args):
             v = args[i + 1]
-            if a == "--scratch":
+            if a == "--read":
+                jail["reads"].append(v)
+            elif a == "--scratch":
                 scratch = v
             elif a == "--rt":
                 rtpath = v
@@ -778,7 +1019,14 @@ def main():
           "rlimits": "off", "file_limit_bytes": 0}
     notes = []
     if use_sandbox:
-        sandbox(st, notes)
+        why = sb_start(st, notes)
+        if why:
+            sys.stderr.write("kevo_torch_worker: the sandbox: %s\n" % why)
+            return 2
+        jail.update({"on": True, "st": st, "notes": notes, "scratch": os.path.abspath(scratch),
+                     "cuda": surface == "cuda"})
+        notes.append("landlock and seccomp: applied at the first LOAD, before reference.py is "
+                     "read")
     try:
         load_rt(rtpath or "libkevo_pyrt.so")
     except (OSError, AttributeError) as e:

@@ -207,6 +207,11 @@ static void worker_env(struct worker_env *we, const char *scratch, int cuda, int
       we->env[n++] = we->triton;
     }
     we->env[n++] = "TORCHINDUCTOR_COMPILE_THREADS=1";
+    /* The user's explicit consent to a torch worker with the network where
+     * no network namespace can be made (kevo_torch_worker.py refuses else). */
+    const char *net = getenv("KEVO_TORCH_ALLOW_NETWORK");
+    if (net && strcmp(net, "1") == 0)
+      we->env[n++] = "KEVO_TORCH_ALLOW_NETWORK=1";
   }
 #ifdef KEVO_SANITIZED
   /* LeakSanitizer needs ptrace, which the sandbox forbids. */
@@ -251,6 +256,8 @@ int kv_worker_spawn(struct kv_worker *w, const struct kv_worker_spec *spec, char
                                  : "%s: the worker executable is missing; run 'make' or set "
                                    "KEVO_WORKER",
                     exe);
+  if (spec->python && kv_torch_cache_check(spec->torch_cache, err, errlen) < 0)
+    return -1;
   if (kv_mkdtemp(spec->scratch_base, "worker", w->scratch, sizeof w->scratch, err, errlen) < 0)
     return -1;
   int pipes[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};

@@ -113,6 +113,11 @@ int kv_torch_reference(const struct kv_task *t, char *path, size_t cap);
  * the source tree). 0, or -1 with the reason in err. */
 int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, char *err,
                           size_t errlen);
+/* torch's code caches under kevo's cache directory (TORCHINDUCTOR_CACHE_DIR,
+ * TRITON_CACHE_DIR: code the torch worker loads and runs): made 0700, else
+ * they must be directories of this user, mode 0700, not links. 0, or -1 with
+ * the directory and the fix in err. */
+int kv_torch_cache_check(const char *cache, char *err, size_t errlen);
 
 /* ---- compilation (compile.c, nvcc.c) ---- */
 struct kv_build {

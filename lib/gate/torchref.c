@@ -2,10 +2,12 @@
  * is python/kevo_torch_worker.py, run by $KEVO_PYTHON (else python3), with
  * kevo's generator from libkevo_pyrt.so. Nothing is compiled for it: LOAD
  * names reference.py itself. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -80,4 +82,39 @@ int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, ch
                     "kevo-worker)",
                     worker_path);
   return 0;
+}
+
+/* One of torch's code caches under kevo's cache (torchinductor/, triton/):
+ * made 0700 when absent, then it must be a directory (not a link) of this
+ * user that no one else can write: torch loads and runs what it finds there. */
+static int trusted_dir(const char *cache, const char *name, char *err, size_t errlen) {
+  char d[PATH_MAX];
+  if (snprintf(d, sizeof d, "%s/%s", cache, name) >= (int)sizeof d)
+    return kv_error(err, errlen, "%s: the cache directory's path is too long", cache);
+  if (mkdir(d, 0700) != 0 && errno != EEXIST)
+    return kv_error(err, errlen, "%s: cannot create it: %s (check KEVO_CACHE_DIR)", d,
+                    strerror(errno));
+  struct stat st;
+  if (lstat(d, &st) != 0)
+    return kv_error(err, errlen, "%s: %s", d, strerror(errno));
+  const char *why = S_ISLNK(st.st_mode)      ? "a symbolic link"
+                    : !S_ISDIR(st.st_mode)   ? "not a directory"
+                    : st.st_uid != geteuid() ? "owned by another user"
+                    : (st.st_mode & 077)     ? "readable or writable by others (mode not 0700)"
+                                             : NULL;
+  if (why)
+    return kv_error(err, errlen,
+                    "%s: %s; torch runs the code it finds there, so kevo uses it only when it "
+                    "is a directory of yours with mode 0700: remove it (rm -rf %s) and kevo "
+                    "makes a fresh one",
+                    d, why, d);
+  return 0;
+}
+
+int kv_torch_cache_check(const char *cache, char *err, size_t errlen) {
+  if (!cache || !*cache)
+    return 0;
+  if (trusted_dir(cache, "torchinductor", err, errlen) < 0)
+    return -1;
+  return trusted_dir(cache, "triton", err, errlen);
 }
