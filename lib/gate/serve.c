@@ -1,6 +1,7 @@
 /* The gate server (see serve.h): frames in, verdicts out. */
 #include "kevo/serve.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -267,30 +268,125 @@ static int read_frame(int fd, struct kv_frame_parser *fp, double idle_s, double 
 
 /* ---- judging --------------------------------------------------------------------- */
 
+/* A bundle's file list, written beside its files: their names in the order
+ * they were hashed, one a line (a name starting with a dot is never a task
+ * file's, plain_name). */
+#define BUNDLE_LIST ".kevo-files"
+
+/* The files of the bundle in dir, as its list names them, with their bytes
+ * (caller frees each data); the count, or -1 when the list is missing or
+ * malformed, a listed file unreadable, or the directory holds anything else. */
+static int bundle_read(const char *dir, struct kv_job_file *files, char *names, size_t ncap) {
+  char p[PATH_MAX], err[256], *list;
+  size_t len;
+  snprintf(p, sizeof p, "%s/%s", dir, BUNDLE_LIST);
+  if (kv_read_file(p, ncap - 1, &list, &len, err, sizeof err) < 0)
+    return -1;
+  memcpy(names, list, len);
+  names[len] = 0;
+  free(list);
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(names, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+    if (n >= KV_JOB_FILES_MAX || !plain_name(t))
+      return -n - 1;
+    snprintf(files[n].name, sizeof files[n].name, "%s", t);
+    snprintf(p, sizeof p, "%s/%s", dir, t);
+    char *data;
+    if (kv_read_file(p, KV_JOB_FILE_MAX, &data, &files[n].len, err, sizeof err) < 0)
+      return -n - 1;
+    files[n++].data = (const uint8_t *)data;
+  }
+  return n;
+}
+
+static void bundle_free(struct kv_job_file *files, int n) {
+  for (int i = 0; i < n; i++)
+    free((void *)files[i].data);
+}
+
+/* 1 when dir holds exactly the files its list names (no others) and they
+ * hash to the directory's name; else 0. */
+static int bundle_intact(const char *dir, const char *hash) {
+  struct stat st;
+  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+    return 0;
+  struct kv_job_file files[KV_JOB_FILES_MAX];
+  char names[KV_JOB_FILES_MAX * (KV_JOB_NAME_MAX + 1) + 1];
+  int n = bundle_read(dir, files, names, sizeof names);
+  if (n <= 0) {
+    bundle_free(files, n < 0 ? -n - 1 : 0);
+    return 0;
+  }
+  char h[65];
+  kv_job_bundle_hash(files, n, h);
+  bundle_free(files, n);
+  if (strcmp(h, hash) != 0)
+    return 0;
+  DIR *d = opendir(dir);
+  int entries = 0;
+  for (struct dirent *e; d && (e = readdir(d));)
+    entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  if (d)
+    closedir(d);
+  return d && entries == n + 1; /* the files and the list: nothing else */
+}
+
+/* A bundle that is not what its name says (altered, extra files, no list)
+ * is moved aside and removed: it is then missing, fetched again. */
+static void bundle_discard(const char *root, const char *dir) {
+  char stale[PATH_MAX], err[256];
+  if (kv_mkdtemp(root, "stale", stale, sizeof stale, err, sizeof err) < 0)
+    return;
+  if (rename(dir, stale) != 0 && errno == ENOTDIR) /* a file or link in its place */
+    unlink(dir);
+  kv_rmtree(stale);
+}
+
+/* Writes the job's files and their list into tmp. */
+static int bundle_write(const char *tmp, const struct kv_job *job, char *err, size_t errlen) {
+  struct kv_buf list;
+  kv_buf_init(&list, KV_JOB_FILES_MAX * (KV_JOB_NAME_MAX + 1) + 1);
+  int rc = 0;
+  for (int i = 0; i < job->nfiles && rc == 0; i++) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", tmp, job->files[i].name);
+    rc = kv_write_file(p, job->files[i].data, job->files[i].len, err, errlen);
+    kv_buf_append(&list, job->files[i].name, strlen(job->files[i].name));
+    kv_buf_append(&list, "\n", 1);
+  }
+  if (rc == 0) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", tmp, BUNDLE_LIST);
+    rc = kv_write_file(p, list.data, list.len, err, errlen);
+  }
+  kv_buf_release(&list);
+  return rc;
+}
+
 /* The bundle's directory, written once (into a temporary directory renamed
- * into place). 0, 1 when the server does not hold it and the job did not
- * send it, -1 with err. */
+ * into place) with its file list, and re-hashed on every use: one that is
+ * not what its name says is discarded (kevo then writes the job's files, or
+ * asks the client for them). 0, 1 when the server does not hold it and the
+ * job did not send it, -1 with err. */
 static int bundle_dir(const char *root, const struct kv_job *job, char *dir, size_t cap, char *err,
                       size_t errlen) {
   snprintf(dir, cap, "%s/%s", root, job->task_hash);
-  char tj[PATH_MAX];
-  snprintf(tj, sizeof tj, "%s/task.json", dir);
-  if (kv_path_exists(tj))
-    return 0;
+  struct stat st;
+  if (lstat(dir, &st) == 0) {
+    if (bundle_intact(dir, job->task_hash))
+      return 0;
+    bundle_discard(root, dir);
+  }
   if (!job->nfiles)
     return 1;
   char tmp[PATH_MAX];
   if (kv_mkdtemp(root, "incoming", tmp, sizeof tmp, err, errlen) < 0)
     return -1;
-  for (int i = 0; i < job->nfiles; i++) {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", tmp, job->files[i].name);
-    if (kv_write_file(p, job->files[i].data, job->files[i].len, err, errlen) < 0) {
-      kv_rmtree(tmp);
-      return -1;
-    }
+  if (bundle_write(tmp, job, err, errlen) < 0) {
+    kv_rmtree(tmp);
+    return -1;
   }
-  if (rename(tmp, dir) != 0 && !kv_path_exists(tj)) {
+  if (rename(tmp, dir) != 0 && !bundle_intact(dir, job->task_hash)) {
     int e = errno;
     kv_rmtree(tmp);
     return kv_error(err, errlen, "%s: cannot keep the task: %s", dir, strerror(e));

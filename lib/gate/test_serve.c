@@ -228,6 +228,45 @@ static void test_serve(void **state) {
   assert_string_equal(json_string_value(json_object_get(res, "verdict")), "wrong_output");
   json_decref(v);
 
+  /* 2b. The bundle on disk altered into a reference the wrong candidate
+   * matches, then an extra file in it, then its file list removed: each time
+   * the bundle is no longer trusted but treated as missing (the server asks
+   * for the files, never judges against what it holds); sent again, the
+   * files make it whole and the wrong candidate is wrong_output again. */
+  char bdir[4200], bp[4300];
+  const char *cache = getenv("KEVO_CACHE_DIR");
+  assert_non_null(cache);
+  snprintf(bdir, sizeof bdir, "%s/serve/%s", cache, b.hash);
+  const char *planted = "void rowsum(const float *x, float *y, int rows, int cols) {\n"
+                        "  for (int r = 0; r < rows; r++) y[r] = (float)cols; (void)x; }\n";
+  const char *tamper[][2] = {{"reference.c", planted}, {"extra.h", "#define X 1\n"}, {NULL, NULL}};
+  for (int k = 0; k < 3; k++) {
+    if (tamper[k][0]) {
+      snprintf(bp, sizeof bp, "%s/%s", bdir, tamper[k][0]);
+      unlink(bp);
+      assert_int_equal(kv_write_file(bp, tamper[k][1], strlen(tamper[k][1]), err, sizeof err), 0);
+    } else {
+      snprintf(bp, sizeof bp, "%s/.kevo-files", bdir);
+      assert_int_equal(unlink(bp), 0);
+    }
+    j = job_json(&b, 0, "tampered", "wrong.c", wlen, 1);
+    v = ask(&s, j, (const uint8_t *)wrong, wlen);
+    free(j);
+    assert_null(json_object_get(v, "result"));
+    assert_true(json_is_true(json_object_get(v, "need_task")));
+    json_decref(v);
+    memcpy(blob + b.len, wrong, wlen);
+    j = job_json(&b, 1, "resent", "wrong.c", wlen, 1);
+    v = ask(&s, j, blob, b.len + wlen);
+    free(j);
+    res = json_object_get(v, "result");
+    assert_non_null(res);
+    assert_string_equal(json_string_value(json_object_get(res, "verdict")), "wrong_output");
+    json_decref(v);
+  }
+  snprintf(bp, sizeof bp, "%s/extra.h", bdir);
+  assert_false(kv_path_exists(bp));
+
   /* 3. A task the server lacks, by hash only: it asks for the files. */
   struct bundle other = b;
   other.hash[0] = other.hash[0] == 'a' ? 'b' : 'a';
