@@ -15,6 +15,7 @@
 #include "kevo/exec.h"
 #include "kevo/llm.h"
 #include "kevo/prompt.h"
+#include "kevo/rejudge.h"
 #include "kevo/run.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
@@ -235,6 +236,53 @@ static void luck_warning(struct kv_store *s, int64_t run_id, const char *best_ha
   kv_node_rows_free(nodes, n);
 }
 
+/* A best kernel judged by a remote executor (ssh, slurm) is judged again on
+ * this host before it is reported or written out (kevo/rejudge.h). Returns
+ * 1 when this host rejects it (said, with both verdicts), else 0; `word`
+ * gets what the kernel's header says of its verdict. */
+static int rejudge_best(const struct kv_run_row *run, const struct kv_eval_row *ev, const char *src,
+                        size_t len, char *word, size_t cap) {
+  struct kv_rejudge r;
+  snprintf(word, cap, "verdict ok");
+  if (!kv_rejudge_is_remote(ev->result_json, &r))
+    return 0;
+  char err[1024];
+  json_t *cfg = json_loads(run->config_json ? run->config_json : "", 0, NULL);
+  const char *tdir = json_string_value(json_object_get(cfg, "task_dir"));
+  struct kv_task *t = NULL;
+  struct kv_gate_opts g;
+  cli_gate_opts_default(&g);
+  if (!tdir || kv_task_load(tdir, &t, err, sizeof err) < 0) {
+    r.state = KV_REJUDGE_CANNOT;
+    snprintf(r.why, sizeof r.why, "the task is not here (%s)", tdir ? err : "no task_dir");
+  } else if (kv_rejudge_local(ev->result_json, t, src, len, ev->surface, &g, &r, err, sizeof err) <
+             0) {
+    r.state = KV_REJUDGE_CANNOT;
+    snprintf(r.why, sizeof r.why, "%s", err);
+  }
+  kv_task_free(t);
+  json_decref(cfg);
+  if (r.state == KV_REJUDGE_DISAGREES) {
+    fprintf(stderr,
+            "kevo: run %lld: the best kernel was accepted by a remote host (%s, host %s) but "
+            "this host judges it %s: %s; it is not reported as best nor written out\n",
+            (long long)run->id, r.executor, r.host, r.verdict, r.why);
+    return 1;
+  }
+  if (r.state == KV_REJUDGE_AGREES) {
+    fprintf(stderr, "kevo: the best kernel (accepted by %s host %s) was judged again here: ok\n",
+            r.executor, r.host);
+    snprintf(word, cap, "verdict ok (%s host %s, judged again here)", r.executor, r.host);
+    return 0;
+  }
+  fprintf(stderr,
+          "kevo: the best kernel's verdict is the remote host's word (%s, host %s): not judged "
+          "again here: %s\n",
+          r.executor, r.host, r.why);
+  snprintf(word, cap, "verdict ok by the remote host's word only (%s host %s)", r.executor, r.host);
+  return 0;
+}
+
 /* The best kernel of a run: written to out_path, else printed (kevo best);
  * where_only: neither, a line saying how to get it (kevo run and resume
  * write nothing into the working directory unless asked with -o). */
@@ -260,11 +308,14 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, 
     if (run.best_speedup > 0 && have_ev && ev.median_us > 0)
       snprintf(speed, sizeof speed, "%.2fx the reference (median %.1f us)", run.best_speedup,
                ev.median_us);
-    snprintf(head, sizeof head,
-             "/* kevo best of run %lld: task %s, verdict ok, %s, device %s, %s */\n",
-             (long long)run.id, run.task_name ? run.task_name : "?", speed,
+    char word[512] = "verdict ok";
+    int refused = src && have_ev && rejudge_best(&run, &ev, src, len, word, sizeof word);
+    snprintf(head, sizeof head, "/* kevo best of run %lld: task %s, %s, %s, device %s, %s */\n",
+             (long long)run.id, run.task_name ? run.task_name : "?", word, speed,
              have_ev && ev.device ? ev.device : "?", date);
-    if (!src) {
+    if (refused) {
+      code = 1;
+    } else if (!src) {
       code = cli_fail("run %lld: the best kernel's source is missing from the store",
                       (long long)run.id);
     } else if (where_only) {
@@ -283,7 +334,7 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, 
       fputs(head, stdout);
       fwrite(src, 1, len, stdout);
     }
-    if (src && run.best_speedup > 0)
+    if (src && run.best_speedup > 0 && !refused)
       luck_warning(s, run.id, run.best_hash);
     if (have_ev)
       kv_eval_row_release(&ev);

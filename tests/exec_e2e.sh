@@ -151,5 +151,90 @@ else
   echo "exec_e2e: no LLM stand-in given: the LLM strategy through an executor is not tested"
 fi
 
+# ---- a remote host's verdict is evidence, not a verdict ----
+# A stand-in srun (on PATH) runs the gate server through a proxy that lies:
+# every verdict it passes on says ok. A kernel that writes zeros is then the
+# run's best as far as the remote host goes; kevo judges it again here and
+# neither reports it as best nor writes it out. An honest remote's best is
+# judged again too and written, saying so.
+mkdir -p "$T/fakebin"
+cat >"$T/fakebin/srun" <<'SH'
+#!/bin/sh
+# srun's options (--name=value, --quiet, --unbuffered) skipped; the command run
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+if [ -n "${KEVO_TEST_LIAR:-}" ]; then exec python3 "$KEVO_TEST_LIAR" "$@"; fi
+exec "$@"
+SH
+chmod +x "$T/fakebin/srun"
+cat >"$T/liar.py" <<'PY'
+# A gate server that says ok to everything: kevo gate serve behind a proxy
+# that rewrites each verdict (type 202) into an accepted ok.
+import json, struct, subprocess, sys, threading
+H = struct.Struct("<IIQIQ")
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def pump_in():
+    while True:
+        b = sys.stdin.buffer.read1(65536)
+        if not b:
+            p.stdin.close(); return
+        p.stdin.write(b); p.stdin.flush()
+threading.Thread(target=pump_in, daemon=True).start()
+out, src = sys.stdout.buffer, p.stdout
+def exact(n):
+    b = b""
+    while len(b) < n:
+        c = src.read(n - len(b))
+        if not c:
+            sys.exit(0)
+        b += c
+    return b
+while True:
+    m, t, tok, jl, bl = H.unpack(exact(H.size))
+    js, blob = exact(jl), exact(bl)
+    if t == 202:
+        v = json.loads(js)
+        r = v.get("result")
+        if isinstance(r, dict):
+            r.update({"verdict": "ok", "accepted": True, "detail": "all checks passed"})
+            for c in r.get("checks") or []:
+                c["verdict"] = "ok"
+        js = json.dumps(v).encode()
+    out.write(H.pack(m, t, tok, len(js), bl) + js + blob)
+    out.flush()
+PY
+printf '{"slurm": {"servers": 1}}' >"$T/slurm.json"
+cat >"$T/zeros.c" <<'C'
+void rowsum(const float *x, float *y, int rows, int cols) {
+  (void)x; (void)cols;
+  for (int r = 0; r < rows; r++) y[r] = 0.0f;
+}
+C
+PATH="$T/fakebin:$PATH" KEVO_TEST_LIAR="$T/liar.py" "$K" run --executor slurm \
+  --executor-config "$T/slurm.json" --steps 1 --no-timing --starter "$T/zeros.c" \
+  -o "$T/liar_best.c" "$RS" >"$T/liar.out" 2>&1
+code=$?
+if grep -q "accepted by a remote host (slurm, host .*) but this host judges it wrong_output" \
+  "$T/liar.out" && [ ! -e "$T/liar_best.c" ] && [ "$code" != 0 ]; then
+  ok "a lying remote host's best is judged again here, refused and not written (exit $code)"
+else
+  bad "a lying remote host's best: exit $code, written: $([ -e "$T/liar_best.c" ] && echo yes || echo no)"
+  tail -15 "$T/liar.out" | sed 's/^/    /'
+fi
+run=$(q "SELECT max(id) FROM runs")
+"$K" best "$run" -o "$T/liar_best2.c" >"$T/best.out" 2>&1
+code=$?
+[ "$code" != 0 ] && [ ! -e "$T/liar_best2.c" ] && grep -q "this host judges it wrong_output" "$T/best.out" &&
+  ok "kevo best -o refuses it too" || { bad "kevo best -o on the lying run: exit $code"; sed 's/^/    /' "$T/best.out"; }
+PATH="$T/fakebin:$PATH" "$K" run --executor slurm --executor-config "$T/slurm.json" --steps 1 \
+  --no-timing -o "$T/honest_best.c" "$RS" >"$T/honest.out" 2>&1
+code=$?
+if [ "$code" = 0 ] && grep -q "judged again here: ok" "$T/honest.out" &&
+  grep -q "judged again here" "$T/honest_best.c"; then
+  ok "an honest remote host's best is judged again here and written, saying so"
+else
+  bad "an honest remote's best: exit $code"
+  tail -15 "$T/honest.out" | sed 's/^/    /'
+fi
+
 echo "exec_e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

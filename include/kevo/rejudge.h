@@ -1,0 +1,43 @@
+/* Remote verdicts re-judged on this host (issue 30): what a gate server
+ * reached through ssh or Slurm answers is evidence, not a verdict. Before a
+ * run's best kernel is reported or written out, kevo judges it again here
+ * when this host can (the same surface available); where it cannot, it says
+ * the verdict is the remote host's word. Never prints, never exits. */
+#ifndef KEVO_REJUDGE_H
+#define KEVO_REJUDGE_H
+
+#include <stddef.h>
+
+#include "kevo/gate.h"
+#include "kevo/task.h"
+
+enum kv_rejudge_state {
+  KV_REJUDGE_NOT_REMOTE = 0, /* judged by kevo on this host (or a local gate server) */
+  KV_REJUDGE_AGREES,         /* judged again here: accepted here too */
+  KV_REJUDGE_DISAGREES,      /* judged again here: rejected here (verdict, why) */
+  KV_REJUDGE_CANNOT,         /* this host cannot judge it (why): the remote's word only */
+};
+
+struct kv_rejudge {
+  enum kv_rejudge_state state;
+  char executor[32]; /* "ssh", "slurm" */
+  char host[256];    /* the host the remote server said it ran on */
+  char verdict[32];  /* this host's verdict (AGREES, DISAGREES) */
+  char why[1200];    /* DISAGREES: this host's detail; CANNOT: why it was not judged here */
+};
+
+/* 1 when the result JSON (an evaluation's, with the executor's "executor"
+ * object) was answered by a remote executor (ssh, slurm), with its name and
+ * host in r; else 0. */
+int kv_rejudge_is_remote(const char *result_json, struct kv_rejudge *r);
+
+/* Judges src (len bytes, a candidate of the surface) on task t here, with
+ * o's settings (timing off: correctness is what is re-judged), when
+ * result_json is a remote executor's; fills r. NOT_REMOTE leaves the
+ * candidate unjudged. Returns 0; -1 with err only when the candidate cannot
+ * be written to a temporary file. */
+int kv_rejudge_local(const char *result_json, const struct kv_task *t, const char *src, size_t len,
+                     const char *surface, const struct kv_gate_opts *o, struct kv_rejudge *r,
+                     char *err, size_t errlen);
+
+#endif
