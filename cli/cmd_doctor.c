@@ -1,8 +1,13 @@
 /* kevo doctor: what kevo needs, and what protects a run. */
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../lib/gate/internal.h" /* the compile caps, the object cache's cap, the lock dir */
 #include "cli.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
@@ -24,6 +29,155 @@ static int version_of(const char *cmd, const char *flag, char *out, size_t cap) 
   snprintf(out, cap, "%.*s", (int)strcspn(line, "\n"), line);
   kv_buf_release(&b);
   return ok ? 0 : -1;
+}
+
+/* ---- every child kevo runs: its sandbox, probed ---- */
+
+/* Runs argv (scrubbed environment, HOME and TMPDIR the probe's scratch) and
+ * keeps its output in out. 0 when it exited 0. */
+static int probe_run(char **argv, const char *scratch, char *out, size_t cap) {
+  char home[PATH_MAX + 8], tmp[PATH_MAX + 8], err[256];
+  snprintf(home, sizeof home, "HOME=%s", scratch);
+  snprintf(tmp, sizeof tmp, "TMPDIR=%s", scratch);
+  char *envp[] = {"PATH=/usr/bin:/bin", home, tmp, "LANG=C", "CUDA_VISIBLE_DEVICES=", NULL};
+  struct kv_buf b;
+  kv_buf_init(&b, 16384);
+  struct kv_proc_result r;
+  int ok = kv_run(argv, envp, scratch, 60, NULL, NULL, &b, &r, err, sizeof err) == 0 && r.exited &&
+           r.status == 0;
+  snprintf(out, cap, "%.*s", (int)strcspn(b.data ? b.data : "", "\n"), b.data ? b.data : "");
+  if (!ok && !out[0])
+    snprintf(out, cap, "%s", err[0] ? err : "it failed");
+  kv_buf_release(&b);
+  return ok ? 0 : -1;
+}
+
+/* kevo-sandbox (the compilers' and the import/synthesize helper's): a shell
+ * inside it reports no_new_privs, seccomp, its network interfaces, whether
+ * it can write beside its scratch and its CPU limit. */
+static void probe_kevo_sandbox(const char *base, char *line, size_t cap) {
+  char sbx[PATH_MAX], scratch[PATH_MAX + 16], out[512];
+  const char *e = getenv("KEVO_SANDBOX");
+  if (e && *e)
+    snprintf(sbx, sizeof sbx, "%s", e);
+  else if (kv_find_shipped("kevo-sandbox", NULL, 0, sbx, sizeof sbx) < 0) {
+    snprintf(line, cap, "kevo-sandbox NOT FOUND beside kevo (rebuild kevo)");
+    return;
+  }
+  snprintf(scratch, sizeof scratch, "%s/s", base);
+  mkdir(scratch, 0700);
+  char *argv[] = {sbx, scratch, "10", "0", "--", "/bin/sh", "-c",
+                  /* builtins only: /proc/self of a child would be another process's */
+                  "p=; while read -r k v r; do case $k in NoNewPrivs:|Seccomp:) p=\"$p$k$v \";; "
+                  "esac; done </proc/$$/status; n=0; while read -r l; do n=$((n+1)); done "
+                  "</proc/$$/net/dev; if (: >../outside) 2>/dev/null; then w=open; else w=closed; "
+                  "fi; echo \"$p net=$((n-2)) write=$w cpu=$(ulimit -t)\"",
+                  NULL};
+  if (probe_run(argv, scratch, out, sizeof out) < 0) {
+    snprintf(line, cap, "kevo-sandbox FAILED: %s", out);
+    return;
+  }
+  snprintf(line, cap, "netns %s, no_new_privs %s, landlock %s, rlimits %s, seccomp %s",
+           strstr(out, "net=1 ") ? "active" : "UNAVAILABLE",
+           strstr(out, "NoNewPrivs:1") ? "active" : "UNAVAILABLE",
+           strstr(out, "write=closed") ? "active" : "UNAVAILABLE",
+           strstr(out, "cpu=10") ? "active" : "UNAVAILABLE",
+           strstr(out, "Seccomp:0") ? "off" : "active");
+}
+
+/* The torch reference worker's two stages (kevo_torch_worker.py), applied to
+ * a Python process that then tries to write beside its scratch. */
+static void probe_torch(const char *base, char *line, size_t cap) {
+  char script[PATH_MAX], dir[PATH_MAX], py[PATH_MAX], scratch[PATH_MAX + 16], out[1024];
+  if (kv_find_shipped("kevo_torch_worker.py", NULL, 1, script, sizeof script) < 0) {
+    snprintf(line, cap, "kevo_torch_worker.py not found (rebuild kevo)");
+    return;
+  }
+  if (kv_which(kv_python(), py, sizeof py) < 0) {
+    snprintf(line, cap, "not tried: no %s (set KEVO_PYTHON)", kv_python());
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s", script);
+  *strrchr(dir, '/') = 0;
+  snprintf(scratch, sizeof scratch, "%s/t", base);
+  mkdir(scratch, 0700);
+  char *argv[] = {py,
+                  "-B",
+                  "-c",
+                  "import sys, os, json\n"
+                  "sys.path.insert(0, sys.argv[1]); s = sys.argv[2]\n"
+                  "import kevo_torch_worker as w\n"
+                  "st = {'netns': 'off', 'landlock': 'off', 'seccomp': 'off', 'landlock_abi': 0}\n"
+                  "why = w.sb_start(st, [])\n"
+                  "if why: st['refused'] = why\n"
+                  "else:\n"
+                  "  w.sb_lock(st, [], s, s, [], False)\n"
+                  "  try: open(os.path.join(s, '..', 'outside'), 'w'); st['write'] = 'open'\n"
+                  "  except OSError: st['write'] = 'closed'\n"
+                  "print(json.dumps(st))\n",
+                  dir,
+                  scratch,
+                  NULL};
+  if (probe_run(argv, scratch, out, sizeof out) < 0) {
+    snprintf(line, cap, "FAILED: %s", out);
+    return;
+  }
+  json_t *j = json_loads(out, 0, NULL);
+#define S(k)                                                                                       \
+  (json_string_value(json_object_get(j, k)) ? json_string_value(json_object_get(j, k)) : "?")
+  if (json_object_get(j, "refused"))
+    snprintf(line, cap, "REFUSES to run: %s", S("refused"));
+  else
+    snprintf(line, cap,
+             "netns %s, no_new_privs %s, rlimits %s at start; at the first LOAD landlock %s "
+             "(ABI %d, writes beside scratch %s), seccomp %s",
+             S("netns"), S("no_new_privs"), S("rlimits"), S("landlock"),
+             (int)json_integer_value(json_object_get(j, "landlock_abi")), S("write"), S("seccomp"));
+#undef S
+  json_decref(j);
+}
+
+static void children(const struct kv_probe *p, int probed) {
+  printf("sandbox of every child kevo runs\n");
+  char worker[256] = "not probed (see above)";
+  if (probed)
+    snprintf(worker, sizeof worker,
+             "netns %s, no_new_privs %s, landlock %s, seccomp %s, rlimits %s, scratch %s, "
+             "exec_lock %s",
+             kv_layer_state_name(p->layers.netns), kv_layer_state_name(p->layers.no_new_privs),
+             kv_layer_state_name(p->layers.landlock), kv_layer_state_name(p->layers.seccomp),
+             kv_layer_state_name(p->layers.rlimits), kv_layer_state_name(p->layers.scratch),
+             kv_layer_state_name(p->layers.exec_lock));
+  printf("  candidate worker        %s\n", worker);
+  printf("  reference worker        %s\n", worker);
+  char base[PATH_MAX], err[256], sbx[512], torch[1024];
+  const char *tmp = getenv("TMPDIR");
+  if (kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-doctor", base, sizeof base, err, sizeof err) <
+      0) {
+    printf("  (no temporary directory for the probes: %s)\n", err);
+    return;
+  }
+  probe_kevo_sandbox(base, sbx, sizeof sbx);
+  probe_torch(base, torch, sizeof torch);
+  kv_rmtree(base);
+  printf("  compilers               %s (seccomp: the compiler driver runs cc1, as and ld)\n", sbx);
+  printf("  import/synth helper     %s (seccomp: Python starts threads and processes)\n", sbx);
+  printf("  torch reference worker  %s\n", torch);
+}
+
+static void limits(void) {
+  struct kv_compile_caps c;
+  kv_compile_caps_get(&c);
+  printf("limits\n");
+  printf("  compilers     memory %llu MiB, CPU %d s each (KEVO_COMPILE_MEM_MB, "
+         "KEVO_COMPILE_CPU_S)\n",
+         c.mem_mb, c.cpu_s);
+  printf("  object cache  at most %llu MiB (KEVO_CACHE_MAX_MB)\n", kv_obj_cap_bytes() >> 20);
+  char dir[PATH_MAX], err[1024];
+  if (kv_devlock_dir(dir, sizeof dir, err, sizeof err) < 0)
+    printf("  lock dir      BROKEN %s\n", err);
+  else
+    printf("  lock dir      %s%s%s\n", dir, kv_devlock_note()[0] ? ": " : "", kv_devlock_note());
 }
 
 int cmd_doctor(int argc, char **argv) {
@@ -53,12 +207,15 @@ int cmd_doctor(int argc, char **argv) {
   struct kv_gate_opts o;
   cli_gate_opts_default(&o);
   struct kv_probe p;
+  memset(&p, 0, sizeof p);
+  int probed = 0;
   char err[1024];
   printf("sandbox of the worker\n");
   if (kv_gate_probe(&o, &p, err, sizeof err) < 0) {
     printf("  worker    BROKEN   %s\n", err);
     bad = 1;
   } else {
+    probed = 1;
     printf("  worker    ok       %s\n", p.worker_path);
     const struct kv_sandbox_status *s = &p.layers;
     printf("  no_new_privs %-12s\n", kv_layer_state_name(s->no_new_privs));
@@ -103,6 +260,8 @@ int cmd_doctor(int argc, char **argv) {
         bad = 1;
     }
   }
+  children(&p, probed);
+  limits();
   /* The cuda surface: a sandboxed cuda worker reports the GPU it reaches.
    * Its absence is no problem for the cpu surface. */
   char gpu[512], gerr[1024];

@@ -125,4 +125,11 @@ st, notes = {"netns": "off"}, []
 assert w.sb_start(st, notes) is None and any("KEVO_TORCH_ALLOW_NETWORK=1" in n for n in notes)
 PYEOF
 echo "PASS: without a network namespace the worker refuses, unless KEVO_TORCH_ALLOW_NETWORK=1"
+# kevo doctor shows the torch worker's layers, probed.
+"$KEVO" doctor >"$OUT/doctor.txt" 2>&1
+grep -q "torch reference worker  netns active, no_new_privs active, rlimits active at start; at the first LOAD landlock active (ABI [0-9]*, writes beside scratch closed), seccomp active" "$OUT/doctor.txt" ||
+  { sed -n '/every child/,/lock dir/p' "$OUT/doctor.txt"; fail "kevo doctor does not show the torch worker's layers"; }
+grep -q "compilers               netns active, no_new_privs active, landlock active, rlimits active" "$OUT/doctor.txt" ||
+  fail "kevo doctor does not show the compilers' layers"
+echo "PASS: kevo doctor shows every child's layers"
 echo "PASS"
