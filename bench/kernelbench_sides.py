@@ -3,6 +3,17 @@
 one run on one GPU: the eager Model, torch.compile(Model) (mode default) and
 a hand-written candidate (bench/kernelbench_cands/NAME.cu).
 
+  bench/kernelbench_sides.py one PROBLEM.py TASK_DIR CAND.cu OUT.json [--trials N]
+
+(what bench/kernelbench_vs_harness.sh runs per problem): in one process,
+KernelBench's harness (bench/kernelbench_harness.py: the candidate built with
+nvcc, 5 correctness trials, then CUDA events around N forwards, the mean)
+and do_bench of each side: the eager Model and torch.compile(Model) (the
+same compiled module the harness timed) on the harness's inputs, and the
+candidate's entry called through ctypes on those inputs, the Model's weights
+and output buffers allocated once (median of 3 do_bench medians, warmup 25
+ms, rep 200 ms, the L2 flushed before every call). Writes one JSON object.
+
   bench/kernelbench_sides.py KEVO KERNELBENCH_DIR OUT_MD NAME...
 
 kevo: `kevo import` of the problem, then RUNS (default 2) runs of
@@ -80,7 +91,51 @@ def dobench_model(problem):
     return out
 
 
+def dobench_us(fn):
+    torch.cuda.synchronize()
+    ms = [triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") for _ in range(3)]
+    return st.median(ms) * 1000.0
+
+
+def one(argv):
+    import time
+    import kernelbench_harness as kh
+    trials = 100
+    if "--trials" in argv:
+        i = argv.index("--trials")
+        trials = int(argv[i + 1])
+        del argv[i:i + 2]
+    problem, tdir, cand, out = argv
+    t0 = time.time()
+    res = {"problem": os.path.basename(problem)[:-3]}
+    try:
+        h, ctx = kh.harness(problem, tdir, cand, trials)
+        res["harness"] = h
+        t1 = time.time()
+        res["harness_s"] = t1 - t0
+        model, compiled, new, inputs = ctx["model"], ctx["compiled"], ctx["new"], ctx["inputs"]
+        outs = [torch.empty(s, dtype=d, device="cuda") for s, d in new.shapes]
+        args = new.args(inputs, outs)
+        stream = torch.cuda.current_stream().cuda_stream
+        db = {}
+        with torch.no_grad():
+            db["eager"] = dobench_us(lambda: model(*inputs))
+            db["compile"] = dobench_us(lambda: compiled(*inputs))
+            db["candidate"] = dobench_us(lambda: new.fn(*args, stream))
+        res["do_bench"] = db
+        res["do_bench_s"] = time.time() - t1
+    except Exception as e:  # noqa: BLE001  (reported in the JSON, the next problem goes on)
+        import traceback
+        res["error"] = "%s: %s" % (type(e).__name__, e)
+        res["traceback"] = traceback.format_exc()[-4000:]
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(json.dumps({k: v for k, v in res.items() if k != "traceback"})[:2000], flush=True)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "one":
+        return one(sys.argv[2:])
     kevo, kb, outmd = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
     names = sys.argv[4:]
     tmp = tempfile.mkdtemp()
