@@ -305,13 +305,15 @@ def sb_read_paths(task_dir, extra):
     import sys
     ps = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt",
           "/proc/self", "/proc/%d" % os.getpid(), "/proc/cpuinfo", "/proc/meminfo",
-          "/proc/stat", "/sys/devices/system/cpu", "/sys/devices/system/node",
-          "/sys/fs/cgroup", "/dev/urandom", "/dev/random", "/dev/zero"]
+          "/proc/stat", "/sys/fs/cgroup", "/dev/urandom", "/dev/random", "/dev/zero"]
     ps += [sys.prefix, sys.base_prefix, sys.exec_prefix,
            os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
     ps += [p for p in sys.path if p and os.path.isabs(p)]
     ps += [os.path.dirname(os.path.abspath(__file__)), task_dir]
     ps += list(extra)
+    # the driver and vendor libraries, and what CUDA reads of the GPUs
+    ps += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if os.path.isabs(d)]
+    ps += ["/proc/driver/nvidia", "/sys/bus/pci", "/sys/devices"]
     return ps
 
 
