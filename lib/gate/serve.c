@@ -395,6 +395,20 @@ static int bundle_dir(const char *root, const struct kv_job *job, char *dir, siz
   return 0;
 }
 
+/* serve/ must be ours and writable by no one else: what it holds is judged
+ * against (the bundles are re-hashed too, bundle_intact). */
+static int serve_root_trusted(const char *root, char *err, size_t errlen) {
+  struct stat st;
+  if (lstat(root, &st) != 0)
+    return kv_error(err, errlen, "%s: %s", root, strerror(errno));
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    return kv_error(err, errlen,
+                    "%s: not a directory of yours that only you can write (a link, another "
+                    "user's, or mode %o); remove it (rm -rf %s) and kevo makes a fresh one 0700",
+                    root, (unsigned)(st.st_mode & 07777), root);
+  return 0;
+}
+
 /* Judges one job: the verdict's JSON (the "result" of kv_gate_result_json),
  * or NULL with err (and *need_task when the server lacks the bundle). */
 static json_t *judge(const struct kv_serve_opts *so, struct kv_gate_warm *warm, const char *root,
@@ -473,7 +487,7 @@ static int serve(int in_fd, int out_fd, const struct kv_serve_opts *so, struct k
   else if (kv_cache_dir(cache, sizeof cache) < 0)
     return kv_error(err, errlen, "gate serve: no cache directory; set KEVO_CACHE_DIR or HOME");
   snprintf(root, sizeof root, "%s/serve", cache);
-  if (kv_mkdirs(root, 0700, err, errlen) < 0)
+  if (kv_mkdirs(root, 0700, err, errlen) < 0 || serve_root_trusted(root, err, errlen) < 0)
     return -1;
   char host[256] = "?";
   gethostname(host, sizeof host - 1);

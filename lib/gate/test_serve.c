@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -307,11 +309,36 @@ static void test_serve(void **state) {
   free(b.blob);
 }
 
+/* A serve/ directory another local user could write (mode 0777), or a link
+ * in its place: the server refuses to start, naming it and the fix. */
+static void test_serve_root_trusted(void **state) {
+  (void)state;
+  char base[] = "/tmp/kevo-serve-root-XXXXXX", root[256], err[1024];
+  assert_non_null(mkdtemp(base));
+  snprintf(root, sizeof root, "%s/serve", base);
+  assert_int_equal(mkdir(root, 0700), 0);
+  assert_int_equal(chmod(root, 0777), 0);
+  struct kv_serve_opts so = {0};
+  so.cache_dir = base;
+  int fd = open("/dev/null", O_RDWR);
+  assert_int_equal(kv_gate_serve(fd, fd, &so, err, sizeof err), -1);
+  assert_non_null(strstr(err, root));
+  assert_non_null(strstr(err, "mode 777"));
+  assert_int_equal(rmdir(root), 0);
+  assert_int_equal(symlink("/tmp", root), 0);
+  assert_int_equal(kv_gate_serve(fd, fd, &so, err, sizeof err), -1);
+  assert_non_null(strstr(err, "a link"));
+  close(fd);
+  unlink(root);
+  rmdir(base);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_serve),
+      cmocka_unit_test(test_serve_root_trusted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
