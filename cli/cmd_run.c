@@ -240,8 +240,35 @@ static void luck_warning(struct kv_store *s, int64_t run_id, const char *best_ha
  * this host before it is reported or written out (kevo/rejudge.h). Returns
  * 1 when this host rejects it (said, with both verdicts), else 0; `word`
  * gets what the kernel's header says of its verdict. */
-static int rejudge_best(const struct kv_run_row *run, const struct kv_eval_row *ev, const char *src,
-                        size_t len, char *word, size_t cap) {
+/* The re-judgement, recorded beside the remote evaluation it checks (an
+ * evaluation whose result_json has "rejudge": {of_eval, executor, host,
+ * remote_verdict, agrees}). */
+static void record_rejudge(struct kv_store *s, const struct kv_eval_row *ev,
+                           const struct kv_rejudge *r) {
+  json_t *j = json_pack("{s:s,s:s,s:{s:I,s:s,s:s,s:s,s:b}}", "verdict", r->verdict, "detail",
+                        r->why, "rejudge", "of_eval", (json_int_t)ev->id, "executor", r->executor,
+                        "host", r->host, "remote_verdict", ev->verdict ? ev->verdict : "?",
+                        "agrees", r->state == KV_REJUDGE_AGREES);
+  char *js = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  struct kv_eval_record rec = {.task_id = ev->task_id,
+                               .source_hash = ev->source_hash,
+                               .surface = ev->surface,
+                               .device = "this host (re-judged)",
+                               .verdict = r->verdict,
+                               .detail = r->why,
+                               .median_us = -1,
+                               .speedup = -1,
+                               .result_json = js ? js : "{}"};
+  char err[512];
+  if (kv_store_add_eval(s, &rec, NULL, err, sizeof err) < 0)
+    fprintf(stderr, "kevo: warning: the re-judgement was not recorded: %s\n", err);
+  free(js);
+  json_decref(j);
+}
+
+static int rejudge_best(struct kv_store *s, const struct kv_run_row *run,
+                        const struct kv_eval_row *ev, const char *src, size_t len, char *word,
+                        size_t cap) {
   struct kv_rejudge r;
   snprintf(word, cap, "verdict ok");
   if (!kv_rejudge_is_remote(ev->result_json, &r))
@@ -262,6 +289,8 @@ static int rejudge_best(const struct kv_run_row *run, const struct kv_eval_row *
   }
   kv_task_free(t);
   json_decref(cfg);
+  if (r.state == KV_REJUDGE_AGREES || r.state == KV_REJUDGE_DISAGREES)
+    record_rejudge(s, ev, &r);
   if (r.state == KV_REJUDGE_DISAGREES) {
     fprintf(stderr,
             "kevo: run %lld: the best kernel was accepted by a remote host (%s, host %s) but "
@@ -309,7 +338,7 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, 
       snprintf(speed, sizeof speed, "%.2fx the reference (median %.1f us)", run.best_speedup,
                ev.median_us);
     char word[512] = "verdict ok";
-    int refused = src && have_ev && rejudge_best(&run, &ev, src, len, word, sizeof word);
+    int refused = src && have_ev && rejudge_best(s, &run, &ev, src, len, word, sizeof word);
     snprintf(head, sizeof head, "/* kevo best of run %lld: task %s, %s, %s, device %s, %s */\n",
              (long long)run.id, run.task_name ? run.task_name : "?", word, speed,
              have_ev && ev.device ? ev.device : "?", date);
@@ -359,28 +388,6 @@ int cli_timing_method(const char *text, int *out) {
                     "%d trials on the same inputs, no flush, the mean)",
                     text ? text : "", KV_KB_WARMUP, KV_KB_TRIALS);
   return 0;
-}
-
-char *cli_timing_method_json(char *js, const struct kv_gate_result *r) {
-  json_t *j = js && r->timed ? json_loads(js, 0, NULL) : NULL;
-  json_t *tj = json_object_get(j, "timing");
-  if (!json_is_object(tj) || json_object_get(tj, "method")) {
-    json_decref(j);
-    return js;
-  }
-  json_object_set_new(tj, "method", json_string(r->timing.method[0] ? r->timing.method : "kevo"));
-  if (!strcmp(r->timing.method, "kernelbench"))
-    json_object_set_new(tj, "kernelbench",
-                        json_pack("{s:i,s:i,s:b,s:f,s:f}", "warmup", KV_KB_WARMUP, "trials",
-                                  KV_KB_TRIALS, "inputs_kept", r->timing.kb_kept,
-                                  "candidate_mean_us", r->timing.cand.mean_us, "reference_mean_us",
-                                  r->timing.ref.mean_us));
-  char *out = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
-  json_decref(j);
-  if (!out)
-    return js;
-  free(js);
-  return out;
 }
 
 int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {

@@ -220,6 +220,9 @@ else
   bad "a lying remote host's best: exit $code, written: $([ -e "$T/liar_best.c" ] && echo yes || echo no)"
   tail -15 "$T/liar.out" | sed 's/^/    /'
 fi
+rec=$(q "SELECT count(*) FROM evaluations WHERE json_extract(result_json, '$.rejudge.agrees') = 0 AND verdict = 'wrong_output' AND json_extract(result_json, '$.rejudge.remote_verdict') = 'ok'")
+[ "$rec" -ge 1 ] && ok "the disagreement is recorded (the remote's ok, this host's wrong_output)" ||
+  bad "no recorded disagreement ($rec)"
 run=$(q "SELECT max(id) FROM runs")
 "$K" best "$run" -o "$T/liar_best2.c" >"$T/best.out" 2>&1
 code=$?
