@@ -89,9 +89,6 @@ int cli_number(const char *flag, const char *text, double *out);
 int cli_timing_ci(const char *text, double *out);
 /* --timing kevo|kernelbench (cmd_run.c): kv_gate_opts.timing_method. */
 int cli_timing_method(const char *text, int *out);
-/* The verdict JSON js (taken, may be NULL) with timing.method set where the
- * library left it out; a new string (malloc'd) or js itself. */
-char *cli_timing_method_json(char *js, const struct kv_gate_result *r);
 /* Parses a whole number in [lo, hi] for a flag (or a run number) or fails
  * with a message. */
 int cli_integer(const char *flag, const char *text, long long lo, long long hi, long long *out);

@@ -307,7 +307,7 @@ static int eval_one(const struct kv_task *t, const char *cand, struct kv_gate_op
   if (kv_gate_eval(t, cand, o, r, err, sizeof err) < 0) {
     code = eval_fail(json, "%s", err);
   } else {
-    char *js = cli_timing_method_json(kv_gate_result_json(r), r);
+    char *js = kv_gate_result_json(r);
     record(t, cand, db, r, js ? js : "{}");
     if (json && lines)
       print_line(js ? js : "{}");

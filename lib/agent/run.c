@@ -476,6 +476,8 @@ static void gate_settings(json_t *cfg, const struct kv_gate_opts *g) {
     json_object_set_new(cfg, "time_budget_s", json_real(g->time_budget_s));
   if (g->timing_ci != d.timing_ci)
     json_object_set_new(cfg, "timing_ci", json_real(g->timing_ci));
+  if (g->timing_method != KV_TIMING_KEVO) /* kevo resume reads it back */
+    json_object_set_new(cfg, "timing_method", json_string(kv_timing_method_name(g->timing_method)));
 }
 
 /* Reads the settings back (prompt_dir points into j). */

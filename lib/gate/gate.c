@@ -1150,6 +1150,12 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
           tj, "empty_phase_us",
           json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone", t->empty_alone_us));
     }
+    json_object_set_new(tj, "method", json_string(t->method[0] ? t->method : "kevo"));
+    if (!strcmp(t->method, "kernelbench"))
+      json_object_set_new(tj, "kernelbench",
+                          json_pack("{s:i,s:i,s:b,s:f,s:f}", "warmup", KV_KB_WARMUP, "trials",
+                                    KV_KB_TRIALS, "inputs_kept", t->kb_kept, "candidate_mean_us",
+                                    t->cand.mean_us, "reference_mean_us", t->ref.mean_us));
     json_object_set_new(j, "timing", tj);
   }
   if (r->calib.device[0])

@@ -120,6 +120,8 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     struct kv_timing *tm = &r->timing;
     r->timed = 1;
     str_into(t, "sizes", tm->sizes, sizeof tm->sizes);
+    str_into(t, "method", tm->method, sizeof tm->method);
+    tm->kb_kept = json_is_true(json_object_get(json_object_get(t, "kernelbench"), "inputs_kept"));
     stats_of(json_object_get(t, "candidate"), &tm->cand);
     stats_of(json_object_get(t, "reference"), &tm->ref);
     stats_of(json_object_get(t, "reference_alone"), &tm->ref_alone);
