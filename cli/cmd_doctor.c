@@ -142,14 +142,13 @@ static void children(const struct kv_probe *p, int probed) {
   char worker[256] = "not probed (see above)";
   if (probed)
     snprintf(worker, sizeof worker,
-             "netns %s, no_new_privs %s, landlock %s, seccomp %s, rlimits %s, scratch %s, "
-             "exec_lock %s",
+             "netns %s, no_new_privs %s, landlock %s, seccomp %s, rlimits %s, scratch %s",
              kv_layer_state_name(p->layers.netns), kv_layer_state_name(p->layers.no_new_privs),
              kv_layer_state_name(p->layers.landlock), kv_layer_state_name(p->layers.seccomp),
-             kv_layer_state_name(p->layers.rlimits), kv_layer_state_name(p->layers.scratch),
-             kv_layer_state_name(p->layers.exec_lock));
-  printf("  candidate worker        %s\n", worker);
-  printf("  reference worker        %s\n", worker);
+             kv_layer_state_name(p->layers.rlimits), kv_layer_state_name(p->layers.scratch));
+  printf("  candidate worker        %s, exec_lock %s\n", worker,
+         probed ? kv_layer_state_name(p->layers.exec_lock) : "?");
+  printf("  reference worker        %s, exec_lock off (it runs the task's own objects)\n", worker);
   char base[PATH_MAX], err[256], sbx[512], torch[1024];
   const char *tmp = getenv("TMPDIR");
   if (kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-doctor", base, sizeof base, err, sizeof err) <
@@ -160,8 +159,8 @@ static void children(const struct kv_probe *p, int probed) {
   probe_kevo_sandbox(base, sbx, sizeof sbx);
   probe_torch(base, torch, sizeof torch);
   kv_rmtree(base);
-  printf("  compilers               %s (seccomp: the compiler driver runs cc1, as and ld)\n", sbx);
-  printf("  import/synth helper     %s (seccomp: Python starts threads and processes)\n", sbx);
+  printf("  compilers               %s (the compiler driver runs cc1, as and ld)\n", sbx);
+  printf("  import/synth helper     %s (Python and torch start processes)\n", sbx);
   printf("  torch reference worker  %s\n", torch);
 }
 
