@@ -150,8 +150,6 @@ def read_frame():
 
 # ---- sandbox ----
 #
-# The torch reference worker's sandbox (python/kevo_torch_worker.py).
-#
 # Two stages. At start, before anything of the task is read: RLIMIT_CORE 0 and
 # RLIMIT_FSIZE, a new network and IPC namespace (through a user namespace where
 # the plain unshare is refused) and no_new_privs. Without a network namespace
@@ -164,9 +162,10 @@ def read_frame():
 #  - Landlock: read (and execute) only the system directories, the Python
 #    installation and sys.path (site-packages: torch, triton), kevo's runtime
 #    library and this script's directory, the task's directory and the paths
-#    kevo names (--read); /proc/self, /proc/cpuinfo|meminfo|stat and /sys/
-#    (cpu, node, cgroup) for the runtime; write only the scratch directory (HOME
-#    and TMPDIR), torch's caches under kevo's cache (TORCHINDUCTOR_CACHE_DIR,
+#    kevo names (--read); /proc/self, /proc/cpuinfo|meminfo|stat,
+#    /sys/fs/cgroup, and for CUDA the LD_LIBRARY_PATH directories,
+#    /proc/driver/nvidia, /sys/devices and /sys/bus/pci (read only); write
+#    only the scratch directory (HOME and TMPDIR), torch's caches under kevo's cache (TORCHINDUCTOR_CACHE_DIR,
 #    TRITON_CACHE_DIR), /dev/shm, /dev/null and, on the cuda surface, the
 #    /dev/nvidia* nodes. No TCP bind or connect (ABI >= 4), no abstract sockets
 #    or signals outside the sandbox (ABI >= 6). Every thread where the kernel
@@ -180,7 +179,7 @@ def read_frame():
 #    execve/fork/clone (torch.compile runs the C++ compiler and Triton's ptxas
 #    in child processes), PROT_EXEC mappings (Triton's and inductor's compiled
 #    code is loaded with dlopen), AF_UNIX sockets (CUDA's cuInit), kill (the
-#    subprocess module). Elsewhere than x86_64: unavailable (said in HELLO).
+#    subprocess module). Elsewhere than x86_64: unavailable (kevo doctor says).
 _libc = None
 
 
