@@ -67,7 +67,7 @@ struct kv_param {
   struct kv_init init;      /* in, inout, scalar */
   int has_value;            /* scalar with a fixed "value" */
   double value;
-  int npack;                /* an in buffer with "pack": its tensors, in order */
+  int npack; /* an in buffer with "pack": its tensors, in order */
   struct kv_pack *pack;
 };
 

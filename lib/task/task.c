@@ -465,8 +465,8 @@ static int check_allow_name(struct pctx *c, const char *field, const char *a) {
 }
 
 static int parse_param(struct pctx *c, struct kv_task *t, json_t *v, int i) {
-  static const char *const keys[] = {"name", "role", "dtype", "shape", "init", "value", "pack",
-                                     NULL};
+  static const char *const keys[] = {"name", "role",  "dtype", "shape",
+                                     "init", "value", "pack",  NULL};
   struct kv_param *p = &t->params[i];
   char path[32], field[64], q[56];
   snprintf(path, sizeof path, "params[%d]", i);
