@@ -129,10 +129,12 @@ static void probe_torch(const char *base, char *line, size_t cap) {
     snprintf(line, cap, "REFUSES to run: %s", S("refused"));
   else
     snprintf(line, cap,
-             "netns %s, no_new_privs %s, rlimits %s at start; at the first LOAD landlock %s "
-             "(ABI %d, writes beside scratch %s), seccomp %s",
-             S("netns"), S("no_new_privs"), S("rlimits"), S("landlock"),
-             (int)json_integer_value(json_object_get(j, "landlock_abi")), S("write"), S("seccomp"));
+             "netns %s, no_new_privs %s, rlimits %s (memory %lld GiB) at start; at the first "
+             "LOAD landlock %s (ABI %d, writes beside scratch %s), seccomp %s",
+             S("netns"), S("no_new_privs"), S("rlimits"),
+             (long long)json_integer_value(json_object_get(j, "data_limit_bytes")) >> 30,
+             S("landlock"), (int)json_integer_value(json_object_get(j, "landlock_abi")), S("write"),
+             S("seccomp"));
 #undef S
   json_decref(j);
 }

@@ -150,9 +150,10 @@ def read_frame():
 
 # ---- sandbox ----
 #
-# Two stages. At start, before anything of the task is read: RLIMIT_CORE 0 and
-# RLIMIT_FSIZE, a new network and IPC namespace (through a user namespace where
-# the plain unshare is refused) and no_new_privs. Without a network namespace
+# Two stages. At start, before anything of the task is read: RLIMIT_CORE 0,
+# RLIMIT_FSIZE and RLIMIT_DATA (32 GiB), a new network and IPC namespace
+# (through a user namespace where the plain unshare is refused) and
+# no_new_privs. Without a network namespace
 # the worker refuses to run (the task's reference.py would have the network)
 # unless kevo was told so explicitly (KEVO_TORCH_ALLOW_NETWORK=1 in kevo's
 # environment, passed on to the worker).
@@ -202,14 +203,25 @@ def sb_errno():
 
 # ---- stage 1: at start ----
 
+# The memory cap: RLIMIT_DATA (private writable memory, as kevo-worker's cuda
+# runtime bounds it: RLIMIT_AS would count the address space CUDA and torch's
+# libraries reserve).
+DATA_LIMIT = 32 << 30
+
+
+def sb_lower(res, want):
+    soft, hard = resource.getrlimit(res)
+    lim = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    resource.setrlimit(res, (lim, hard))
+    return lim
+
+
 def sb_rlimits(st, notes):
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-        lim = FILE_LIMIT if hard == resource.RLIM_INFINITY else min(FILE_LIMIT, hard)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (lim, hard))
+        st["file_limit_bytes"] = sb_lower(resource.RLIMIT_FSIZE, FILE_LIMIT)
+        st["data_limit_bytes"] = sb_lower(resource.RLIMIT_DATA, DATA_LIMIT)
         st["rlimits"] = "active"
-        st["file_limit_bytes"] = lim
     except (OSError, ValueError) as e:
         st["rlimits"] = "failed"
         notes.append("rlimits: %s" % e)

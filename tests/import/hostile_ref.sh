@@ -3,8 +3,9 @@
 # load it tries to write into a home directory, read a private file outside
 # the task and connect to a listener on 127.0.0.1. Each must fail, and the
 # same module run by the same Python outside kevo must succeed at all three
-# (so that the test can tell). A cache whose torchinductor/ directory is
-# another's (here: mode 0777) or a link is refused, naming the directory.
+# (so that the test can tell); under kevo its memory is capped (RLIMIT_DATA
+# 32 GiB). A cache whose torchinductor/ directory is another's (here: mode
+# 0777) or a link is refused, naming the directory.
 #   hostile_ref.sh KEVO SRC
 # Exits 77 (skipped, with a message) when this Python has no torch.
 if [ -n "${KEVO_TORCH_TESTS_SKIP:-}" ]; then
@@ -85,6 +86,7 @@ grep -q "write=refused(PermissionError)" "$OUT/eval.json" "$OUT/eval.err" ||
 grep -q "read=refused(PermissionError)" "$OUT/eval.json" "$OUT/eval.err" ||
   fail "the read was not refused by the sandbox"
 grep -q "connect=refused" "$OUT/eval.json" "$OUT/eval.err" || fail "the connect was not refused"
+grep -q "memory=capped(32 GiB)" "$OUT/eval.json" "$OUT/eval.err" || fail "no memory cap"
 echo "PASS: under kevo the hostile reference's write, read and connect are refused"
 
 # torch's code cache: a torchinductor/ another user could write is refused.
@@ -127,7 +129,7 @@ PYEOF
 echo "PASS: without a network namespace the worker refuses, unless KEVO_TORCH_ALLOW_NETWORK=1"
 # kevo doctor shows the torch worker's layers, probed.
 "$KEVO" doctor >"$OUT/doctor.txt" 2>&1
-grep -q "torch reference worker  netns active, no_new_privs active, rlimits active at start; at the first LOAD landlock active (ABI [0-9]*, writes beside scratch closed), seccomp active" "$OUT/doctor.txt" ||
+grep -q "torch reference worker  netns active, no_new_privs active, rlimits active (memory 32 GiB) at start; at the first LOAD landlock active (ABI [0-9]*, writes beside scratch closed), seccomp active" "$OUT/doctor.txt" ||
   { sed -n '/every child/,/lock dir/p' "$OUT/doctor.txt"; fail "kevo doctor does not show the torch worker's layers"; }
 grep -q "compilers               netns active, no_new_privs active, landlock active, rlimits active" "$OUT/doctor.txt" ||
   fail "kevo doctor does not show the compilers' layers"

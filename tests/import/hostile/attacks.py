@@ -1,7 +1,6 @@
 # What a hostile reference.py tries when kevo's torch reference worker runs
 # it (tests/import/hostile_ref.sh prepends this to an imported task's
 # reference.py), with @HOME_DIR@, @SECRET_FILE@ and @PORT@ filled in by the test.
-import os as _os
 import socket as _socket
 
 _outcome = []
@@ -23,4 +22,9 @@ try:
     _outcome.append("connect=DONE")
 except OSError as _e:
     _outcome.append("connect=refused(%s)" % type(_e).__name__)
+import resource as _resource
+
+_data = _resource.getrlimit(_resource.RLIMIT_DATA)[0]
+_outcome.append("memory=%s" % ("unlimited" if _data == _resource.RLIM_INFINITY
+                               else "capped(%d GiB)" % (_data >> 30)))
 raise RuntimeError("HOSTILE " + " ".join(_outcome))
