@@ -87,7 +87,7 @@ has "a missing package is named" synth.err "it imports kevo_no_such_package_xyz"
 has "100 GB is refused before anything is allocated" synth.err "over the per-buffer limit"
 has "an all-zero output is ill-posed" synth.err "an output of all zeros passes every check"
 has "training-mode Dropout is not deterministic" synth.err "it is not deterministic"
-has "a non-tensor input is refused" synth.err "is int (3), not a tensor"
+has "a non-tensor input is refused" synth.err "is list ([3]), neither a tensor nor a Python int or float"
 check "a word-for-word copy and a renamed copy are the same module" \
   "$(q "select count(*) from synth_attempts where cause = 'duplicate' and
         detail like 'the same module as %'")" 2
