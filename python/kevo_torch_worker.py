@@ -15,8 +15,10 @@ the parent produce. Per size set, the module is executed with its size
 constants set to the size set's values, and Model(*get_init_inputs()) is
 built once (left in the mode it is constructed in, as KernelBench runs it);
 for every call its parameters and buffers (named_parameters() then
-named_buffers(), the task's params after the module's inputs) are bound to
-kevo's buffers for that call, and forward runs under torch.no_grad() on the
+named_buffers(), the task's params after the module's inputs; a network's
+weights that task.json packs, each a slice of its packed param at the offset
+its pack's order gives) are bound to kevo's buffers for that call, Python
+numbers of get_inputs() passed as their scalar params' values, and forward runs under torch.no_grad() on the
 CPU; its outputs are written into the output buffers with the task's dtype.
 
 The cuda surface: the same, with the model and every buffer on the GPU
