@@ -120,19 +120,48 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a < 0 ? -a : a;
 }
 
+/* Every listed set (check and bench) of t in turn, -1 past the last. */
+static const struct kv_sizeset *listed(const struct kv_task *t, int i) {
+  return i < t->ncheck ? &t->check[i] : i < t->ncheck + t->nbench ? &t->bench[i - t->ncheck] : NULL;
+}
+
+/* An earlier size param q whose ratio to p is the same in every listed set
+ * (M == N in each of them, or dim == 4 * heads): p is then derived from q's
+ * drawn value, so that a relation the problem poses holds. -1 if none. */
+static int tied_to(const struct kv_task *t, int p) {
+  for (int q = 0; q < p; q++) {
+    if (t->params[q].role != KV_ROLE_SIZE)
+      continue;
+    int64_t p0 = t->check[0].values[p], q0 = t->check[0].values[q];
+    int tied = q0 != 0;
+    for (int i = 1; tied && listed(t, i); i++)
+      tied = listed(t, i)->values[p] * q0 == listed(t, i)->values[q] * p0;
+    if (tied)
+      return q;
+  }
+  return -1;
+}
+
 /* One size value drawn for param p: where the listed check sets agree, their
- * value; else uniform within their range, a multiple of what every listed
- * value (check and bench) is a multiple of. */
-static int64_t draw_size(const struct kv_task *t, int p, uint64_t *rng) {
+ * value; tied to an earlier size (tied_to), that one's drawn value in the
+ * same ratio (0 when not whole); else uniform within the check sets' range,
+ * a multiple of what every listed value (check and bench) is a multiple of. */
+static int64_t draw_size(const struct kv_task *t, const struct kv_sizeset *out, int p,
+                         uint64_t *rng) {
+  int q = tied_to(t, p);
+  if (q >= 0) {
+    int64_t num = out->values[q] * t->check[0].values[p], den = t->check[0].values[q];
+    return num % den == 0 ? num / den : 0;
+  }
   int64_t lo = t->check[0].values[p], hi = lo, g = 0;
-  for (int i = 0; i < t->ncheck; i++) {
-    int64_t v = t->check[i].values[p];
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
+  for (int i = 0; listed(t, i); i++) {
+    int64_t v = listed(t, i)->values[p];
+    if (i < t->ncheck) {
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
     g = gcd64(g, v);
   }
-  for (int i = 0; i < t->nbench; i++)
-    g = gcd64(g, t->bench[i].values[p]);
   if (lo == hi || g <= 0)
     return lo;
   *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -157,8 +186,10 @@ static int draw_set(const struct kv_task *t, uint64_t seed, struct kv_sizeset *o
     *out = t->check[0];
     for (int p = 0; p < t->nparams; p++)
       if (t->params[p].role == KV_ROLE_SIZE)
-        out->values[p] = draw_size(t, p, &rng);
-    int differs = 1; /* from every listed set */
+        out->values[p] = draw_size(t, out, p, &rng);
+    int differs = 1; /* from every listed set, and no size 0 where it was not */
+    for (int p = 0; p < t->nparams; p++)
+      differs &= out->values[p] != 0 || t->check[0].values[p] == 0;
     for (int i = 0; i < t->ncheck; i++)
       differs &= memcmp(out->values, t->check[i].values, sizeof out->values) != 0;
     if (differs && kv_layout(t, out, nelem, e, sizeof e) == 0 && kv_call_bytes(t, nelem, 1) <= most)

@@ -513,6 +513,78 @@ static void on_phase_seen(void *ud, const char *phase, const struct kv_gate_resu
 /* Every bench size is timed (issue 17): per-size figures, the speedup their
  * geometric mean; and a candidate that skips its work only at the second
  * bench size (never a check size) is caught there. */
+/* The check size drawn for each evaluation keeps a relation every listed set
+ * holds (here rows == cols): a kernel written for square matrices, as the
+ * problem poses them, is judged ok and its drawn size is square; with rows
+ * and cols free, the same kernel is caught at the drawn size. */
+static const char *square_task(int tied) {
+  return tied ? "{\"name\":\"sq\",\"entry\":\"sq\",\"params\":["
+                "{\"name\":\"x\",\"role\":\"in\",\"dtype\":\"f32\",\"shape\":[\"rows\",\"cols\"]},"
+                "{\"name\":\"y\",\"role\":\"out\",\"dtype\":\"f32\",\"shape\":[\"rows\",\"cols\"]},"
+                "{\"name\":\"rows\",\"role\":\"size\"},{\"name\":\"cols\",\"role\":\"size\"}],"
+                "\"check\":[{\"rows\":8,\"cols\":8},{\"rows\":40,\"cols\":40}],"
+                "\"bench\":[{\"rows\":64,\"cols\":64}],\"tolerance\":{\"atol\":0,\"rtol\":0}}"
+              : "{\"name\":\"sq\",\"entry\":\"sq\",\"params\":["
+                "{\"name\":\"x\",\"role\":\"in\",\"dtype\":\"f32\",\"shape\":[\"rows\",\"cols\"]},"
+                "{\"name\":\"y\",\"role\":\"out\",\"dtype\":\"f32\",\"shape\":[\"rows\",\"cols\"]},"
+                "{\"name\":\"rows\",\"role\":\"size\"},{\"name\":\"cols\",\"role\":\"size\"}],"
+                "\"check\":[{\"rows\":8,\"cols\":8},{\"rows\":40,\"cols\":40}],"
+                "\"bench\":[{\"rows\":64,\"cols\":32}],\"tolerance\":{\"atol\":0,\"rtol\":0}}";
+}
+
+static void test_drawn_size_keeps_ties(void **state) {
+  (void)state;
+  char tmp[4096], path[4300], err[1024];
+  const char *ref = "void sq(const float *x, float *y, int rows, int cols) {\n"
+                    "  for (long i = 0; i < (long)rows * cols; i++) y[i] = 2 * x[i]; }\n";
+  /* Written for square inputs: the row length taken from rows. */
+  const char *square =
+      "void sq(const float *x, float *y, int rows, int cols) {\n"
+      "  (void)cols; for (long i = 0; i < (long)rows * rows; i++) y[i] = 2 * x[i]; }\n";
+  for (int tied = 1; tied >= 0; tied--) {
+    assert_int_equal(kv_mkdtemp("/tmp", "kevo-ties", tmp, sizeof tmp, err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/reference.c", tmp);
+    assert_int_equal(kv_write_file(path, ref, strlen(ref), err, sizeof err), 0);
+    snprintf(path, sizeof path, "%s/task.json", tmp);
+    assert_int_equal(
+        kv_write_file(path, square_task(tied), strlen(square_task(tied)), err, sizeof err), 0);
+    struct kv_task *t;
+    if (kv_task_load(tmp, &t, err, sizeof err) != 0)
+      fail_msg("%s", err);
+    char cand[4300];
+    snprintf(cand, sizeof cand, "%s/square.c", tmp);
+    assert_int_equal(kv_write_file(cand, square, strlen(square), err, sizeof err), 0);
+    struct kv_gate_opts o;
+    kv_gate_opts_default(&o);
+    o.worker_path = getenv("KEVO_WORKER");
+    o.cache_dir = getenv("KEVO_CACHE_DIR");
+    o.timing = 0;
+    struct kv_gate_result *r = calloc(1, sizeof *r);
+    for (int run = 0; run < 3; run++) { /* three seeds, three draws */
+      kv_gate_result_release(r);
+      memset(r, 0, sizeof *r);
+      if (kv_gate_eval(t, cand, &o, r, err, sizeof err) != 0)
+        fail_msg("%s", err);
+      const struct kv_check *last = &r->checks[r->nchecks - 1];
+      print_message("%s: %s (%s)\n", tied ? "tied" : "free", kv_verdict_name(r->verdict),
+                    last->sizes);
+      assert_non_null(strstr(last->sizes, "(drawn)"));
+      if (tied) {
+        int rows = 0, cols = 0;
+        assert_int_equal(sscanf(last->sizes, "rows=%d cols=%d", &rows, &cols), 2);
+        assert_int_equal(rows, cols);
+        assert_string_equal(kv_verdict_name(r->verdict), "ok");
+      } else {
+        assert_true(r->verdict != KV_V_OK);
+      }
+    }
+    kv_gate_result_release(r);
+    free(r);
+    kv_task_free(t);
+    kv_rmtree(tmp);
+  }
+}
+
 static void test_every_bench_size(void **state) {
   (void)state;
   const char *src = getenv("KEVO_SOURCE_DIR");
@@ -908,6 +980,7 @@ int main(void) {
       cmocka_unit_test(test_compile_jail),
       cmocka_unit_test(test_cuda_arch_memo),
       cmocka_unit_test(test_every_bench_size),
+      cmocka_unit_test(test_drawn_size_keeps_ties),
       cmocka_unit_test(test_warm_workers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

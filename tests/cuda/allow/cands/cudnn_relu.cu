@@ -38,18 +38,28 @@ extern "C" void gemm_bias_relu(const float *x, const float *w, const float *bias
   }
   if (!ws && cudaMalloc(&ws, wsb) != cudaSuccess)
     ws = NULL;
-  if (!bl || !dn || !ws || m <= 0 || n <= 0)
+  if (!bl || !dn || !ws || m <= 0 || n <= 0) {
+    fprintf(stderr, "cudnn_relu: not run (cublas %d, cudnn %d, workspace %d, m %d, n %d)\n", !!bl,
+            !!dn, !!ws, m, n);
     return;
+  }
   if (tm != m || tn != n) {
-    if (cudnnSetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, m, n, 1, 1))
+    cudnnStatus_t st =
+        cudnnSetTensor4dDescriptor(td, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, m, n, 1, 1);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      fprintf(stderr, "cudnn_relu: cudnnSetTensor4dDescriptor: %s\n", cudnnGetErrorString(st));
       return;
+    }
     tm = m, tn = n;
   }
   cublasSetStream(bl, stream);
   cublasSetWorkspace(bl, ws, wsb);
   cudnnSetStream(dn, stream);
   const float one = 1.0f, zero = 0.0f;
-  cublasSgemm(bl, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, k, x, k, &zero, y, n);
+  cublasStatus_t bs =
+      cublasSgemm(bl, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w, k, x, k, &zero, y, n);
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    fprintf(stderr, "cudnn_relu: cublasSgemm: status %d\n", (int)bs);
   size_t total = (size_t)m * (size_t)n;
   int blocks = (int)((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
   add_bias<<<blocks, 256, 0, stream>>>(y, bias, m, n);
