@@ -52,7 +52,7 @@ static const struct expect cands[] = {
     {"write_past_end", 1, 1, 0, NULL},
     {"wrong_params", 1, 1, 0, NULL},
     {"printf_flood", 1, 1, 0, NULL},
-    {"include_host", 1, 0, 0, "/etc/shadow\": Permission denied"},
+    {"include_host", 1, 0, 0, "#include of an absolute path (/etc/shadow)"},
     {"side_stream", 1, 0, 0, "cudaStreamCreateWithFlags"},
     {"dynamic_parallelism", 1, 0, 0, "device-side kernel launch"},
     {"bad_launch", 1, 0, 0, "candidate.cu:3: kevo:launch k: args[3]: 'width' is not a param"},
