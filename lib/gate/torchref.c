@@ -97,10 +97,15 @@ static int trusted_dir(const char *cache, const char *name, char *err, size_t er
   struct stat st;
   if (lstat(d, &st) != 0)
     return kv_error(err, errlen, "%s: %s", d, strerror(errno));
+  /* One of ours that only we could ever write (an earlier kevo's, made
+   * 0755 by torch): closed to others, not refused. */
+  if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) && (st.st_mode & 077) &&
+      chmod(d, 0700) == 0)
+    st.st_mode &= ~(mode_t)077;
   const char *why = S_ISLNK(st.st_mode)      ? "a symbolic link"
                     : !S_ISDIR(st.st_mode)   ? "not a directory"
                     : st.st_uid != geteuid() ? "owned by another user"
-                    : (st.st_mode & 077)     ? "readable or writable by others (mode not 0700)"
+                    : (st.st_mode & 077)     ? "writable by others (mode not 0700)"
                                              : NULL;
   if (why)
     return kv_error(err, errlen,
