@@ -15,7 +15,11 @@ static const char *setting(const char *name) {
 }
 
 void cli_env_read(void) {
+  /* Absolute: workers and compilers start in directories of their own. */
+  static char worker[PATH_MAX];
   cli_env.worker = setting("KEVO_WORKER");
+  if (cli_env.worker && realpath(cli_env.worker, worker))
+    cli_env.worker = worker;
   cli_env.nvcc = setting("KEVO_NVCC");
   cli_env.cuda_arch = setting("KEVO_CUDA_ARCH");
   cli_env.db = setting("KEVO_DB");

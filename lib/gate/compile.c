@@ -66,7 +66,12 @@ int kv_helper_path(const char *name, const char *env, const char *worker_path, c
   }
   const char *w = worker_path;
   if (w && *w && strrchr(w, '/')) {
+    char found[PATH_MAX];
     snprintf(out, cap, "%.*s/%s", (int)(strrchr(w, '/') - w), w, name);
+    /* Absolute: the helper runs in a directory of its own, where a path
+     * relative to ours (KEVO_WORKER=build/kevo-worker) names nothing. */
+    if (access(out, X_OK) == 0 && realpath(out, found))
+      snprintf(out, cap, "%s", found);
     if (access(out, X_OK) == 0)
       return 0;
   }

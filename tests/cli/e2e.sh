@@ -163,6 +163,9 @@ void rowsum(const float *x, float *y, int rows, int cols) {
   for (int r = 0; r < rows; r++) { float s = 0; for (int c = 0; c < cols; c++) s += x[r * cols + c]; y[r] = s * 1.01f; }
 }
 C
+# A relative KEVO_WORKER (as from a build directory): the worker and the
+# compile sandbox found beside it start in directories of their own.
+expect "relative KEVO_WORKER" 0 "verdict: ok" -- sh -c "cd '$(dirname "$(dirname "$K")")' && KEVO_CACHE_DIR='$T/relw' KEVO_WORKER='$(basename "$(dirname "$K")")/kevo-worker' '$K' eval --no-timing '$RS' '$RS/good.c'"
 expect "eval wrong (exit 1)" 1 "verdict: wrong_output: .*y\[0\]: expected .*, got" -- "$K" eval --no-timing "$RS" "$T/wrong.c"
 printf 'void rowsum(const float *x, float *y, int rows, int cols) { oops }\n' >"$T/broken.c"
 expect "eval compile error shows the compiler" 1 "compile_error.*error" -- "$K" eval --no-timing "$RS" "$T/broken.c"
