@@ -386,36 +386,32 @@ void kv_guard_detail(const struct kv_task *t, int p, int64_t n, int before, long
              name, byte);
 }
 
-size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
-                     size_t off[KV_MAX_PARAMS], size_t *per_call) {
-  size_t o = KV_GUARD_BYTES; /* a guard zone before the first buffer too */
+/* Buffers back to back, each followed by its guard zone; before_each: a
+ * zone of its own before each buffer too, else one before the first only. */
+static size_t layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                     size_t off[KV_MAX_PARAMS], size_t *per_call, int before_each) {
+  size_t o = before_each ? 0 : KV_GUARD_BYTES;
   for (int p = 0; p < KV_MAX_PARAMS; p++)
     off[p] = 0;
   for (int p = 0; p < t->nparams; p++) {
     enum kv_role r = t->params[p].role;
     if (r != KV_ROLE_IN && r != KV_ROLE_OUT && r != KV_ROLE_INOUT)
       continue;
-    off[p] = o;
-    o += kv_param_bytes(t, p, nelem) + kv_guard_after(kv_param_bytes(t, p, nelem));
+    off[p] = o + (before_each ? KV_GUARD_BYTES : 0);
+    o = off[p] + kv_param_bytes(t, p, nelem) + kv_guard_after(kv_param_bytes(t, p, nelem));
   }
   *per_call = o ? o : 64;
   return *per_call;
 }
 
+size_t kv_shm_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
+                     size_t off[KV_MAX_PARAMS], size_t *per_call) {
+  return layout(t, nelem, off, per_call, 0);
+}
+
 size_t kv_check_layout(const struct kv_task *t, const int64_t nelem[KV_MAX_PARAMS],
                        size_t off[KV_MAX_PARAMS], size_t *per_call) {
-  size_t o = 0;
-  for (int p = 0; p < KV_MAX_PARAMS; p++)
-    off[p] = 0;
-  for (int p = 0; p < t->nparams; p++) {
-    enum kv_role r = t->params[p].role;
-    if (r != KV_ROLE_IN && r != KV_ROLE_OUT && r != KV_ROLE_INOUT)
-      continue;
-    off[p] = o + KV_GUARD_BYTES; /* a zone of its own before each buffer */
-    o = off[p] + kv_param_bytes(t, p, nelem) + kv_guard_after(kv_param_bytes(t, p, nelem));
-  }
-  *per_call = o ? o : 64;
-  return *per_call;
+  return layout(t, nelem, off, per_call, 1);
 }
 
 int kv_fill_threads(void) {
