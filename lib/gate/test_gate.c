@@ -560,24 +560,26 @@ static void test_drawn_size_keeps_ties(void **state) {
     o.cache_dir = getenv("KEVO_CACHE_DIR");
     o.timing = 0;
     struct kv_gate_result *r = calloc(1, sizeof *r);
-    for (int run = 0; run < 3; run++) { /* three seeds, three draws */
+    int caught = 0;
+    for (int run = 0; run < 3; run++) { /* three seeds, three draws (replayable) */
       kv_gate_result_release(r);
       memset(r, 0, sizeof *r);
+      o.seed = 7000 + (uint64_t)run;
       if (kv_gate_eval(t, cand, &o, r, err, sizeof err) != 0)
         fail_msg("%s", err);
       const struct kv_check *last = &r->checks[r->nchecks - 1];
       print_message("%s: %s (%s)\n", tied ? "tied" : "free", kv_verdict_name(r->verdict),
                     last->sizes);
       assert_non_null(strstr(last->sizes, "(drawn)"));
-      if (tied) {
-        int rows = 0, cols = 0;
-        assert_int_equal(sscanf(last->sizes, "rows=%d cols=%d", &rows, &cols), 2);
+      int rows = 0, cols = 0;
+      assert_int_equal(sscanf(last->sizes, "rows=%d cols=%d", &rows, &cols), 2);
+      if (tied)
         assert_int_equal(rows, cols);
-        assert_string_equal(kv_verdict_name(r->verdict), "ok");
-      } else {
-        assert_true(r->verdict != KV_V_OK);
-      }
+      /* Free sizes may still draw a square (then nothing shows). */
+      assert_int_equal(r->verdict == KV_V_OK, rows == cols);
+      caught += rows != cols;
     }
+    assert_true(tied ? caught == 0 : caught > 0);
     kv_gate_result_release(r);
     free(r);
     kv_task_free(t);
