@@ -734,10 +734,15 @@ static void speedup_ci(struct timing *tm, int m, int P, double overhead) {
   struct side *C = &tm->sd[SIDE_CAND], *R = &tm->sd[SIDE_REF];
   if (!tm->rratio || !tm->rclock || P < 1 || C->n < P * m || R->n < P * m || C->nph < P)
     return;
+  /* The clock's rounds less the overhead the loop's stop rule used (the
+   * empty phases interleaved with them), so that the interval reported is
+   * the one the loop stopped on. */
+  const struct side *EI = &tm->sd[SIDE_EMPTY];
+  double oh = EI->nph > 0 ? median_ns(EI->wall, EI->nph) : overhead;
   for (int j = 0; j < P; j++) {
     double cm = median_ns(C->ev + j * m, m);
     tm->rratio[j] = cm > 0 ? median_ns(R->ev + j * m, m) / cm : 0;
-    tm->rclock[j] = (C->wall[j] - overhead) / m;
+    tm->rclock[j] = (C->wall[j] - oh) / m;
   }
   struct kv_median_ci ci, cc;
   if (kv_median_ci(tm->rratio, P, 0.95, &ci) < 0 || !(ci.median > 0))
