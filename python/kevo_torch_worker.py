@@ -613,7 +613,7 @@ class Reference:
                                                         int(lay.nelem[p])))
         return binds, [(n, w) for n, w in weights if n in byname]
 
-    def call(self, lay, raws, events=None, lead_cycles=0, flush_each=0):
+    def call(self, lay, raws, events=None, lead_cycles=0):
         """One forward on the buffers raws[p] (uint8 tensors, on the surface's
         device), then its outputs written into the output buffers. Returns
         (host_ns, event_ns): the host clock around forward (cuda: and a
@@ -621,10 +621,9 @@ class Reference:
         torch.cuda.Event) recorded around forward on the current stream,
         else the host clock again. The copy of the outputs is outside both.
         With lead_cycles (cuda, events of three: lead start, start, end), a
-        lead kernel runs before the start event (after an L2 flush, a fill
-        with the value flush_each, where that is not 0); the host time then
-        leaves the flush's and the lead's GPU time out, and covered (the
-        third value returned) says whether the start event was still pending when forward returned,
+        lead kernel runs before the start event; the host time then leaves
+        the lead's GPU time out, and covered (the third value returned) says
+        whether the start event was still pending when forward returned,
         the fourth the lead's GPU time and the fifth forward's host dispatch
         (ns)."""
         model, fin, binds, outs = self.model_for(lay)
@@ -639,8 +638,6 @@ class Reference:
             t0 = time.perf_counter_ns()
             if events and lead_cycles:
                 events[2].record()
-                if flush_each and flush is not None:  # as do_bench: a fill right before start
-                    flush.fill_(flush_each & 0x7FFFFFFF)
                 torch.cuda._sleep(lead_cycles)
             td = time.perf_counter_ns()
             if events:
@@ -915,12 +912,7 @@ def cuda_time(req, lay, ref, m):
                 if lay.nbytes[p]:
                     r.copy_(first[p])
         phase["seed"] = seed
-    # An L2 flush before every call (below, in the lead), as do_bench does and
-    # as kevo-worker's cuda runtime does: each call starts cold behind the
-    # fill's dirty lines. Without the lead (KernelBench's protocol) there is
-    # no flush between trials.
-    flush_each = req.get("flush", True) is not False
-    if flush_each:
+    if req.get("flush", True) is not False:
         flush.fill_((seed * 2654435761) & 0x7FFFFFFF)
     use_lead = req.get("lead", True) is not False
     torch.cuda.synchronize()
@@ -943,8 +935,7 @@ def cuda_time(req, lay, ref, m):
             host.append(h)
             ev.append(e)
         else:
-            h, e, covered, ln, td = ref.call(lay, phase["bufs"][c], events, lead["cycles"][slot],
-                                             (seed + c) * 2654435761 | 1 if flush_each else 0)
+            h, e, covered, ln, td = ref.call(lay, phase["bufs"][c], events, lead["cycles"][slot])
             host.append(h)
             ev.append(e)
             lead_ns += ln

@@ -57,7 +57,7 @@ static char problem[600]; /* why not */
 static CUdevice dev;
 static CUcontext ctx;
 static CUstream stream;
-static CUevent ev0, ev1, evf; /* evf: before each call's L2 flush */
+static CUevent ev0, ev1;
 static int nsm, l2;
 static CUdeviceptr flushbuf;
 static size_t flush_bytes;
@@ -194,7 +194,6 @@ static int setup(json_t *j) {
   STEP(cu.StreamCreate(&stream, 0), "cuStreamCreate");
   STEP(cu.EventCreate(&ev0, KV_CU_EVENT_DEFAULT), "cuEventCreate");
   STEP(cu.EventCreate(&ev1, KV_CU_EVENT_DEFAULT), "cuEventCreate");
-  STEP(cu.EventCreate(&evf, KV_CU_EVENT_DEFAULT), "cuEventCreate");
   flush_bytes = (size_t)(l2 > 0 ? l2 : 64 << 20) * 2;
   STEP(cu.MemAlloc(&flushbuf, flush_bytes), "cuMemAlloc (the L2 flush buffer)");
 #undef STEP
@@ -859,13 +858,14 @@ static int cuda_time(json_t *req) {
     free(host);
     return reply_error("out of memory for the timing loop");
   }
-  /* An L2 flush before every call, as triton's do_bench does (a fill of
-   * twice the L2 right before the start event): each call starts cold, with
-   * the L2 full of the fill's dirty lines, and the start event is queued
-   * behind the fill, so the host's launch of the call (a few us) is hidden
-   * as do_bench hides it, not inside the events. The host clock leaves the
-   * fill out (its GPU time, from evf to ev0). Device-wide: whatever ran
-   * before (on any stream) ends at the synchronization below. */
+  /* One L2 flush after the inputs are made: every call's buffers are then
+   * untouched since, so each call starts cold without a flush of its own
+   * (kevo's work between timed calls is two event records and a device-wide
+   * synchronization). Device-wide: whatever ran before (on any stream) ends
+   * here. */
+  if (flush)
+    CK(cu.MemsetD32Async(flushbuf, (unsigned)(seed * 2654435761u), flush_bytes / 4, stream),
+       "flushing the L2");
   CK(cu.CtxSynchronize(), "preparing the timed calls");
   for (int c = 0; c < m; c++) {
     void *args[KV_MAX_PARAMS];
@@ -873,12 +873,6 @@ static int cuda_time(json_t *req) {
       args[p] = is_buffer(task->params[p].role) ? (void *)(uintptr_t)cph.d[c][p]
                                                 : (void *)&cph.scal[c][p];
     uint64_t h0 = kv_now_ns();
-    if (flush) {
-      CK(cu.EventRecord(evf, stream), "cuEventRecord");
-      CK(cu.MemsetD32Async(flushbuf, (unsigned)((seed + (uint64_t)c) * 2654435761u),
-                           flush_bytes / 4, stream),
-         "flushing the L2");
-    }
     CK(cu.EventRecord(ev0, stream), "cuEventRecord");
     f(args, stream);
     CUresult er = cu.EventRecord(ev1, stream);
@@ -890,13 +884,10 @@ static int cuda_time(json_t *req) {
     CK(er, "cuEventRecord after the call");
     if (slot >= 0)
       check_guard(slot, "a timed call");
-    float ms = 0, fl = 0;
+    float ms = 0;
     CK(cu.EventElapsedTime(&ms, ev0, ev1), "cuEventElapsedTime");
-    if (flush)
-      CK(cu.EventElapsedTime(&fl, evf, ev0), "cuEventElapsedTime");
     ev[c] = (uint64_t)((double)ms * 1e6);
-    uint64_t fl_ns = (uint64_t)((double)fl * 1e6);
-    host[c] = h1 - h0 > fl_ns ? h1 - h0 - fl_ns : 0;
+    host[c] = h1 - h0;
   }
   fflush(stdout);
   fflush(stderr);
