@@ -45,6 +45,7 @@ typedef int (*guard_fn)(char *buf, int cap);
 struct kv_cu_all {
   struct kv_cu t;
   kv_cu_func_get_param_info param_info; /* optional: NULL on older drivers */
+  struct kv_cu_ipc ipc;                 /* optional: all NULL without CUDA IPC */
 };
 #define KV_CU_PAGES ((sizeof(struct kv_cu_all) + 4095) / 4096 * 4096)
 static union {
@@ -159,6 +160,15 @@ static int setup(json_t *j) {
   {
     void *f_ = dlsym(h, "cuFuncGetParamInfo");
     memcpy(&cu_page.a.param_info, &f_, sizeof f_);
+    void *g_ = dlsym(h, "cuIpcGetMemHandle"), *o_ = dlsym(h, "cuIpcOpenMemHandle_v2"),
+         *c_ = dlsym(h, "cuIpcCloseMemHandle");
+    if (!o_)
+      o_ = dlsym(h, "cuIpcOpenMemHandle");
+    if (g_ && o_ && c_) {
+      memcpy(&cu_page.a.ipc.get, &g_, sizeof g_);
+      memcpy(&cu_page.a.ipc.open, &o_, sizeof o_);
+      memcpy(&cu_page.a.ipc.close, &c_, sizeof c_);
+    }
   }
   CUresult r;
   int n = 0, drv = 0;
@@ -215,6 +225,7 @@ static int setup(json_t *j) {
   json_object_set_new(j, "clock_khz", json_integer(clock));
   json_object_set_new(j, "driver", json_integer(drv));
   json_object_set_new(j, "uuid", json_string(id));
+  json_object_set_new(j, "ipc", json_boolean(cu_page.a.ipc.open != NULL));
   return 0;
 }
 
@@ -611,6 +622,426 @@ static int cuda_load_kernels(int slot, const char *path, char *msg, size_t cap) 
   return 0;
 }
 
+/* ---- lent buffers: the clean worker owns them, the candidate's maps them ----
+ *
+ * The buffers of the candidate's checked calls and of its timed calls (any
+ * of which may be validated) belong to the clean reference worker, which
+ * never loads candidate code: it allocates each buffer apart (a guard zone
+ * of LEND_PRE bytes before it, the spare bytes of dev_size after it),
+ * exports a CUDA IPC handle to each allocation and, asked by kevo, fills
+ * inputs, poisoned outputs and guard zones (keyed by a secret of kevo's).
+ * The candidate's worker maps the handles and runs the candidate into them;
+ * once it has answered, kevo stops it and the clean worker, after the GPU
+ * has settled (its own probe kernel runs promptly: no work of another
+ * context is left), copies outputs, inputs and guard zones back in its own
+ * context. Nothing the candidate's process says or does after answering
+ * reaches a number the verdict rests on.
+ *
+ * One LEND frame, op: "lend" (a lease of `calls` calls at a size set; a
+ * lease of the same id and sizes grows, of other sizes is replaced: kevo
+ * lends again only once no process maps the old one), "fill", "read" (after
+ * settling), "return" (kevo's candidate process is gone). */
+
+#define LEND_PRE 256 /* keeps every lent buffer 256-aligned, as cuMemAlloc's */
+#define LEASES 24
+#define SETTLE_IDLE_MIN_NS 50000 /* a probe this much over its alone time is delayed */
+
+struct lease {
+  char id[32];
+  struct kv_sizeset ss;
+  int64_t nelem[KV_MAX_PARAMS];
+  int calls;
+  CUdeviceptr (*base)[KV_MAX_PARAMS]; /* calls x params: each buffer's allocation, or 0 */
+  json_t *handles;                    /* per call, per param: hex or null */
+};
+static struct lease leases[LEASES];
+static CUfunction probe_fn;
+static int64_t probe_alone_ns;
+
+static void hex_of(const unsigned char *b, size_t n, char *out) {
+  static const char dig[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = dig[b[i] >> 4];
+    out[2 * i + 1] = dig[b[i] & 15];
+  }
+  out[2 * n] = 0;
+}
+
+static int unhex(const char *s, unsigned char *b, size_t n) {
+  if (!s || strlen(s) != 2 * n)
+    return -1;
+  for (size_t i = 0; i < 2 * n; i++) {
+    char c = s[i];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0)
+      return -1;
+    b[i / 2] = (unsigned char)(i % 2 ? b[i / 2] | v : v << 4);
+  }
+  return 0;
+}
+
+static void lease_free(struct lease *l) {
+  for (int c = 0; c < l->calls && l->base; c++)
+    free_all(l->base[c], KV_MAX_PARAMS);
+  free(l->base);
+  json_decref(l->handles);
+  memset(l, 0, sizeof *l);
+}
+
+/* The probe: an empty kernel of kevo's own, launched and waited for. Alone
+ * it takes a few microseconds; while another context's kernel holds the
+ * GPU, until that one's time slice ends or it finishes. */
+static const char probe_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                                ".visible .entry kv_probe()\n{\n ret;\n}\n";
+
+static int64_t probe_once(void) {
+  uint64_t t0 = kv_now_ns();
+  CK(cu.LaunchKernel(probe_fn, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL), "launching the probe");
+  CK(cu.StreamSynchronize(stream), "the probe");
+  return (int64_t)(kv_now_ns() - t0);
+}
+
+static void probe_init(void) {
+  if (probe_fn)
+    return;
+  CUmodule mod;
+  CK(cu.ModuleLoadData(&mod, probe_ptx), "loading the probe kernel");
+  CK(cu.ModuleGetFunction(&probe_fn, mod, "kv_probe"), "cuModuleGetFunction(kv_probe)");
+  probe_alone_ns = probe_once(); /* the first one pays for the module */
+  for (int i = 0; i < 8; i++) {
+    int64_t t = probe_once();
+    probe_alone_ns = t < probe_alone_ns ? t : probe_alone_ns;
+  }
+}
+
+/* Waits until the GPU runs a probe promptly (no other context's work left),
+ * at most until `limit_ns`. Into j: settle_ns (from now to the end of the
+ * prompt probe), first_ns (the first probe), probes, alone_ns, busy. */
+static void settle(uint64_t limit_ns, json_t *j) {
+  probe_init();
+  int64_t idle = probe_alone_ns * 3;
+  if (idle < probe_alone_ns + SETTLE_IDLE_MIN_NS)
+    idle = probe_alone_ns + SETTLE_IDLE_MIN_NS;
+  uint64_t t0 = kv_now_ns();
+  int64_t first = -1, t;
+  int n = 0, busy = 0;
+  do {
+    t = probe_once();
+    first = first < 0 ? t : first;
+    n++;
+    busy = t > idle;
+  } while (busy && kv_now_ns() - t0 < limit_ns);
+  json_object_update_new(j, json_pack("{s:I,s:I,s:i,s:I,s:b}", "settle_ns",
+                                      (json_int_t)(kv_now_ns() - t0), "first_ns", (json_int_t)first,
+                                      "probes", n, "alone_ns", (json_int_t)probe_alone_ns, "busy",
+                                      busy));
+}
+
+static struct lease *lease_find(const char *id) {
+  for (int i = 0; id && i < LEASES; i++)
+    if (leases[i].id[0] && !strcmp(leases[i].id, id))
+      return &leases[i];
+  return NULL;
+}
+
+/* Grows lease l to m calls: each buffer its own allocation, and its handle. */
+static const char *lease_grow(struct lease *l, int m, CUresult *cr) {
+  CUdeviceptr(*nb)[KV_MAX_PARAMS] = realloc(l->base, (size_t)m * sizeof *nb);
+  if (!nb)
+    return "host memory";
+  l->base = nb;
+  memset(nb + l->calls, 0, (size_t)(m - l->calls) * sizeof *nb);
+  for (int c = l->calls; c < m; c++) {
+    json_t *row = json_array();
+    l->calls = c + 1; /* freed with the lease from here on */
+    json_array_append_new(l->handles, row);
+    for (int p = 0; p < task->nparams; p++) {
+      if (!is_buffer(task->params[p].role)) {
+        json_array_append_new(row, json_null());
+        continue;
+      }
+      CUipcMemHandle h;
+      char hex[2 * KV_CU_IPC_HANDLE_BYTES + 1];
+      size_t b = kv_param_bytes(task, p, l->nelem);
+      if ((*cr = cu.MemAlloc(&nb[c][p], LEND_PRE + dev_size(b))) != KV_CU_SUCCESS)
+        return nb[c][p] = 0, "cuMemAlloc";
+      if ((*cr = cu_page.a.ipc.get(&h, nb[c][p])) != KV_CU_SUCCESS)
+        return "cuIpcGetMemHandle";
+      hex_of((const unsigned char *)h.reserved, sizeof h.reserved, hex);
+      json_array_append_new(row, json_string(hex));
+    }
+  }
+  return NULL;
+}
+
+static int lend_lend(json_t *req) {
+  const char *id = json_string_value(json_object_get(req, "lease"));
+  const struct kv_sizeset *s = pick_set(req);
+  int m = (int)json_integer_value(json_object_get(req, "calls"));
+  int64_t nelem[KV_MAX_PARAMS];
+  char err[512];
+  if (!id || strlen(id) >= sizeof leases[0].id || !s || m < 1 || m > 4096)
+    return reply_error("bad LEND request");
+  if (!cu_page.a.ipc.get)
+    return reply_error("this driver offers no CUDA IPC (cuIpcGetMemHandle)");
+  if (kv_layout(task, s, nelem, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  struct lease *l = lease_find(id);
+  if (l && memcmp(l->nelem, nelem, sizeof nelem) != 0)
+    lease_free(l), l = NULL;
+  for (int i = 0; !l && i < LEASES; i++)
+    if (!leases[i].id[0]) {
+      l = &leases[i];
+      snprintf(l->id, sizeof l->id, "%s", id);
+      l->ss = *s;
+      memcpy(l->nelem, nelem, sizeof nelem);
+      l->handles = json_array();
+    }
+  if (!l)
+    return reply_error("more than %d leases at once", LEASES);
+  CUresult cr = KV_CU_SUCCESS;
+  const char *bad = m > l->calls ? lease_grow(l, m, &cr) : NULL;
+  if (bad) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "lending %d calls' buffers: %s%s%s", m, bad, cr ? ": " : "",
+             cr ? cu_msg(cr) : "");
+    lease_free(l);
+    return reply_error("%s", msg);
+  }
+  probe_init();
+  json_t *hs = json_array();
+  for (int c = 0; c < m; c++)
+    json_array_append(hs, json_array_get(l->handles, (size_t)c));
+  return reply(KV_MSG_REPLY,
+               json_pack("{s:o,s:i,s:I}", "handles", hs, "offset", LEND_PRE, "alone_ns",
+                         (json_int_t)probe_alone_ns),
+               NULL, 0);
+}
+
+/* Call c's buffer of param p in the lease (0 for non-buffers). */
+static CUdeviceptr lent_buf(const struct lease *l, int c, int p) {
+  return l->base[c][p] ? l->base[c][p] + LEND_PRE : 0;
+}
+
+static void lent_guard_fill(const struct lease *l, int c, int p, uint64_t key) {
+  uint8_t g[DEV_GUARD_MAX];
+  size_t b = kv_param_bytes(task, p, l->nelem), n = dev_size(b) - b;
+  kv_guard_fill(g, LEND_PRE, kv_guard_key(key, p), 1);
+  CK(cu.MemcpyHtoD(l->base[c][p], g, LEND_PRE), "filling the guard zone before %s",
+     task->params[p].name);
+  kv_guard_fill(g, n, kv_guard_key(key, p), 0);
+  CK(cu.MemcpyHtoD(lent_buf(l, c, p) + b, g, n), "filling the guard zone after %s",
+     task->params[p].name);
+}
+
+/* The first changed byte of either zone of call c's param p, or -1. */
+static long lent_guard_changed(const struct lease *l, int c, int p, uint64_t key, int *before) {
+  uint8_t g[DEV_GUARD_MAX];
+  size_t b = kv_param_bytes(task, p, l->nelem), n = dev_size(b) - b;
+  CK(cu.MemcpyDtoH(g, l->base[c][p], LEND_PRE), "reading the guard zone before %s",
+     task->params[p].name);
+  long k = kv_guard_changed(g, LEND_PRE, kv_guard_key(key, p), 1);
+  *before = k >= 0;
+  if (k >= 0)
+    return k;
+  CK(cu.MemcpyDtoH(g, lent_buf(l, c, p) + b, n), "reading the guard zone after %s",
+     task->params[p].name);
+  return kv_guard_changed(g, n, kv_guard_key(key, p), 0);
+}
+
+static int lend_fill(json_t *req) {
+  struct lease *l = lease_find(json_string_value(json_object_get(req, "lease")));
+  int c = (int)json_integer_value(json_object_get(req, "call"));
+  uint64_t seed = (uint64_t)json_integer_value(json_object_get(req, "seed"));
+  uint64_t key = (uint64_t)json_integer_value(json_object_get(req, "key"));
+  int poison = (int)json_integer_value(json_object_get(req, "poison"));
+  if (!l || c < 0 || c >= l->calls)
+    return reply_error("bad LEND fill request");
+  void *hin[KV_MAX_PARAMS] = {0};
+  int on_dev = gen_state > 0;
+  for (int p = 0; p < task->nparams && !on_dev; p++)
+    if (kv_is_input(task->params[p].role) &&
+        !(hin[p] = malloc(kv_param_bytes(task, p, l->nelem) + 1))) {
+      for (int q = 0; q < KV_MAX_PARAMS; q++)
+        free(hin[q]);
+      return reply_error("out of memory for the inputs");
+    }
+  if (!on_dev)
+    kv_fill_inputs_mt(task, l->nelem, hin, seed, kv_fill_threads());
+  for (int p = 0; p < task->nparams; p++) {
+    enum kv_role r = task->params[p].role;
+    size_t b = kv_param_bytes(task, p, l->nelem);
+    if (!is_buffer(r))
+      continue;
+    if (kv_is_input(r) && b)
+      CK(on_dev ? kv_cugen_fill_param(&cu, stream, task, p, l->nelem[p], lent_buf(l, c, p), seed)
+                : cu.MemcpyHtoD(lent_buf(l, c, p), hin[p], b),
+         "making input %s", task->params[p].name);
+    if (r == KV_ROLE_OUT)
+      CK(poison_dev(lent_buf(l, c, p), task->params[p].dtype, (size_t)l->nelem[p], poison),
+         "poisoning %s", task->params[p].name);
+    CK(cu.StreamSynchronize(stream), "filling %s", task->params[p].name);
+    lent_guard_fill(l, c, p, seed ^ key);
+  }
+  for (int q = 0; q < KV_MAX_PARAMS; q++)
+    free(hin[q]);
+  return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+}
+
+/* Settles, then per call: its guard zones (with "guard": the key they were
+ * filled with) and its outputs, then with "inputs" its in buffers, whole or
+ * sample "sample" (kv_pack_call's layout, calls in order). No calls: only
+ * settles (no lease needed). */
+static int lend_read(json_t *req) {
+  struct lease *l = lease_find(json_string_value(json_object_get(req, "lease")));
+  json_t *calls = json_object_get(req, "calls");
+  int inputs = json_is_true(json_object_get(req, "inputs"));
+  double limit = json_number_value(json_object_get(req, "settle_s"));
+  if (!json_is_array(calls) || json_array_size(calls) > 4096 || (!l && json_array_size(calls)))
+    return reply_error("bad LEND read request");
+  int64_t snelem[KV_MAX_PARAMS];
+  if (l)
+    kv_sample_layout(task, l->nelem, snelem);
+  size_t total = 0, off = 0, i;
+  json_t *call;
+  json_array_foreach(calls, i, call) {
+    int c = (int)json_integer_value(json_object_get(call, "call"));
+    if (c < 0 || c >= l->calls)
+      return reply_error("bad LEND read request (call %d of %d)", c, l->calls);
+    total += kv_call_bytes(
+        task, json_is_integer(json_object_get(call, "sample")) ? snelem : l->nelem, inputs);
+  }
+  uint8_t *blob = total ? malloc(total) : NULL;
+  if (total && !blob)
+    return reply_error("out of memory for %zu bytes", total);
+  json_t *rep = json_object(), *guard = json_array();
+  settle((uint64_t)((limit > 0 ? limit : 3.0) * 1e9), rep);
+  json_array_foreach(calls, i, call) {
+    int c = (int)json_integer_value(json_object_get(call, "call"));
+    json_t *js = json_object_get(call, "sample"), *jg = json_object_get(call, "guard");
+    int sampled = json_is_integer(js);
+    for (int p = 0; p < task->nparams && json_is_integer(jg); p++) {
+      int before;
+      long k = is_buffer(task->params[p].role)
+                   ? lent_guard_changed(l, c, p, (uint64_t)json_integer_value(jg), &before)
+                   : -1;
+      if (k >= 0) {
+        json_array_append_new(guard, json_pack("{s:I,s:i,s:b,s:I}", "call", (json_int_t)i, "param",
+                                               p, "before", before, "byte", (json_int_t)k));
+        break;
+      }
+    }
+    for (int pass = 0; pass < 2; pass++)
+      for (int p = 0; p < task->nparams; p++) {
+        enum kv_role r = task->params[p].role;
+        if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
+          CK(copy_back(lent_buf(l, c, p), p, l->nelem[p], sampled, (uint64_t)json_integer_value(js),
+                       blob + off),
+             "copying %s back", task->params[p].name);
+          off += kv_param_bytes(task, p, sampled ? snelem : l->nelem);
+        }
+      }
+  }
+  json_object_set_new(rep, "guard", guard);
+  int rc = reply(KV_MSG_REPLY, rep, blob, off);
+  free(blob);
+  return rc;
+}
+
+static int cuda_lend(json_t *req) {
+  const char *op = json_string_value(json_object_get(req, "op"));
+  if (!ready)
+    return reply_error("the CUDA device is not usable: %s", problem);
+  if (!op)
+    return reply_error("bad LEND request (no op)");
+  if (!strcmp(op, "lend"))
+    return lend_lend(req);
+  if (!strcmp(op, "fill"))
+    return lend_fill(req);
+  if (!strcmp(op, "read"))
+    return lend_read(req);
+  if (!strcmp(op, "return")) {
+    const char *id = json_string_value(json_object_get(req, "lease"));
+    for (int i = 0; i < LEASES; i++)
+      if (leases[i].id[0] && id && (!strcmp(id, "*") || !strcmp(id, leases[i].id)))
+        lease_free(&leases[i]);
+    return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+  }
+  return reply_error("bad LEND request (op %s)", op);
+}
+
+/* ---- the borrower's side: handles mapped once, by their text ---- */
+
+#define OPENED_MAX 8192
+static struct opened {
+  char hex[2 * KV_CU_IPC_HANDLE_BYTES + 1];
+  CUdeviceptr base;
+} * opened;
+static int nopened;
+
+/* The buffer a lent handle (hex, its buffer `off` bytes in) names here. */
+static CUresult lent_ptr(const char *hex, size_t off, CUdeviceptr *d) {
+  CUipcMemHandle h;
+  if (!cu_page.a.ipc.open)
+    return KV_CU_ERROR_NOT_INITIALIZED;
+  if (unhex(hex, (unsigned char *)h.reserved, sizeof h.reserved) < 0)
+    return KV_CU_ERROR_INVALID_VALUE;
+  for (int i = 0; i < nopened; i++)
+    if (!strcmp(opened[i].hex, hex))
+      return *d = opened[i].base + off, KV_CU_SUCCESS;
+  if (!opened && !(opened = calloc(OPENED_MAX, sizeof *opened)))
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  if (nopened == OPENED_MAX)
+    return KV_CU_ERROR_INVALID_VALUE;
+  CUdeviceptr b = 0;
+  CUresult r = cu_page.a.ipc.open(&b, h, KV_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  if (r != KV_CU_SUCCESS)
+    return r;
+  memcpy(opened[nopened].hex, hex, sizeof opened[nopened].hex);
+  opened[nopened++].base = b;
+  *d = b + off;
+  return KV_CU_SUCCESS;
+}
+
+/* One call's lent buffers (a row of handles, null for non-buffers) into d. */
+static int lent_row(json_t *row, size_t off, CUdeviceptr d[KV_MAX_PARAMS], char *err, size_t cap) {
+  if (!json_is_array(row) || json_array_size(row) != (size_t)task->nparams)
+    return snprintf(err, cap, "a lent call names %zu buffers for %d params", json_array_size(row),
+                    task->nparams),
+           -1;
+  for (int p = 0; p < task->nparams; p++) {
+    d[p] = 0;
+    if (!is_buffer(task->params[p].role))
+      continue;
+    CUresult r = lent_ptr(json_string_value(json_array_get(row, (size_t)p)), off, &d[p]);
+    if (r != KV_CU_SUCCESS)
+      return snprintf(err, cap, "mapping %s's lent buffer (cuIpcOpenMemHandle): %s",
+                      task->params[p].name, cu_msg(r)),
+             -1;
+  }
+  return 0;
+}
+
+/* A CHECK job on lent buffers: one call, nothing filled or read here (the
+ * clean worker did and does); the reply says only that it returned. */
+static int check_lent(json_t *req, const struct kv_sizeset *s, int slot) {
+  json_t *call = json_array_get(json_object_get(req, "calls"), 0);
+  size_t off = (size_t)json_integer_value(json_object_get(req, "offset"));
+  CUdeviceptr d[KV_MAX_PARAMS];
+  uint64_t scal[KV_MAX_PARAMS];
+  void *args[KV_MAX_PARAMS];
+  char err[600];
+  if (!call || json_array_size(json_object_get(req, "calls")) != 1)
+    return reply_error("bad CHECK request (one call on lent buffers)");
+  if (lent_row(json_object_get(req, "lent"), off, d, err, sizeof err) < 0)
+    return reply_error("%s", err);
+  kv_fill_scalars(task, s, (uint64_t)json_integer_value(json_object_get(call, "seed")), scal);
+  for (int p = 0; p < task->nparams; p++)
+    args[p] = is_buffer(task->params[p].role) ? (void *)(uintptr_t)d[p] : (void *)&scal[p];
+  uint64_t t = call_and_sync(slot, args, "the call");
+  return reply(KV_MSG_REPLY, json_pack("{s:[I]}", "call_ns", (json_int_t)t), NULL, 0);
+}
+
 /* ---- CHECK: correctness calls at fresh device addresses ---- */
 
 static int cuda_check(json_t *req) {
@@ -622,6 +1053,8 @@ static int cuda_check(json_t *req) {
   int ret_inputs = json_is_true(json_object_get(req, "return_inputs"));
   if (!s || slot < 0 || slot >= KV_SLOTS || !slot_entry[slot] || !json_is_array(calls))
     return reply_error("bad CHECK request");
+  if (json_object_get(req, "lent"))
+    return check_lent(req, s, slot);
   char err[512];
   int64_t nelem[KV_MAX_PARAMS], snelem[KV_MAX_PARAMS];
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
@@ -750,10 +1183,11 @@ static struct {
   CUdeviceptr (*d)[KV_MAX_PARAMS]; /* cap x params: every call's buffers */
   uint64_t (*scal)[KV_MAX_PARAMS];
   void *hin[KV_MAX_PARAMS]; /* host staging for generated inputs */
+  int lent;                 /* d are the clean worker's (mapped, not ours to free) */
 } cph;
 
 static void phase_free(void) {
-  for (int c = 0; c < cph.cap && cph.d; c++)
+  for (int c = 0; c < cph.cap && cph.d && !cph.lent; c++)
     free_all(cph.d[c], KV_MAX_PARAMS);
   for (int p = 0; p < KV_MAX_PARAMS; p++)
     free(cph.hin[p]);
@@ -788,6 +1222,30 @@ static const char *phase_alloc(const struct kv_sizeset *s, const int64_t nelem[K
   return NULL;
 }
 
+/* The phase's buffers lent by the clean worker (the request's "lent": a row
+ * of handles per call, "offset"): NULL, or what went wrong in err. */
+static const char *phase_lent(const struct kv_sizeset *s, const int64_t nelem[KV_MAX_PARAMS],
+                              json_t *lent, size_t off, char *err, size_t cap) {
+  int m = (int)json_array_size(lent);
+  phase_free();
+  cph.d = calloc((size_t)m, sizeof *cph.d);
+  cph.scal = calloc((size_t)m, sizeof *cph.scal);
+  cph.lent = 1;
+  if (!cph.d || !cph.scal)
+    return phase_free(), "host memory";
+  cph.cap = m;
+  cph.s = s;
+  memcpy(cph.nelem, nelem, sizeof cph.nelem);
+  for (int p = 0; p < task->nparams; p++)
+    if (kv_is_input(task->params[p].role) && gen_state < 0 &&
+        !(cph.hin[p] = malloc(kv_param_bytes(task, p, nelem) + 1)))
+      return phase_free(), "host memory";
+  for (int c = 0; c < m; c++)
+    if (lent_row(json_array_get(lent, (size_t)c), off, cph.d[c], err, cap) < 0)
+      return phase_free(), err;
+  return NULL;
+}
+
 static int cuda_time(json_t *req) {
   if (!ready)
     return reply_error("the CUDA device is not usable: %s", problem);
@@ -807,8 +1265,21 @@ static int cuda_time(json_t *req) {
     return reply_error("bad TIME request");
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
-  CUresult cr;
-  const char *oom = phase_alloc(s, nelem, m, &cr);
+  CUresult cr = KV_CU_SUCCESS;
+  json_t *lent = json_object_get(req, "lent");
+  const char *oom = NULL;
+  if (json_is_array(lent)) {
+    if ((int)json_array_size(lent) < m)
+      return reply_error("bad TIME request (%zu lent calls for %d)", json_array_size(lent), m);
+    char lerr[600];
+    if ((oom =
+             phase_lent(s, nelem, lent, (size_t)json_integer_value(json_object_get(req, "offset")),
+                        lerr, sizeof lerr)) != NULL)
+      return reply_error("the lent buffers: %s", oom);
+  } else if (cph.lent && (cph.s != s || cph.cap < m))
+    return reply_error("bad TIME request (the lent buffers are for other sizes or fewer calls)");
+  else if (!cph.lent)
+    oom = phase_alloc(s, nelem, m, &cr);
   if (oom)
     return reply_error("out of memory for %d calls' buffers (%s%s%s)", m, oom, cr ? ": " : "",
                        cr ? cu_msg(cr) : "");
@@ -1036,6 +1507,6 @@ static int cuda_calib(json_t *req) {
   return reply(KV_MSG_REPLY, rep, NULL, 0);
 }
 
-const struct worker_runtime wcuda_runtime = {"cuda",      cuda_sandbox, cuda_init,
-                                             cuda_check,  cuda_time,    cuda_calib,
-                                             cuda_loaded, cuda_fetch,   cuda_load_kernels};
+const struct worker_runtime wcuda_runtime = {
+    "cuda",     cuda_sandbox, cuda_init,  cuda_check,        cuda_time,
+    cuda_calib, cuda_loaded,  cuda_fetch, cuda_load_kernels, cuda_lend};

@@ -40,6 +40,22 @@ typedef struct {
  * launch line; without it the check is skipped. */
 typedef CUresult (*kv_cu_func_get_param_info)(CUfunction, size_t, size_t *, size_t *);
 
+/* CUDA IPC (optional too: without it, or where the driver refuses it, the
+ * gate says that the candidate's own process carried its results): the
+ * clean worker allocates the buffers of the candidate's checked and
+ * validated calls and exports a handle to each (cuIpcGetMemHandle); the
+ * candidate's worker maps them (cuIpcOpenMemHandle) and runs into them. */
+#define KV_CU_IPC_HANDLE_BYTES 64
+typedef struct {
+  char reserved[KV_CU_IPC_HANDLE_BYTES];
+} CUipcMemHandle;
+#define KV_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+struct kv_cu_ipc {
+  CUresult (*get)(CUipcMemHandle *, CUdeviceptr);
+  CUresult (*open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
+  CUresult (*close)(CUdeviceptr);
+};
+
 /* X(member, symbol, fallback symbol or "", return, parameters) */
 #define KV_CU_FUNCS(X)                                                                             \
   X(Init, "cuInit", "", CUresult, (unsigned int))                                                  \

@@ -492,7 +492,7 @@ static int cpu_time(json_t *req) {
 
 /* The runtimes, by the surface the parent names: cpu first, cuda second. */
 static const struct worker_runtime cpu_runtime = {"cpu", NULL, NULL, cpu_check, cpu_time,
-                                                  NULL,  NULL, NULL, NULL};
+                                                  NULL,  NULL, NULL, NULL,      NULL};
 static const struct worker_runtime *const runtimes[] = {&cpu_runtime, &wcuda_runtime};
 
 int main(int argc, char **argv) {
@@ -616,6 +616,11 @@ int main(int argc, char **argv) {
                ? rt->fetch(req)
                : reply_error("the %s runtime shares its timed calls' buffers: nothing to fetch",
                              rt->name);
+    else if (h.type == KV_MSG_LEND)
+      rc = rt->lend && !has_candidate
+               ? rt->lend(req)
+               : reply_error("the %s runtime lends no buffers%s", rt->name,
+                             has_candidate ? " from a worker that loaded a candidate" : "");
     else if (h.type == KV_MSG_PROBE)
       rc = handle_probe();
     else if (h.type == KV_MSG_QUIT)

@@ -43,6 +43,9 @@ struct worker_runtime {
    * and its launch lines; sets slot_entry and slot_guard. NULL: not offered.
    * 0, or -1 with the reason in msg. */
   int (*load_kernels)(int slot, const char *path, char *msg, size_t cap);
+  /* LEND (kevo/wire.h): buffers this clean worker owns and lends to the
+   * candidate's worker by handle; NULL: not offered. */
+  int (*lend)(json_t *req);
 };
 
 extern const struct worker_runtime wcuda_runtime;

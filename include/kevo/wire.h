@@ -35,6 +35,15 @@ enum kv_wire_type {
   KV_MSG_QUIT,
   KV_MSG_CALIB, /* measure the device's ceilings (cuda): bandwidth, FMA rate */
   KV_MSG_FETCH, /* outputs and inputs of one call of the last TIME phase */
+  /* To a clean worker (never one that loaded a candidate): buffers it owns
+   * and lends to a candidate's worker by handle (cuda: CUDA IPC handles),
+   * {"op": "lend" | "fill" | "read" | "return", "lease": id, ...}: lend
+   * replies {"handles": [per call: [per param: handle text or null]],
+   * "offset": bytes from an allocation to its buffer}; a CHECK or TIME job
+   * of the candidate's worker then names them ("lent", "offset"); read
+   * waits until the device runs nothing of another process, then replies
+   * with the calls' outputs (and inputs) as its blob. */
+  KV_MSG_LEND,
   KV_MSG_REPLY = 100,
   KV_MSG_ERROR = 101,
 };

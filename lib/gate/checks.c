@@ -94,6 +94,77 @@ static enum kv_call_status check_shm(struct kv_worker *w, const struct kv_task *
   return KV_CALL_OK;
 }
 
+/* A cuda candidate's CHECK job on buffers the clean worker lends (lend.h):
+ * for each call, while the candidate's process is stopped, the clean worker
+ * fills inputs, poisoned outputs and guard zones (keyed by a secret the
+ * candidate never sees) in lease `id`; the candidate's worker runs the one
+ * call into them and answers; kevo stops it and the clean worker, once the
+ * GPU runs nothing of another process, copies outputs, inputs and guard
+ * zones back. Its reply says only that the call returned. *blob and *rep as
+ * kv_run_check's; *kevo_failed when the clean worker failed. */
+static enum kv_call_status check_lent(struct kv_session *s, json_t *row, const char *id, int index,
+                                      const struct kv_sizeset *drawn, const int64_t *nelem,
+                                      const uint64_t *seeds, const int *poisons, uint64_t key,
+                                      double deadline, uint8_t **blob, json_t **rep,
+                                      int *kevo_failed, char *d, size_t dl) {
+  const struct kv_task *t = s->t;
+  struct kv_worker *w = &s->cw;
+  size_t cb = kv_call_bytes(t, nelem, 1);
+  *blob = malloc(2 * cb + 1);
+  *rep = json_pack("{s:[]}", "guard");
+  if (!*blob || !*rep)
+    return snprintf(d, dl, "out of memory"), *kevo_failed = 1, KV_CALL_ERROR;
+  for (int c = 0; c < 2; c++) {
+    if (kv_worker_pause(w) < 0) {
+      snprintf(d, dl, "the worker could not be stopped to fill its buffers (%s)", w->death);
+      return KV_CALL_DIED;
+    }
+    if (kv_lend_fill(s, id, 0, seeds[c], poisons[c], key, d, dl) < 0)
+      return *kevo_failed = 1, KV_CALL_ERROR;
+    json_t *req = json_pack("{s:i,s:s,s:i,s:[{s:I,s:i}],s:b,s:O,s:I}", "slot", 0, "set", "check",
+                            "index", index, "calls", "seed", (json_int_t)seeds[c], "poison",
+                            poisons[c], "return_inputs", 0, "lent", row, "offset",
+                            (json_int_t)s->lend.offset),
+           *r = NULL;
+    kv_request_sizes(t, drawn, req);
+    enum kv_call_status st = kv_worker_call(w, KV_MSG_CHECK, req, deadline, &r, NULL, 0, d, dl);
+    json_decref(req);
+    json_decref(r);
+    if (st != KV_CALL_OK)
+      return st;
+    /* Stopped before anything is read: nothing of its process runs now. */
+    if (kv_worker_pause(w) < 0) {
+      snprintf(d, dl, "the worker could not be stopped to read its buffers (%s)", w->death);
+      return KV_CALL_DIED;
+    }
+    uint8_t *got = NULL;
+    json_t *rr = NULL;
+    if (kv_lend_read(s, id,
+                     json_pack("[{s:i,s:I}]", "call", 0, "guard", (json_int_t)(seeds[c] ^ key)), 1,
+                     cb, &got, &rr, d, dl) < 0)
+      return *kevo_failed = 1, KV_CALL_ERROR;
+    memcpy(*blob + (size_t)c * cb, got, cb);
+    free(got);
+    int busy = json_is_true(json_object_get(rr, "busy"));
+    json_t *g = json_array_get(json_object_get(rr, "guard"), 0);
+    if (g) {
+      json_object_set_new(g, "call", json_integer(c));
+      json_array_append(json_object_get(*rep, "guard"), g);
+    }
+    double settle = (double)json_integer_value(json_object_get(rr, "settle_ns"));
+    json_decref(rr);
+    if (busy) {
+      snprintf(d, dl,
+               "its process left work running on the GPU after the call returned: the GPU was "
+               "still busy %.1f s later (its process stopped)",
+               settle * 1e-9);
+      return KV_CALL_ERROR;
+    }
+  }
+  kv_worker_resume(w);
+  return KV_CALL_OK;
+}
+
 /* The check memory a session's cpu candidate needs: one call of its largest
  * check size set. */
 static size_t check_mem(const struct kv_task *t, const struct kv_sizeset *drawn) {
@@ -236,7 +307,7 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
   struct kv_sizeset drawn_set;
   const struct kv_sizeset *drawn = draw_set(t, base, &drawn_set) ? &drawn_set : NULL;
   size_t chk_len = check_mem(t, drawn);
-  uint64_t key = kv_random_u64(); /* the guard zones' secret (cpu) */
+  uint64_t key = kv_random_u64(); /* the guard zones' secret (cpu, and cuda's lent buffers) */
   int nsets = t->ncheck + (drawn != NULL);
   for (int i = 0; i < nsets && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++) {
     const struct kv_sizeset *ss = i < t->ncheck ? &t->check[i] : drawn;
@@ -262,6 +333,19 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
       ck->seed = seeds[0];
       uint8_t *exp = NULL, *got = NULL;
       char d[1024];
+      /* cuda: the buffers the clean worker lends for this size set (its
+       * jobs and the reference's then take turns: one worker). */
+      json_t *row = NULL;
+      char lid[16];
+      snprintf(lid, sizeof lid, "c%d", i);
+      if (s->sf->device_in_worker) {
+        json_t *h = NULL;
+        int lr = kv_lend(s, lid, "check", index, dr, 1, &h, err, errlen);
+        if (lr < 0)
+          goto fail;
+        row = lr > 0 ? json_array_get(h, 0) : NULL;
+        s->lend.fell_back |= lr == 0;
+      }
       struct ref_job rj = {.w = &s->rw,
                            .index = index,
                            .t = t,
@@ -270,7 +354,7 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
                            .poisons = poisons,
                            .want = 2 * ob,
                            .deadline = o->job_deadline_s};
-      rj.started = pthread_create(&rj.th, NULL, ref_main, &rj) == 0;
+      rj.started = !row && pthread_create(&rj.th, NULL, ref_main, &rj) == 0;
       if (!rj.started)
         ref_main(&rj);
       enum kv_call_status st = KV_CALL_OK;
@@ -283,8 +367,11 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
         if (kv_session_start_worker(s, &s->cw, &s->cw_up, cand_so, d, sizeof d, err, errlen) != 0)
           st = KV_CALL_ERROR;
       }
-      int cw_failed = st != KV_CALL_OK;
-      if (!cw_failed && !s->sf->device_in_worker)
+      int cw_failed = st != KV_CALL_OK, kevo_failed = 0;
+      if (!cw_failed && row)
+        st = check_lent(s, row, lid, index, dr, nelem, seeds, poisons, key, o->job_deadline_s, &got,
+                        &crep, &kevo_failed, d, sizeof d);
+      else if (!cw_failed && !s->sf->device_in_worker)
         st = check_shm(&s->cw, t, index, dr, nelem, chk_len, seeds, poisons, key, o->job_deadline_s,
                        &got, &crep, d, sizeof d);
       else if (!cw_failed)
@@ -293,6 +380,13 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
       if (rj.started)
         pthread_join(rj.th, NULL);
       exp = rj.exp;
+      if (kevo_failed) {
+        kv_error(err, errlen, "%s", d);
+        free(exp);
+        free(got);
+        json_decref(crep);
+        goto fail;
+      }
       if (dr && !cw_failed && rj.st != KV_CALL_OK) {
         /* The reference itself cannot run at the drawn sizes (a size its
          * code fixes): the drawn set is dropped, and the timeline says so. */

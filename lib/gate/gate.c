@@ -77,9 +77,13 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
 }
 
 void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r) {
-  if (!s->cw_up)
+  if (!s->cw_up) {
+    kv_lend_return(s);
     return;
+  }
   kv_worker_stop_keep_output(&s->cw); /* drains what is left of its output first */
+  /* Reaped: no process of the candidate maps the lent buffers now. */
+  kv_lend_return(s);
   free(r->cand_stdout);
   free(r->cand_stderr);
   r->cand_stdout = s->cw.out.data ? strdup(s->cw.out.data) : NULL;
@@ -92,6 +96,7 @@ void kv_session_stop_candidate(struct kv_session *s, struct kv_gate_result *r) {
 }
 
 void kv_session_release(struct kv_session *s) {
+  kv_lend_drop(s); /* the workers go now: nothing to tell the clean one */
   if (s->rw_up)
     kv_worker_stop_nowait(&s->rw);
   if (s->cw_up)
@@ -941,6 +946,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   }
   rc = 0;
 out:
+  if (rc == 0)
+    kv_lend_note(&s, r->detail, sizeof r->detail);
   if (o->warm && s.cw_fresh && s.cw_up) { /* never readied: as good as new */
     kv_warm_put_cand(o->warm, cand_key, &s.cw);
     s.cw_up = s.cw_fresh = 0;

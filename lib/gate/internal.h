@@ -7,6 +7,7 @@
 
 #include "devlock.h"
 #include "kevo/gate.h"
+#include "lend.h"
 #include "kevo/surface.h"
 #include "kevo/util.h"
 
@@ -393,6 +394,8 @@ struct kv_session {
    * so that a reference worker handed on is not loaded again. */
   int cw_fresh;
   char rw_slot0[KV_SLOT_KEY], rw_slot2[KV_SLOT_KEY];
+  /* cuda: the buffers rw lends to cw (lend.h) */
+  struct kv_lend lend;
 };
 /* Workers kept warm across evaluations (warm.c, kevo/gate.h kv_gate_warm):
  * take moves what the warm holds for `key` into the session (1) or drops it

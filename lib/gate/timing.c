@@ -19,8 +19,13 @@
  *   bounds the candidate's reported times from below and above: reported
  *   times well below (parent wall - clean overhead) are forged: `implausible`.
  * - Which calls are validated is drawn by the parent after each phase is
- *   over; their outputs and inputs are fetched and compared with the
+ *   over; their outputs and inputs are read and compared with the
  *   reference's on the same fresh inputs, computed in the clean worker.
+ *   cuda: the candidate's timed calls run in buffers the clean worker lends
+ *   (lend.h); every phase of every side ends, inside kevo's clock, with its
+ *   worker stopped and the GPU settled (the clean worker's probe runs
+ *   promptly), so work a candidate leaves running after it answers counts
+ *   as its phase's, and the clean worker reads the validated calls itself.
  * - The number of calls comes from the parent's own clock (overheads
  *   included), never fewer than KV_TIMING_MIN_CALLS.
  * - Adaptive timing (kv_gate_opts.timing_ci, kevo/timeci.h) only decides
@@ -236,6 +241,10 @@ struct timing {
     uint8_t *got; /* the candidate's sample: outputs, then inputs */
   } pend[MAX_PENDING];
   int npend;
+  /* cuda: the candidate's phases run in buffers the clean worker lends
+   * (lend.h), lease lid of lent_calls calls; lend 0 where it cannot */
+  int lend, lent_calls, kevo_err;
+  char lid[16];
 };
 
 /* cpu: call c's buffers in a worker's shared memory. */
@@ -378,6 +387,63 @@ static enum kv_call_status cpu_prepare(struct timing *tm, int side, int m, uint6
   return KV_CALL_OK;
 }
 
+/* cuda: the candidate's phase request names the buffers the clean worker
+ * lends (as many calls as the phase, lent once: its worker keeps them
+ * mapped). 0, or -1 when the clean worker failed (tm->kevo_err). */
+static int lend_phase(struct timing *tm, int m, json_t *req) {
+  if (!tm->lend || m <= tm->lent_calls)
+    return 0;
+  json_t *h = NULL;
+  char e[1024];
+  int lr = kv_lend(tm->s, tm->lid, "bench", tm->index, NULL, m, &h, e, sizeof e);
+  if (lr < 0) {
+    tm->kevo_err = 1;
+    snprintf(tm->d, sizeof tm->d, "%s", e);
+    return -1;
+  }
+  if (lr == 0) { /* the old path: the candidate's worker allocates and fetches */
+    tm->lend = 0;
+    tm->s->lend.fell_back = 1;
+    return 0;
+  }
+  tm->lent_calls = m;
+  json_object_set(req, "lent", h);
+  json_object_set_new(req, "offset", json_integer((json_int_t)tm->s->lend.offset));
+  return 0;
+}
+
+/* cuda: the end of every phase of every side, inside kevo's clock: the
+ * phase's worker stopped (the candidate's stays so until its next phase),
+ * the clean worker waits until the GPU runs nothing of another process. So
+ * a candidate's phase lasts until whatever it left running on the GPU is
+ * over, and the same steps in the empty entry's phases price them as kevo's
+ * overhead. Work still running at the limit after a candidate's phase is a
+ * verdict. */
+static enum kv_call_status settle_after(struct timing *tm, int side) {
+  double charge = 0;
+  int busy = 0;
+  char e[1024];
+  struct kv_worker *w = tm->sd[side].w;
+  if (kv_worker_pause(w) < 0) {
+    snprintf(tm->d, sizeof tm->d, "the worker could not be stopped after a phase: %s", w->death);
+    if (side != SIDE_CAND)
+      tm->kevo_err = 1;
+    return KV_CALL_DIED;
+  }
+  if (kv_lend_settle(tm->s, tm->lid, &charge, &busy, e, sizeof e) < 0) {
+    tm->kevo_err = 1;
+    snprintf(tm->d, sizeof tm->d, "%s", e);
+    return KV_CALL_ERROR;
+  }
+  if (busy && side == SIDE_CAND)
+    kv_set_verdict(tm->r, KV_V_IMPLAUSIBLE,
+                   "timing at %s: the candidate's process left work running on the GPU after its "
+                   "phase answered (still running %.1f s later, its process stopped): work done "
+                   "outside the timed calls",
+                   tm->r->timing.sizes, KV_LEND_SETTLE_S);
+  return KV_CALL_OK;
+}
+
 /* One phase of m calls of `side`. keep: record its times. KernelBench's
  * protocol: a side's block (kb_seed[side] set to 0 by its caller) writes its
  * inputs in its first phase and keeps them in the later ones. */
@@ -409,10 +475,16 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   if (tm->kb)
     json_object_update_new(
         req, json_pack("{s:b,s:b,s:b}", "keep_inputs", kb_kept, "flush", 0, "lead", 0));
+  if (side == SIDE_CAND && lend_phase(tm, m, req) < 0) {
+    json_decref(req);
+    return KV_CALL_ERROR; /* tm->kevo_err */
+  }
   json_t *rep = NULL;
   uint64_t t0 = kv_now_ns();
   enum kv_call_status st =
       kv_worker_call(sd->w, KV_MSG_TIME, req, deadline, &rep, NULL, 0, tm->d, sizeof tm->d);
+  if (tm->lend && tm->lent_calls > 0 && st == KV_CALL_OK && !alloc_only)
+    st = settle_after(tm, side);
   uint64_t t1 = kv_now_ns();
   json_decref(req);
   if (st == KV_CALL_OK && !alloc_only) {
@@ -450,7 +522,8 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   tm->last_seed = seed;
   if (side == SIDE_CAND)
     tm->cand_seed = seed;
-  /* cpu: the candidate stops before anyone reads what it wrote. */
+  /* cpu: the candidate stops before anyone reads what it wrote (cuda with
+   * lent buffers: it stopped in settle_after). */
   if (!tm->cuda && side == SIDE_CAND && st == KV_CALL_OK && kv_worker_pause(&tm->s->cw) < 0) {
     snprintf(tm->d, sizeof tm->d, "the worker could not be stopped after a phase: %s",
              tm->s->cw.death);
@@ -602,9 +675,11 @@ static int judge_pending(struct timing *tm, double deadline, char *err, size_t e
  * buffer's elements drawn now (kevo/runtime.h). cpu: outputs from shared
  * memory (its inputs are compared whole by check_inputs), the reference's
  * call at once. cuda: outputs and inputs gathered on the device by the
- * candidate's worker now; the reference's answers later, for all validated
- * calls at once (judge_pending), or at once for a torch reference. Returns 0
- * with r's verdict changed when it is wrong, -1 when kevo failed. */
+ * clean worker from the buffers it lent (without lending, the old path: by
+ * the candidate's worker, FETCH); the reference's answers later, for all
+ * validated calls at once (judge_pending), or at once for a torch
+ * reference. Returns 0 with r's verdict changed when it is wrong, -1 when
+ * kevo failed. */
 static int validate_call(struct timing *tm, int c, double deadline, char *err, size_t errlen) {
   struct kv_session *s = tm->s;
   const struct kv_task *t = s->t;
@@ -629,6 +704,14 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
       free(got);
       return kv_error(err, errlen, "out of memory");
     }
+  } else if (tm->lend) {
+    /* Read by the clean worker from the buffers it lent, the candidate's
+     * process stopped since its phase answered and the GPU settled. */
+    json_t *rep = NULL;
+    if (kv_lend_read(s, tm->lid, json_pack("[{s:i,s:I}]", "call", c, "sample", (json_int_t)sseed),
+                     inputs, cb, &got, &rep, err, errlen) < 0)
+      return -1;
+    json_decref(rep);
   } else {
     json_t *req =
                json_pack("{s:i,s:b,s:I}", "call", c, "inputs", inputs, "sample", (json_int_t)sseed),
@@ -708,7 +791,7 @@ static void choose_times(struct side *sd, double sync_ns, int *host_timer) {
 static enum kv_verdict phase_failed(struct timing *tm, int side, enum kv_call_status st, char *err,
                                     size_t errlen, int *kevo_failed) {
   *kevo_failed = 0;
-  if (side != SIDE_CAND) {
+  if (side != SIDE_CAND || tm->kevo_err) {
     *kevo_failed = 1;
     kv_error(err, errlen, "timing the %s at %s failed: %s", side_names[side], tm->r->timing.sizes,
              tm->d);
@@ -1154,6 +1237,8 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   tm.index = index;
   tm.ss = &t->bench[index];
   tm.cuda = s->sf->device_in_worker;
+  tm.lend = tm.cuda && !(s->lend.tried && !s->lend.ipc);
+  snprintf(tm.lid, sizeof tm.lid, "t%d", index);
   tm.kb = s->o->timing_method == KV_TIMING_KERNELBENCH;
   snprintf(r->timing.method, sizeof r->timing.method, "%s",
            kv_timing_method_name(s->o->timing_method));
@@ -1335,7 +1420,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   /* Adaptive: at least one validated call, drawn from the candidate's last
    * phase now that the loop is over (its buffers still hold it). */
   if (r->verdict == KV_V_OK && target && tm.validated == 0) {
-    if (tm.cuda)
+    if (tm.cuda && !tm.lend)
       only(&tm, SIDE_CAND); /* the fetch goes through its worker */
     int c = (int)(rand01() * m);
     if (validate(&tm, c < m ? c : m - 1, job * 6, err, errlen) < 0) {

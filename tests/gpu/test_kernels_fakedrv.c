@@ -7,7 +7,10 @@
  * launches in order, unwritten_output, load_error for a kernel whose
  * parameters differ from its launch line, crash for a refused launch, ok when
  * kevo opts a kernel in to 100 KiB of shared memory, input_mutated, and
- * wrong_output for a write one element past the output (its guard zone).
+ * wrong_output for a write one element past the output (its guard zone);
+ * then the attacks of issue 28 (relay on a descriptor, work finished after
+ * the phase, a rewritten cuMemcpyDtoH entry), each rejected, and the old
+ * path (no lending) said in the verdict.
  * The worker runs unsandboxed here (the stand-in driver lives in the build
  * tree); the sandbox is tested on its own. Needs NVRTC (skips without). */
 #include <setjmp.h>
@@ -91,6 +94,102 @@ static void test_fakedrv(void **state) {
   }
   kv_task_free(t);
   assert_int_equal(bad, 0);
+}
+
+/* The attacks of issue 28 on the stand-in driver (fakecuda.c runs each one
+ * in the candidate's worker process: a relay on its descriptors, a rewritten
+ * cuMemcpyDtoH entry), timed as a real evaluation is. Each must be rejected:
+ * the clean worker owns the buffers and reads them itself. KEVO_NO_LEND=1
+ * (the old path, where the candidate's process carries its results) says so
+ * in the verdict's detail; with it, the code before the clean worker lent
+ * its buffers judged relay_reply, defer and hook ok. */
+static const struct {
+  const char *name;
+  unsigned want; /* bits of kv_verdict */
+} attacks[] = {
+    {"relay_reply", 1u << KV_V_WRONG_OUTPUT},
+    {"defer", 1u << KV_V_IMPLAUSIBLE | 1u << KV_V_STALE_OUTPUT},
+    {"hook", 1u << KV_V_UNWRITTEN_OUTPUT},
+    {"good", 1u << KV_V_OK},
+};
+
+static void eval_timed(const struct kv_task *t, const char *path, struct kv_gate_result *r) {
+  struct kv_calib cal = {"cuda:kevo fake GPU sm_90 x4", 1e6, 1e9, 1 << 20, 4, 0};
+  struct kv_gate_opts o;
+  char err[2048];
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.nvcc_path = getenv("KEVO_NVCC");
+  o.cuda_arch = getenv("KEVO_CUDA_ARCH");
+  o.surface = "cuda";
+  o.cache_dir = cache;
+  o.sandbox = 0;
+  o.calib = &cal;
+  o.time_budget_s = 0.2;
+  o.job_deadline_s = 60;
+  if (kv_gate_eval(t, path, &o, r, err, sizeof err) != 0)
+    fail_msg("%s: kv_gate_eval: %s", path, err);
+}
+
+static void test_fakedrv_attacks(void **state) {
+  (void)state;
+  if (!nvrtc_found())
+    skip();
+  char dir[PATH_MAX * 2], err[2048];
+  snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  int bad = 0;
+  for (size_t i = 0; i < sizeof attacks / sizeof attacks[0]; i++) {
+    char path[PATH_MAX * 3];
+    snprintf(path, sizeof path, "%s/cands/%s.cu", dir, attacks[i].name);
+    struct kv_gate_result *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    eval_timed(t, path, r);
+    int ok = (attacks[i].want >> r->verdict) & 1;
+    /* Never the old path silently: the lent buffers were used. */
+    ok = ok && !strstr(r->detail, "through the candidate's own process");
+    printf("%s attack %-12s %-18s %.300s\n", ok ? "ok  " : "FAIL", attacks[i].name,
+           kv_verdict_name(r->verdict), r->detail);
+    if (r->timed)
+      printf("     candidate %.2f us (clamped %d, kevo's clock %.2f us a call, ratio %.2f), "
+             "reference %.2f us\n",
+             r->timing.cand.median_us, r->timing.cand_clamped, r->timing.parent_us,
+             r->timing.clock_ratio, r->timing.ref.median_us);
+    bad += !ok;
+    kv_gate_result_release(r);
+    free(r);
+  }
+  kv_task_free(t);
+  assert_int_equal(bad, 0);
+}
+
+/* Without lending (KEVO_NO_LEND=1: as where the driver has no CUDA IPC) the
+ * old path runs, and the verdict says that the candidate's process carried
+ * its results. */
+static void test_fakedrv_no_lend_said(void **state) {
+  (void)state;
+  if (!nvrtc_found())
+    skip();
+  char dir[PATH_MAX * 2], path[PATH_MAX * 3], err[2048];
+  snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
+  snprintf(path, sizeof path, "%s/cands/good.cu", dir);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  setenv("KEVO_NO_LEND", "1", 1);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  eval_timed(t, path, r);
+  unsetenv("KEVO_NO_LEND");
+  printf("no lending: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
+  assert_int_equal(r->verdict, KV_V_OK);
+  assert_non_null(strstr(r->detail, "through the candidate's own process"));
+  assert_non_null(strstr(r->detail, "KEVO_NO_LEND"));
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
 }
 
 static void phase_seen(void *ud, const char *phase, const struct kv_gate_result *r) {
@@ -250,8 +349,9 @@ int main(void) {
   snprintf(cache, sizeof cache, "%s/fakedrv", c && *c ? c : "/tmp/kevo-fakedrv");
   setenv("KEVO_CUDA_ARCH", "sm_90", 1);
   kv_rmtree(cache); /* built afresh: what is judged is this build's */
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_fakedrv),
-                                     cmocka_unit_test(test_fakedrv_timed),
-                                     cmocka_unit_test(test_prebuild_analyses)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fakedrv), cmocka_unit_test(test_fakedrv_timed),
+      cmocka_unit_test(test_fakedrv_attacks), cmocka_unit_test(test_fakedrv_no_lend_said),
+      cmocka_unit_test(test_prebuild_analyses)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

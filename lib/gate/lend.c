@@ -1,0 +1,158 @@
+/* The clean worker's lent buffers (lend.h): the gate's side of KV_MSG_LEND. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kevo/wire.h"
+#include "lend.h"
+
+static double lend_deadline(const struct kv_session *s) {
+  return (s->o->job_deadline_s > 0 ? s->o->job_deadline_s : 10) + KV_LEND_SETTLE_S;
+}
+
+/* The clean kevo-worker that lends: the reference's, or for a reference.py
+ * task the empty entry's (ew: the reference's is Python). */
+static struct kv_worker *lender(struct kv_session *s) {
+  return s->torch ? &s->ew : &s->rw;
+}
+
+/* One LEND job of the clean worker. KV_CALL_ERROR: it refused (detail). */
+static enum kv_call_status lend_call(struct kv_session *s, json_t *req, size_t want, uint8_t **blob,
+                                     json_t **rep, char *d, size_t dl) {
+  json_t *r = NULL;
+  enum kv_call_status st =
+      kv_worker_call(lender(s), KV_MSG_LEND, req, lend_deadline(s), &r, blob, want, d, dl);
+  json_decref(req);
+  if (rep)
+    *rep = r;
+  else
+    json_decref(r);
+  return st;
+}
+
+static int slot_of(struct kv_session *s, const char *id) {
+  for (int i = 0; i < s->lend.n; i++)
+    if (!strcmp(s->lend.l[i].id, id))
+      return i;
+  return -1;
+}
+
+int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
+            const struct kv_sizeset *drawn, int calls, json_t **handles, char *err, size_t errlen) {
+  struct kv_lend *L = &s->lend;
+  *handles = NULL;
+  if (L->tried && !L->ipc)
+    return 0;
+  if (!s->sf->device_in_worker || getenv("KEVO_NO_LEND")) {
+    L->tried = 1;
+    snprintf(L->why, sizeof L->why, "%s",
+             !s->sf->device_in_worker ? "not a GPU surface" : "KEVO_NO_LEND is set");
+    return 0;
+  }
+  /* A reference.py task: the empty entry's clean kevo-worker lends. */
+  if (s->torch && !s->ew_up && kv_session_worker_up(s, &s->ew, &s->ew_up, err, errlen) < 0)
+    return -1;
+  int i = slot_of(s, id);
+  if (i < 0 && L->n == KV_LEND_MAX)
+    return kv_error(err, errlen, "more than %d leases in one evaluation", KV_LEND_MAX);
+  json_t *req = json_pack("{s:s,s:s,s:s,s:i,s:i}", "op", "lend", "lease", id, "set", set, "index",
+                          index, "calls", calls),
+         *rep = NULL;
+  kv_request_sizes(s->t, drawn, req);
+  char d[1024];
+  enum kv_call_status st = lend_call(s, req, 0, NULL, &rep, d, sizeof d);
+  json_t *h = json_object_get(rep, "handles");
+  if (st == KV_CALL_ERROR && !L->tried) {
+    /* It cannot lend here (a driver without CUDA IPC, or one that refuses
+     * it): the old path, said in the verdict. */
+    L->tried = 1;
+    snprintf(L->why, sizeof L->why, "%.290s", d);
+    json_decref(rep);
+    return 0;
+  }
+  if (st != KV_CALL_OK || !json_is_array(h) || (int)json_array_size(h) != calls) {
+    json_decref(rep);
+    return kv_error(err, errlen, "the reference worker could not lend %d calls' buffers: %s", calls,
+                    st != KV_CALL_OK ? d : "a malformed answer");
+  }
+  L->tried = L->ipc = 1;
+  L->offset = (size_t)json_integer_value(json_object_get(rep, "offset"));
+  L->alone_ns = (double)json_integer_value(json_object_get(rep, "alone_ns"));
+  if (i < 0) {
+    i = L->n++;
+    snprintf(L->l[i].id, sizeof L->l[i].id, "%s", id);
+  }
+  json_decref(L->l[i].handles);
+  L->l[i].handles = json_incref(h);
+  json_decref(rep);
+  *handles = L->l[i].handles;
+  return 1;
+}
+
+int kv_lend_fill(struct kv_session *s, const char *id, int call, uint64_t seed, int poison,
+                 uint64_t key, char *err, size_t errlen) {
+  char d[1024];
+  /* JSON's integers are signed 64-bit: the seed and key travel as such. */
+  json_t *req = json_pack("{s:s,s:s,s:i,s:I,s:i,s:I}", "op", "fill", "lease", id, "call", call,
+                          "seed", (json_int_t)seed, "poison", poison, "key", (json_int_t)key);
+  if (lend_call(s, req, 0, NULL, NULL, d, sizeof d) != KV_CALL_OK)
+    return kv_error(err, errlen, "the reference worker could not fill a lent call: %s", d);
+  return 0;
+}
+
+int kv_lend_read(struct kv_session *s, const char *id, json_t *calls, int inputs, size_t want,
+                 uint8_t **blob, json_t **rep, char *err, size_t errlen) {
+  char d[1024];
+  json_t *req = json_pack("{s:s,s:s,s:o,s:b,s:f}", "op", "read", "lease", id, "calls", calls,
+                          "inputs", inputs, "settle_s", KV_LEND_SETTLE_S);
+  if (lend_call(s, req, want, blob, rep, d, sizeof d) != KV_CALL_OK) {
+    if (rep) {
+      json_decref(*rep);
+      *rep = NULL;
+    }
+    return kv_error(err, errlen, "the reference worker could not read lent buffers: %s", d);
+  }
+  double st = (double)json_integer_value(json_object_get(*rep, "settle_ns"));
+  s->lend.settle_max_ns = st > s->lend.settle_max_ns ? st : s->lend.settle_max_ns;
+  return 0;
+}
+
+int kv_lend_settle(struct kv_session *s, const char *id, double *charge_ns, int *busy, char *err,
+                   size_t errlen) {
+  json_t *rep = NULL;
+  if (kv_lend_read(s, id, json_array(), 0, 0, NULL, &rep, err, errlen) < 0)
+    return -1;
+  double settle = (double)json_integer_value(json_object_get(rep, "settle_ns"));
+  double alone = (double)json_integer_value(json_object_get(rep, "alone_ns"));
+  *busy = json_is_true(json_object_get(rep, "busy"));
+  *charge_ns = settle > alone ? settle - alone : 0;
+  s->lend.charged_ns += *charge_ns;
+  json_decref(rep);
+  return 0;
+}
+
+void kv_lend_return(struct kv_session *s) {
+  char d[1024];
+  if (s->lend.n > 0 && (s->torch ? s->ew_up : s->rw_up) && lender(s)->alive)
+    lend_call(s, json_pack("{s:s,s:s}", "op", "return", "lease", "*"), 0, NULL, NULL, d, sizeof d);
+  kv_lend_drop(s);
+}
+
+void kv_lend_drop(struct kv_session *s) {
+  struct kv_lend *L = &s->lend;
+  for (int i = 0; i < L->n; i++)
+    json_decref(L->l[i].handles);
+  memset(L->l, 0, sizeof L->l);
+  L->n = 0;
+}
+
+void kv_lend_note(const struct kv_session *s, char *detail, size_t cap) {
+  if (!s->lend.fell_back)
+    return;
+  size_t n = strlen(detail);
+  snprintf(detail + n, cap - n,
+           " (results read through the candidate's own process: the clean worker lends no "
+           "buffers here: %s)",
+           s->lend.why);
+}
