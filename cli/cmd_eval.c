@@ -136,6 +136,10 @@ static void print_checks(const struct kv_gate_result *r) {
     int pass = 0;
     for (int i = 0; i < r->nchecks; i++)
       pass += r->checks[i].verdict == KV_V_OK;
+    if (r->jit_s > 0) /* the torch surface: import, Triton's JIT, load_inline (never timed) */
+      printf("  load     %6.2f s  ModelNew imported, built and run once at each listed size "
+             "(JIT and builds; not timed)\n",
+             r->jit_s);
     printf("  checks   %6.2f s  %d/%d passed\n", r->check_s, pass, r->nchecks);
   }
 }
@@ -294,7 +298,9 @@ static int eval_one(const struct kv_task *t, const char *cand, struct kv_gate_op
   }
   if (access(cand, R_OK) != 0)
     return eval_fail(json, "%s: cannot read the candidate; give the path of a %s file", cand,
-                     kv_surface_gpu(sf) ? "CUDA (.cu)" : "C");
+                     kv_surface_gpu(sf)                            ? "CUDA (.cu)"
+                     : kv_surface_lang(sf) == KV_LANG_PYTHON ? "Python (.py) ModelNew"
+                                                             : "C");
   struct kv_gate_result *r = calloc(1, sizeof *r);
   if (!r)
     return cli_fail("out of memory");

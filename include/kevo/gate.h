@@ -262,6 +262,10 @@ struct kv_gate_result {
   struct kv_kernel_res kernels[KV_MAX_KERNELS];
   struct kv_calib calib; /* the ceilings the verdict used (calib.device empty: none) */
   double compile_s, check_s, time_s;
+  /* torch surface: the candidate's LOAD on kevo's clock (its import, ModelNew
+   * built and run once at every listed size: Triton's JIT, load_inline's
+   * build), never in a timed call; 0 elsewhere. */
+  double jit_s;
   double lock_wait_s; /* waited for the device's timing lock (not in time_s) */
   int nchecks;
   struct kv_check checks[KV_GATE_MAX_CHECKS];

@@ -41,7 +41,7 @@
 enum kv_dtype { KV_F32, KV_F64, KV_I32, KV_I64, KV_U8, KV_F16, KV_BF16, KV_DTYPE_COUNT };
 enum kv_role { KV_ROLE_IN, KV_ROLE_OUT, KV_ROLE_INOUT, KV_ROLE_SIZE, KV_ROLE_SCALAR };
 enum kv_dist { KV_DIST_DEFAULT, KV_DIST_UNIFORM, KV_DIST_NORMAL, KV_DIST_INT };
-enum kv_lang { KV_LANG_C, KV_LANG_CUDA };
+enum kv_lang { KV_LANG_C, KV_LANG_CUDA, KV_LANG_PYTHON /* the torch surface's ModelNew */ };
 
 struct kv_init {
   enum kv_dist dist; /* KV_DIST_DEFAULT: uniform[-1,1] for floats, int[-100,100] for

@@ -173,6 +173,18 @@ static int worker_spawn(struct kv_session *s, struct kv_worker *w, int *up, char
     spec.script = s->tp.script;
     spec.rtlib = s->tp.rtlib;
     spec.torch_cache = s->cache;
+  } else if (s->torch && s->sf->lang == KV_LANG_PYTHON) {
+    /* The torch surface: the candidate's worker and kevo's empty entry's are
+     * kevo_torch_cand.py, with its caches in its own scratch (no torch_cache:
+     * a candidate never writes where a later process loads code from). */
+    if (!s->tp.cand[0])
+      return kv_error(err, errlen,
+                      "kevo_torch_cand.py: not found beside %s nor in the source tree; rebuild "
+                      "kevo or set KEVO_TORCH_CAND",
+                      s->worker_path);
+    spec.python = s->tp.python;
+    spec.script = s->tp.cand;
+    spec.rtlib = s->tp.rtlib;
   }
   if (kv_worker_spawn(w, &spec, err, errlen) < 0)
     return -1;
@@ -204,6 +216,9 @@ static int worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char
   json_decref(rep);
   if (st != KV_CALL_OK)
     return kv_error(err, errlen, "the worker could not take the task: %s", d);
+  /* The torch surface's empty entry: kevo's empty ModelNew, loaded at once. */
+  if (s->torch && s->sf->lang == KV_LANG_PYTHON && w == &s->ew)
+    return kv_torch_load_empty(s, w, err, errlen);
   return 0;
 }
 
@@ -273,6 +288,8 @@ int kv_session_start_worker(struct kv_session *s, struct kv_worker *w, int *up, 
                             char *detail, size_t detlen, char *err, size_t errlen) {
   if (worker_up(s, w, up, err, errlen) < 0)
     return -1;
+  if (s->torch && s->sf->lang == KV_LANG_PYTHON && w == &s->cw)
+    return kv_torch_load_candidate(s, w, so, detail, detlen);
   /* The candidate's worker locks itself before running it. */
   return session_load(w, 0, so, w == &s->cw, detail, detlen);
 }
@@ -680,8 +697,10 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
   const char *dir = t->dir && *t->dir ? t->dir : ".";
   snprintf(refsrc, sizeof refsrc, "%s/%s", dir, sf->reference);
-  /* An imported task: reference.py runs in the torch reference worker. */
-  s.torch = kv_torch_reference(t, refsrc, sizeof refsrc);
+  /* An imported task: reference.py runs in the torch reference worker (the
+   * torch surface's ground truth whatever else the task holds). */
+  s.torch = sf->lang == KV_LANG_PYTHON ? kv_torch_surface_reference(t, refsrc, sizeof refsrc)
+                                       : kv_torch_reference(t, refsrc, sizeof refsrc);
   basesrc[0] = 0;
   if (sf->baseline) {
     snprintf(basesrc, sizeof basesrc, "%s/%s", dir, sf->baseline);
@@ -883,6 +902,7 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   if (lr < 0)
     goto out;
   kv_sandbox_status_from_hello(s.cw.hello, &r->sandbox);
+  r->jit_s = s.torch_jit_s;
   kv_gate_mark(r, "candidate_loaded");
   if (lr > 0) {
     const char *why = strstr(detail, "undefined symbol");
@@ -953,6 +973,7 @@ out:
     s.cw_up = s.cw_fresh = 0;
   }
   kv_session_stop_candidate(&s, r);
+  r->jit_s = s.torch_jit_s;
   up_join(&ups[0]);
   up_join(&ups[1]);
   if (o->warm && ref_key[0]) {
@@ -1047,6 +1068,8 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
   json_object_set_new(j, "source_sha256", json_string(r->source_hash));
   json_t *comp = json_pack("{s:f,s:b,s:o}", "seconds", r->compile_s, "cached", r->compile_cached,
                            "log", safe_string(r->compile_log));
+  if (kv_surface_lang(kv_surface_find(r->surface)) == KV_LANG_PYTHON)
+    json_object_set_new(comp, "jit_s", json_real(r->jit_s)); /* the LOAD: never timed */
   if (r->nkernels > 0) {
     /* ptxas's report of each kernel: feedback for whoever wrote it. */
     json_t *ks = json_array();

@@ -105,6 +105,9 @@ void kv_sandbox_status_from_hello(json_t *hello, struct kv_sandbox_status *st);
 /* ---- the torch reference worker (torchref.c) ---- */
 struct kv_torch_paths {
   char python[4096], script[4096], rtlib[4096];
+  /* the torch surface's candidate worker (python/kevo_torch_cand.py); ""
+   * when not found (torchcand.c says so where it is needed) */
+  char cand[4096];
 };
 /* 1 when the task's reference is reference.py (and no reference.c): its
  * absolute path in `path`; else 0. */
@@ -119,6 +122,32 @@ int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, ch
  * they must be directories of this user, mode 0700, not links. 0, or -1 with
  * the directory and the fix in err. */
 int kv_torch_cache_check(const char *cache, char *err, size_t errlen);
+
+/* ---- the torch surface (torchcand.c, docs/torch-surface.md) ---- */
+struct kv_session;
+struct kv_build;
+struct kv_gate_opts;
+/* The task's reference.py (absolute, in path) for the torch surface, which
+ * judges against it whatever else the task holds: 1, or 0 when it has none. */
+int kv_torch_surface_reference(const struct kv_task *t, char *path, size_t cap);
+/* The surface's table entries: Python and the candidate worker are there;
+ * "building" a candidate stores its text in the object cache under its hash
+ * (what the worker reads, by that one name); no policy yet (strict/fusion:
+ * issue 29 item 3). */
+int kv_torch_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
+                     size_t errlen);
+int kv_build_torch(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                   const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                   size_t errlen);
+int kv_torch_policy(const struct kv_build *b, const struct kv_task *t, char *out, size_t cap,
+                    char *err, size_t errlen);
+/* LOAD of a torch candidate (cw) or of kevo's empty ModelNew (ew) in a
+ * kevo_torch_cand.py worker: 0, 1 with the worker's message in detail (a
+ * candidate that does not load), -1 with err. The candidate's LOAD wall on
+ * kevo's clock is added to s->torch_jit_s. */
+int kv_torch_load_candidate(struct kv_session *s, struct kv_worker *w, const char *path,
+                            char *detail, size_t detlen);
+int kv_torch_load_empty(struct kv_session *s, struct kv_worker *w, char *err, size_t errlen);
 
 /* ---- compilation (compile.c, nvcc.c) ---- */
 struct kv_build {
@@ -389,6 +418,7 @@ struct kv_session {
   struct kv_torch_paths tp;
   struct kv_worker ew;
   int ew_up;
+  double torch_jit_s; /* the torch surface: the candidate's LOADs (kv_torch_load_candidate) */
   /* o->warm: cw was spawned by an earlier evaluation (its HELLO not yet
    * read, never given a candidate); what rw's slots 0 and 2 hold ("" none),
    * so that a reference worker handed on is not loaded again. */

@@ -26,6 +26,7 @@ EXPORT void kvpy_fill_inputs(const void *t, const int64_t *nelem, void *const *b
 EXPORT void kvpy_poison_fill(int dtype, void *buf, size_t n, int which);
 EXPORT size_t kvpy_shm_layout(const void *t, const int64_t *nelem, size_t *off);
 EXPORT size_t kvpy_call_bytes(const void *t, const int64_t *nelem, int inputs);
+EXPORT size_t kvpy_check_layout(const void *t, const int64_t *nelem, size_t *off);
 
 int kvpy_max_params(void) {
   return KV_MAX_PARAMS;
@@ -109,6 +110,14 @@ void kvpy_poison_fill(int dtype, void *buf, size_t n, int which) {
 size_t kvpy_shm_layout(const void *t, const int64_t *nelem, size_t *off) {
   size_t per_call;
   kv_shm_layout(t, nelem, off, &per_call);
+  return per_call;
+}
+
+/* The one call of a CHECK job in the check memory (KV_WIRE_CHECK_FD): the
+ * torch candidate worker (python/kevo_torch_cand.py) calls ModelNew there. */
+size_t kvpy_check_layout(const void *t, const int64_t *nelem, size_t *off) {
+  size_t per_call;
+  kv_check_layout(t, nelem, off, &per_call);
   return per_call;
 }
 

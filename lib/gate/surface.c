@@ -69,6 +69,21 @@ static const struct kv_surface surfaces[] = {
      .worker_start_s = 30,
      .device_in_worker = 1,
      .analyze = kv_sass_analyze_build},
+    /* A KernelBench-style ModelNew against the task's reference.py, both in
+     * torch workers (docs/torch-surface.md); on the CPU for now (its GPU
+     * timing waits for clean-worker-owned CUDA IPC buffers, issue 28). */
+    {.name = "torch",
+     .lang = KV_LANG_PYTHON,
+     .ext = "py",
+     .reference = "reference.py",
+     .baseline = NULL,
+     .prepare = kv_torch_prepare,
+     .build = kv_build_torch,
+     .policy = kv_torch_policy,
+     .worker_runtime = "cpu",
+     .worker_start_s = 20,
+     .device_in_worker = 0,
+     .analyze = NULL},
 };
 
 const struct kv_surface *kv_surface_find(const char *name) {
@@ -86,7 +101,7 @@ const struct kv_surface *kv_surface_at(size_t i) {
 
 /* test_gate checks that it lists the table's names, in its order. */
 const char *kv_surface_names(void) {
-  return "cpu, cuda";
+  return "cpu, cuda, torch";
 }
 
 const char *kv_surface_name(const struct kv_surface *sf) {
@@ -98,7 +113,8 @@ enum kv_lang kv_surface_lang(const struct kv_surface *sf) {
 }
 
 const char *kv_surface_lang_name(const struct kv_surface *sf) {
-  return kv_surface_lang(sf) == KV_LANG_CUDA ? "cuda" : "c";
+  enum kv_lang l = kv_surface_lang(sf);
+  return l == KV_LANG_CUDA ? "cuda" : l == KV_LANG_PYTHON ? "python" : "c";
 }
 
 const char *kv_surface_ext(const struct kv_surface *sf) {

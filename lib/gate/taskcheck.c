@@ -281,7 +281,8 @@ int kv_task_check(const struct kv_task *t, const struct kv_gate_opts *o, struct 
   snprintf(refsrc, sizeof refsrc, "%s/%s", t->dir && *t->dir ? t->dir : ".", sf->reference);
   /* An imported task: reference.py runs in the torch reference worker,
    * loaded as it is (nothing to compile). */
-  s.torch = kv_torch_reference(t, refsrc, sizeof refsrc);
+  s.torch = s.sf->lang == KV_LANG_PYTHON ? kv_torch_surface_reference(t, refsrc, sizeof refsrc)
+                                         : kv_torch_reference(t, refsrc, sizeof refsrc);
   if (s.torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
     return -1;
   if (!kv_path_exists(refsrc))

@@ -48,7 +48,13 @@ static void test_surface_table(void **state) {
   assert_null(kv_surface_find("rocm"));
   assert_ptr_equal(kv_surface_at(0), cpu);
   assert_ptr_equal(kv_surface_at(1), cuda);
-  assert_null(kv_surface_at(2));
+  const struct kv_surface *torch = kv_surface_find("torch");
+  assert_ptr_equal(kv_surface_at(2), torch);
+  assert_null(kv_surface_at(3));
+  assert_string_equal(kv_surface_ext(torch), "py");
+  assert_int_equal(kv_surface_lang(torch), KV_LANG_PYTHON);
+  assert_string_equal(kv_surface_lang_name(torch), "python");
+  assert_false(kv_surface_gpu(torch)); /* on the CPU until its GPU timing (issue 28's IPC) */
   char names[256] = "";
   for (size_t i = 0; kv_surface_at(i); i++) {
     const struct kv_surface *sf = kv_surface_at(i);

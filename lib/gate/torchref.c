@@ -76,6 +76,12 @@ int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, ch
                     "kevo_torch_worker.py: not found beside %s nor in the source tree; rebuild "
                     "kevo or set KEVO_TORCH_WORKER",
                     worker_path);
+  /* The torch surface's candidate worker, beside it (torchcand.c needs it). */
+  const char *c = getenv("KEVO_TORCH_CAND");
+  if (c && *c)
+    snprintf(tp->cand, sizeof tp->cand, "%s", c);
+  else if (kv_find_shipped("kevo_torch_cand.py", wdir, 1, tp->cand, sizeof tp->cand) < 0)
+    tp->cand[0] = 0;
   if (kv_find_shipped("libkevo_pyrt.so", wdir, 0, tp->rtlib, sizeof tp->rtlib) < 0)
     return kv_error(err, errlen,
                     "libkevo_pyrt.so: not found beside %s; rebuild kevo (it is built beside "

@@ -104,11 +104,33 @@ static void put_header(struct wbuf *w, const struct kv_task *t, enum kv_lang lan
   put(w, "#endif\n");
 }
 
+/* The torch surface's contract (docs/torch-surface.md): a ModelNew built as
+ * Model is, Model's parameter names kept (kevo binds the task's weights to
+ * them), forward's inputs and outputs as Model's; the params listed. */
+static void put_python(struct wbuf *w, const struct kv_task *t) {
+  put(w, "# kevo: what a candidate of task '%s' defines on the torch surface (generated)\n",
+      t->name ? t->name : "");
+  put(w, "class ModelNew(torch.nn.Module):  # built as Model: ModelNew(*get_init_inputs())\n");
+  put(w, "    # Model's parameter and buffer names and shapes (kevo binds the task's weights)\n");
+  put(w, "    def forward(self, ...):  # Model.forward's inputs, its outputs\n");
+  for (int i = 0; i < t->nparams; i++) {
+    const struct kv_param *p = &t->params[i];
+    put(w, "    # %s: %s %s", p->name, kv_role_name(p->role), kv_dtype_name(p->dtype));
+    for (int d = 0; d < p->ndim; d++)
+      put(w, "%s%s", d ? ", " : " [", p->shape[d]);
+    put(w, "%s\n", p->ndim ? "]" : "");
+  }
+}
+
 int kv_task_prototype(const struct kv_task *t, enum kv_lang lang, char *out, size_t cap) {
   struct wbuf w = {out, out ? cap : 0, 0, 0};
   if (!t || !t->entry || !out || cap == 0)
     return -1;
   out[0] = '\0';
+  if (lang == KV_LANG_PYTHON) {
+    put_python(&w, t);
+    return finish(&w);
+  }
   put_header(&w, t, lang);
   return finish(&w);
 }

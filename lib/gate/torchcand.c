@@ -1,0 +1,151 @@
+/* The torch surface (docs/torch-surface.md): a candidate is a Python file
+ * defining ModelNew, judged against the task's reference.py. The reference
+ * runs in the torch reference worker (torchref.c, kevo_torch_worker.py); the
+ * candidate, and kevo's empty ModelNew that prices a phase's overhead, each
+ * in a worker of python/kevo_torch_cand.py, which never loads the task's
+ * Model. Everything else (the check memory kevo reads itself, the timing
+ * loop, kevo's clock) is the cpu surface's machinery: these workers speak
+ * kevo-worker's protocol on the same shared memory. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "kevo/wire.h"
+
+int kv_torch_surface_reference(const struct kv_task *t, char *path, size_t cap) {
+  char p[PATH_MAX + 32], abs[PATH_MAX];
+  snprintf(p, sizeof p, "%s/reference.py", t->dir && *t->dir ? t->dir : ".");
+  if (!kv_path_exists(p) || !realpath(p, abs))
+    return 0;
+  snprintf(path, cap, "%s", abs);
+  return 1;
+}
+
+int kv_torch_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
+                     size_t errlen) {
+  (void)o;
+  (void)err;
+  (void)errlen;
+  /* Python, the workers and the generator are found with the task
+   * (kv_torch_worker_paths), which names what is missing. */
+  snprintf(desc, cap, "%s with torch", kv_python());
+  return 0;
+}
+
+/* The candidate's text in the object cache as <key>.py (recorded and
+ * re-hashed when used, as every object is): the worker is granted that one
+ * file, never the cache's directory. Nothing is compiled here: Python
+ * compiles it in the worker, whose LOAD is timed apart (jit_s). */
+int kv_build_torch(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                   const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                   size_t errlen) {
+  (void)t;
+  (void)o;
+  (void)deadline_s;
+  double t0 = kv_now_s();
+  char *text = NULL;
+  size_t len = 0;
+  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
+    return -1;
+  struct kv_sha256 *h = kv_sha256_new();
+  kv_sha256_update(h, "kevo-torch-v1", 14);
+  kv_sha256_update(h, text, len);
+  kv_sha256_final(h, b->key);
+  char objdir[3100], tmp[PATH_MAX];
+  if (kv_obj_dir(cache_dir, objdir, sizeof objdir, err, errlen) < 0) {
+    free(text);
+    return -1;
+  }
+  snprintf(b->so_path, sizeof b->so_path, "%s/%s.py", objdir, b->key);
+  static const char *const sfx[] = {".py", NULL};
+  int rc = 0;
+  if (kv_obj_lookup(objdir, b->key, sfx) == KV_OBJ_OK) {
+    b->cached = 1;
+  } else {
+    snprintf(tmp, sizeof tmp, "%s/%s.py.tmp%d", objdir, b->key, (int)getpid());
+    if (kv_write_file(tmp, text, len, err, errlen) < 0)
+      rc = -1;
+    else if (rename(tmp, b->so_path) < 0)
+      rc = kv_error(err, errlen, "%s: cannot store the candidate: %s", b->so_path,
+                    strerror(errno));
+    else
+      rc = kv_obj_record(objdir, b->key, 1, sfx, err, errlen);
+    if (rc < 0)
+      unlink(tmp);
+  }
+  free(text);
+  b->ok = rc == 0;
+  b->log = strdup("");
+  b->seconds = kv_now_s() - t0;
+  return rc;
+}
+
+int kv_torch_policy(const struct kv_build *b, const struct kv_task *t, char *out, size_t cap,
+                    char *err, size_t errlen) {
+  /* strict/fusion (issue 29 item 3) are to come: every ModelNew passes. */
+  (void)b;
+  (void)t;
+  (void)err;
+  (void)errlen;
+  if (cap)
+    out[0] = 0;
+  return 0;
+}
+
+/* The worker's word on its sandbox after its LOAD (stages 2 and 3 come with
+ * it), over its HELLO's: shown in the verdict's sandbox block, never judged. */
+static void take_sandbox(struct kv_worker *w, json_t *rep) {
+  json_t *sb = json_object_get(rep, "sandbox");
+  if (w->hello && json_is_object(sb))
+    json_object_update(w->hello, sb);
+}
+
+int kv_torch_load_candidate(struct kv_session *s, struct kv_worker *w, const char *path,
+                            char *detail, size_t detlen) {
+  char ref[PATH_MAX];
+  if (!kv_torch_surface_reference(s->t, ref, sizeof ref)) {
+    snprintf(detail, detlen, "the task has no reference.py, which the torch surface needs");
+    return 1;
+  }
+  json_t *req = json_pack("{s:i,s:s,s:b,s:s}", "slot", 0, "path", path, "candidate", 1,
+                          "reference", ref),
+         *rep = NULL;
+  char d[1024];
+  /* Its import, ModelNew built and called once at every listed size: Triton
+   * compiles, load_inline builds (a minute of nvcc for CUDA). */
+  double deadline = 60 + (s->o->compile_deadline_s > 0 ? s->o->compile_deadline_s : 60);
+  double t0 = kv_now_s();
+  enum kv_call_status st = kv_worker_call(w, KV_MSG_LOAD, req, deadline, &rep, NULL, 0, d, sizeof d);
+  s->torch_jit_s += kv_now_s() - t0;
+  json_decref(req);
+  if (st == KV_CALL_OK)
+    take_sandbox(w, rep);
+  json_decref(rep);
+  if (st == KV_CALL_OK)
+    return 0;
+  char tail[300] = "";
+  if (st != KV_CALL_ERROR)
+    kv_tail_of(&w->err, tail, sizeof tail);
+  snprintf(detail, detlen, "%s%s", d, tail);
+  return 1;
+}
+
+int kv_torch_load_empty(struct kv_session *s, struct kv_worker *w, char *err, size_t errlen) {
+  char ref[PATH_MAX];
+  if (!kv_torch_surface_reference(s->t, ref, sizeof ref))
+    return kv_error(err, errlen, "%s: the task has no reference.py, which the torch surface needs",
+                    s->t->dir ? s->t->dir : ".");
+  json_t *req = json_pack("{s:i,s:b,s:s}", "slot", 0, "empty", 1, "reference", ref), *rep = NULL;
+  char d[1024];
+  enum kv_call_status st = kv_worker_call(w, KV_MSG_LOAD, req, 60, &rep, NULL, 0, d, sizeof d);
+  json_decref(req);
+  json_decref(rep);
+  if (st != KV_CALL_OK)
+    return kv_error(err, errlen, "kevo's empty ModelNew does not load in a clean torch worker: %s",
+                    d);
+  return 0;
+}

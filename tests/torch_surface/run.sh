@@ -1,0 +1,59 @@
+#!/bin/sh
+# The torch surface end to end on the CPU (docs/torch-surface.md): an
+# imported task checks on it, an honest plain-torch ModelNew and an honest
+# Triton one (TRITON_INTERPRET: Triton's interpreter on CPU tensors) are
+# judged ok and timed, and every adversarial ModelNew in cands/ gets the
+# verdict it must (expect.py says which, and what else must hold).
+#   run.sh KEVO SRC
+# Exits 77 (skipped, with a message) when this Python has no torch or triton.
+if [ -n "${KEVO_TORCH_TESTS_SKIP:-}" ]; then
+  echo "SKIPPED: $KEVO_TORCH_TESTS_SKIP"
+  exit 77
+fi
+set -u
+KEVO=$1
+SRC=$2
+PY=${KEVO_PYTHON:-python3}
+if ! "$PY" -c "import torch, triton" >/dev/null 2>&1; then
+  echo "SKIPPED: $PY cannot import torch and triton, so the torch surface is not tested here;"
+  echo "         install CPU torch and triton or set KEVO_PYTHON (.ci/run installs both)"
+  exit 77
+fi
+D="$SRC/tests/torch_surface"
+T="$D/task"
+OUT=$(mktemp -d /tmp/kevo-torch-surface-XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+PWNED="/tmp/kevo-torch-surface-pwned /tmp/kevo-torch-surface-pwned-ctor /dev/shm/kevo-torch-surface-pwned ${KEVO_CACHE_DIR:-/nonexistent}/kevo-torch-surface-pwned"
+rm -f $PWNED 2>/dev/null
+t0=$(date +%s)
+
+"$KEVO" task check --surface torch "$T" >"$OUT/check.log" 2>&1
+rc=$?
+cat "$OUT/check.log"
+[ $rc = 0 ] && grep -q "task ok" "$OUT/check.log" || fail "task check --surface torch exited $rc"
+grep -q "class ModelNew" "$OUT/check.log" || fail "task check does not say what a candidate defines"
+
+# Checks only, two processes at once (each keeps its reference worker warm).
+C="$D/cands"
+"$KEVO" eval --surface torch --json --no-timing --seed 11 "$T" \
+  "$C/fallback_module.py" "$C/fallback_file.py" "$C/steal_ref_output.py" "$C/cache_ptr.py" \
+  "$C/cache_alloc.py" "$C/cache_last.py" "$C/mutate_input.py" \
+  >"$OUT/a.jsonl" 2>"$OUT/a.err" &
+pa=$!
+"$KEVO" eval --surface torch --json --no-timing --seed 12 "$T" \
+  "$C/mutate_weight.py" "$C/defer_thread.py" "$C/defer_lazy.py" "$C/write_past_out.py" \
+  "$C/write_before_in.py" "$C/side_import.py" "$C/side_ctor.py" "$C/side_daemon.py" \
+  >"$OUT/b.jsonl" 2>"$OUT/b.err"
+wait $pa
+# Timed: the honest ones and the clock forgers.
+"$KEVO" eval --surface torch --json --budget 0.3 --seed 13 "$T" \
+  "$C/ok_torch.py" "$C/ok_triton.py" "$C/clock_patch.py" "$C/event_patch.py" \
+  >"$OUT/t.jsonl" 2>"$OUT/t.err"
+cat "$OUT/a.err" "$OUT/b.err" "$OUT/t.err"
+"$PY" "$D/expect.py" "$OUT/a.jsonl" "$OUT/b.jsonl" "$OUT/t.jsonl" || fail "verdicts (above)"
+for p in $PWNED; do
+  [ -e "$p" ] && fail "a candidate wrote $p"
+done
+echo "torch surface: $(($(date +%s) - t0)) s"
+echo "1 passed, 0 failed"
