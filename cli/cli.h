@@ -40,6 +40,10 @@ int cmd_lineage(int argc, char **argv); /* cmd_skills.c */
 int cmd_skills(int argc, char **argv);
 int cmd_profile(int argc, char **argv);  /* cmd_profile.c */
 int cmd_sanitize(int argc, char **argv); /* cmd_profile.c */
+int cmd_presets(int argc, char **argv);  /* preset.c */
+/* --preset NAME (preset.c): the preset's options put before the user's;
+ * *own, when set, is the new argv for the caller to free. 0, or 2. */
+int cli_preset_expand(int *argc, char ***argv, char ***own);
 
 /* kevo's settings from the environment (README: KEVO_WORKER, KEVO_NVCC,
  * KEVO_CUDA_ARCH, KEVO_DB, KEVO_CACHE_DIR), read once by main before any

@@ -135,10 +135,14 @@ int cmd_synthesize(int argc, char **argv) {
     }
   }
   if (strcmp(o.style, "composite") && strcmp(o.style, "mutation") &&
-      strcmp(o.style, "self-instruct"))
-    return cli_fail("--style %s: use composite, mutation or self-instruct", o.style);
+      strcmp(o.style, "self-instruct") && strcmp(o.style, "adaexplore"))
+    return cli_fail("--style %s: use composite, mutation, self-instruct or adaexplore", o.style);
   if (!strcmp(o.style, "mutation") && !o.from_dir)
     return cli_fail("--style mutation varies existing tasks: give them with --from SUITE_DIR");
+  if (!strcmp(o.style, "adaexplore") && !o.from_dir)
+    return cli_fail("--style adaexplore combines KernelBench level-1 problems (ids up to 50) with "
+                    "torch.nn layers: give the problems with --from SUITE_DIR ('kevo import -o "
+                    "kb1 KernelBench/level1')");
   struct kv_store *s;
   if (cli_open_store(db, &s))
     return 2;

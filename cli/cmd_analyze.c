@@ -27,6 +27,9 @@ static int confirm(void *ud, const struct kv_an_cost *c) {
           "%lld LLM calls, at most %lld gate evaluations, at most $%.4f\n",
           c->nodes, c->nodes == 1 ? "" : "s", c->conds, c->samples, (long long)c->done,
           (long long)c->llm_calls, (long long)c->gate_evals, c->usd);
+  if (c->recompute > 0)
+    fprintf(stderr, "kevo: and %d parent%s judged again for CUDAnalyst's players (%s)\n",
+            c->recompute, c->recompute == 1 ? "" : "s", KV_AN_TOOLS);
   if (u->budget_usd > 0 && c->usd > u->budget_usd) {
     fprintf(stderr,
             "kevo: refused: the worst case $%.4f is beyond --budget-usd %.4f; raise it, or take "
@@ -193,7 +196,44 @@ static void print_json(const struct kv_an_result *r) {
   json_decref(j);
 }
 
+/* CUDAnalyst's options (kevo/preset.h): 1 taken, 0 not one, -1 after
+ * saying why it is bad. */
+static int ca_option(struct kv_an_opts *o, int argc, char **argv, int *i) {
+  const char *a = argv[*i], *w = *i + 1 < argc ? argv[*i + 1] : NULL;
+  const char *bad = NULL;
+  long long n;
+  if (!w)
+    return 0;
+  if (!strcmp(a, "--rollouts")) {
+    if (cli_integer(a, w, 1, 16, &n))
+      return -1;
+    o->rollouts = (int)n;
+  } else if (!strcmp(a, "--score")) {
+    if (strcmp(w, "mean") && strcmp(w, "best-of-k"))
+      bad = "use mean (every sample counts; the default) or best-of-k (a rollout counts its "
+            "best sample, as CUDAnalyst)";
+    o->best_of_k = !strcmp(w, "best-of-k");
+  } else if (!strcmp(a, "--planner")) {
+    if (strcmp(w, "on") && strcmp(w, "off"))
+      bad = "use on or off";
+    o->planner = !strcmp(w, "on");
+  } else if (!strcmp(a, "--frozen")) {
+    if (strcmp(w, "recorded") && strcmp(w, "rebuilt"))
+      bad = "use rebuilt (the prompt made again; the default) or recorded (the child's prompt as "
+            "it was sent)";
+    o->frozen_recorded = !strcmp(w, "recorded");
+  } else
+    return 0;
+  if (bad) {
+    cli_fail("%s %s: %s", a, w, bad);
+    return -1;
+  }
+  ++*i;
+  return 1;
+}
+
 int cmd_analyze(int argc, char **argv) {
+  struct kv_an_opts ca = {0};
   const char *db = NULL, *config = NULL, *players = NULL, *experiment = NULL, *transfer = NULL;
   long long run_id = 0, samples = 5, lo = 0, hi = -1, boot = 0;
   double thr = 1.0, v;
@@ -208,6 +248,10 @@ int cmd_analyze(int argc, char **argv) {
     int has = i + 1 < argc;
     int k = cli_llm_option(&f, &llm_flags, &config, argc, argv, &i);
     if (k < 0)
+      return 2;
+    if (k > 0)
+      continue;
+    if ((k = ca_option(&ca, argc, argv, &i)) < 0)
       return 2;
     if (k > 0)
       continue;
@@ -320,6 +364,10 @@ int cmd_analyze(int argc, char **argv) {
                            .target = target,
                            .g = &g,
                            .fresh = fresh,
+                           .rollouts = ca.rollouts,
+                           .best_of_k = ca.best_of_k,
+                           .planner = ca.planner,
+                           .frozen_recorded = ca.frozen_recorded,
                            .bootstrap = (int)boot,
                            .perms = (int)boot,
                            .confirm = confirm,

@@ -390,11 +390,43 @@ int cli_timing_method(const char *text, int *out) {
   return 0;
 }
 
+/* The options of AdaExplore's rules as released (kevo/preset.h): 1 taken,
+ * 0 not one of them, -1 after saying why it is bad. */
+static int adaexplore_option(struct cli_run_args *r, int argc, char **argv, int *i) {
+  const char *a = argv[*i], *w = *i + 1 < argc ? argv[*i + 1] : NULL;
+  int tree = !strcmp(a, "--tree"), reward = !strcmp(a, "--reward");
+  if (!w || !(tree || reward || !strcmp(a, "--pool-max") || !strcmp(a, "--rule-sources")))
+    return 0;
+  ++*i;
+  if (tree || reward) {
+    if (strcmp(w, "kevo") && strcmp(w, "adaexplore")) {
+      cli_fail("%s %s: use kevo (the default) or adaexplore (as AdaExplore released it)", a, w);
+      return -1;
+    }
+    *(tree ? &r->c.llm.tree : &r->c.llm.reward) = !strcmp(w, "adaexplore");
+  } else if (!strcmp(a, "--pool-max")) {
+    long long n;
+    if (cli_integer(a, w, 1, 8, &n))
+      return -1;
+    r->c.llm.pool_max = (int)n;
+  } else {
+    char err[256];
+    if (kv_rule_sources_parse(w, &r->c.llm.rule_sources, err, sizeof err) < 0) {
+      cli_fail("--rule-sources %s: %s", w, err);
+      return -1;
+    }
+  }
+  return 1;
+}
+
 int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   int has = *i + 1 < argc;
   double v;
   long long n;
+  int ada = adaexplore_option(r, argc, argv, i);
+  if (ada)
+    return ada;
 #define INT(flag, lo, hi)                                                                          \
   do {                                                                                             \
     if (cli_integer(flag, argv[++*i], lo, hi, &n))                                                 \

@@ -112,6 +112,9 @@ static const struct kv_command commands[] = {
      "[CANDIDATE]  [--db PATH]",
      "the skill cards: list, show as Markdown, export and import as JSON, retire; which fit a "
      "task and why"},
+    {"presets", cmd_presets, "kevo presets [--markdown] [NAME]",
+     "the seed systems as released (--preset NAME on run, analyze, adapt, synthesize): each "
+     "constant beside kevo's default and why it differs"},
     {"report", cmd_report,
      "kevo report [--db PATH] [-o FILE.html] [RUN...] [--bench [ID]]... [--analysis [ID]]...",
      "one self-contained HTML page of runs (the most recent by default): curve, tree, verdicts, "
@@ -353,8 +356,15 @@ static int dispatch(int argc, char **argv) {
   }
   sweep_cache();
   for (size_t i = 0; i < KV_ARRAY_LEN(commands); i++)
-    if (!strcmp(argv[1], commands[i].name))
-      return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) {
+      int n = argc - 1, rc;
+      char **v = argv + 1, **own = NULL;
+      rc = cli_preset_expand(&n, &v, &own);
+      if (rc == 0)
+        rc = commands[i].run(n, v);
+      free(own);
+      return rc;
+    }
   fprintf(stderr, "kevo: '%s' is not a command; run 'kevo help' for the list\n", argv[1]);
   return 2;
 }

@@ -76,7 +76,30 @@ const char *kv_an_tag_name(int t);
 /* Bit t set when the plan names optimization t. */
 unsigned kv_an_plan_tags(const char *plan);
 
+/* ---- CUDAnalyst's Analyzer (lib/analysis/loops.c) ----------------------- */
+
+/* The loop nests of a C or CUDA source, summarised: per function with
+ * loops, "function NAME: N loops, nested D deep" and each loop's header
+ * indented by its depth with its nested level (1 + the deepest nest inside
+ * it; CUDAnalyst's "nested level"), into out (capped). Returns the number of
+ * loops found (0: out is ""). */
+int kv_an_loop_nests(const char *src, char *out, size_t cap);
+
 /* ---- freezing and injecting (lib/analysis/analyze.c) -------------------- */
+
+/* CUDAnalyst's players (yuxuan-z19/cudanalyst, pipeline/analysis.py), beside
+ * the prompt blocks: their reports are made on the parent, its feedback
+ * recomputed by the gate with the tools on, and are status-gated:
+ *   debugger  the compiler's diagnostics and compute-sanitizer's findings
+ *             (cuda) of a failing parent;
+ *   analyzer  the loop nests of a passing parent (kv_an_loop_nests);
+ *   profiler  Nsight Compute's summary and rules (cuda) of a passing parent.
+ * A coalition's reports (and, always, the failing parent's verdict: the
+ * "Error" report) go to the planner when it is on, and the planner's plan
+ * with the reports into the coder's prompt as a "# Plan Decision" section:
+ * before "## Earlier attempts" in the child's recorded prompt (frozen
+ * "recorded"), else at its end; or as the plan block of the prompt rebuilt. */
+#define KV_AN_TOOLS "debugger, analyzer, profiler"
 
 /* Outcomes measured per sample. */
 enum {
@@ -95,6 +118,7 @@ struct kv_an_cost {
   int64_t llm_calls;         /* still to make (resumed work excluded) */
   int64_t gate_evals;        /* at most (cached sources are not judged again) */
   int64_t done;              /* samples already recorded */
+  int recompute;             /* parents judged again for the tool players' feedback */
   double usd;                /* worst case of llm_calls at the models' prices */
 };
 
@@ -115,7 +139,12 @@ struct kv_an_opts {
   struct kv_llm *target;                  /* transfer: the model given the plans */
   const char *model_label, *target_label; /* names kept in the analysis's config */
   const struct kv_gate_opts *g;
-  int fresh;            /* 1: a new analysis even if one with this config is unfinished */
+  int fresh; /* 1: a new analysis even if one with this config is unfinished */
+  /* CUDAnalyst as released (kevo/preset.h); 0 each: kevo's own. */
+  int rollouts;         /* k samples this many times (0: 1) */
+  int best_of_k;        /* 1: a rollout scores the best status of its k samples */
+  int planner;          /* 1: the reports go to a planner call per (node, coalition, rollout) */
+  int frozen_recorded;  /* 1: the child's recorded prompt, the reports injected */
   int bootstrap, perms; /* 0: 1000 each */
   /* Called once the cost is known, before anything is spent: non-zero stops. */
   int (*confirm)(void *ud, const struct kv_an_cost *c);

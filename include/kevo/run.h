@@ -30,7 +30,20 @@ struct kv_run_llm_settings {
   int rules_llm;          /* 1: failures also go to a rule_extractor call */
   double attr_share;      /* online attribution: share of steps randomised (0: off) */
   double attr_price;      /* online attribution: reward per 1,000 prompt tokens */
+  /* AdaExplore as released (kevo/preset.h; 0: kevo's own): */
+  int tree;              /* ada: 1 AdaExplore's expand/descend rule (KV_TREE_*) */
+  int reward;            /* ada: 1 AdaExplore's linear reward (KV_REWARD_*) */
+  unsigned rule_sources; /* failures rules are learnt from (KV_RULE_SRC_* bits; 0: every one) */
 };
+enum { KV_TREE_KEVO, KV_TREE_ADAEXPLORE };
+enum { KV_REWARD_KEVO, KV_REWARD_ADAEXPLORE };
+#define KV_RULE_SRC_COMPILE 1u /* compile errors, policy violations */
+#define KV_RULE_SRC_RUNTIME 2u /* load errors, crashes, timeouts */
+#define KV_RULE_SRC_WRONG 4u   /* wrong, unwritten, stale or implausible output, mutated input */
+/* The class of a failed verdict (KV_RULE_SRC_*), 0 for ok. */
+unsigned kv_rule_source_of(int verdict);
+/* "compile,runtime" into *bits: 0, or -1 with err naming the known ones. */
+int kv_rule_sources_parse(const char *list, unsigned *bits, char *err, size_t errlen);
 void kv_run_llm_defaults(struct kv_run_llm_settings *s);
 
 struct kv_run_config {

@@ -126,3 +126,125 @@ out:
   free(cw);
   return k;
 }
+
+/* ---- AdaExplore's rules as released (kevo run --tree/--reward adaexplore) -- */
+
+double kva_ada_reward_as(int map, int verdict, double speedup) {
+  if (map != KV_REWARD_ADAEXPLORE)
+    return kva_ada_reward(verdict, speedup);
+  if (verdict < 0 || verdict == KV_V_COMPILE_ERROR || verdict == KV_V_POLICY_VIOLATION)
+    return 0.0;
+  if (verdict != KV_V_OK)
+    return 0.05;
+  double s = speedup > 0 ? speedup : 1.0;
+  s = s < 0.1 ? 0.1 : s > 10.0 ? 10.0 : s;
+  return 0.4 + 1.2 * (s - 0.1) / 9.9;
+}
+
+/* The task (idx -1) counts every evaluation below it. */
+static int visits_of(const struct kva_ada_node *n, int count, int idx) {
+  if (idx >= 0)
+    return n[idx].visits;
+  int v = 0;
+  for (int i = 0; i < count; i++)
+    if (n[i].parent < 0)
+      v += n[i].visits;
+  return v;
+}
+
+/* UCB1 of a child with Q its average reward (AdaExplore's reward_alpha 0). */
+static double ucb_avg(const struct kva_ada_node *c, int parent_visits, double w) {
+  if (c->visits <= 0)
+    return INFINITY;
+  double q = c->value / c->visits;
+  if (parent_visits <= 0)
+    return q;
+  return q + w * sqrt(log((double)parent_visits) / c->visits);
+}
+
+int kva_ada_expand_here(const struct kva_ada_node *n, int count, int at, double c, int *best) {
+  int pv = visits_of(n, count, at), kids = 0;
+  double best_ucb = -INFINITY, best_q = -INFINITY;
+  *best = -1;
+  for (int i = 0; i < count; i++) {
+    if (n[i].parent != at || i == at)
+      continue;
+    kids++;
+    double u = ucb_avg(&n[i], pv, c);
+    double q = n[i].visits > 0 ? n[i].value / n[i].visits : 0;
+    if (u > best_ucb) {
+      best_ucb = u;
+      *best = i;
+    }
+    if (q > best_q)
+      best_q = q;
+  }
+  if (!kids)
+    return 1;
+  if (c <= 0)
+    return 0;
+  double expand = best_q;
+  if (pv > 0)
+    expand += c * sqrt(log((double)pv) / ((double)kids * kids));
+  return expand > best_ucb;
+}
+
+int kva_ada_select_adaexplore(const struct kva_ada_node *n, int count, double c) {
+  int at = -1;
+  for (int depth = 0; depth <= count; depth++) {
+    int best;
+    if (kva_ada_expand_here(n, count, at, c, &best) || best < 0)
+      return at;
+    at = best;
+  }
+  return at;
+}
+
+int kva_ada_small_children(const struct kva_ada_node *n, int count, int at) {
+  int k = 0;
+  for (int i = 0; i < count; i++)
+    k += n[i].parent == at && i != at && !n[i].large;
+  return k;
+}
+
+/* The best correct kernel (reward >= 0.4) reachable from b by small steps,
+ * b included; -1 when none. */
+static int best_of_component(const struct kva_ada_node *n, int count, int b, int *queue) {
+  int head = 0, tail = 0, best = -1;
+  queue[tail++] = b;
+  while (head < tail) {
+    int x = queue[head++];
+    if (n[x].has_code && n[x].reward >= 0.4 && (best < 0 || n[x].reward > n[best].reward))
+      best = x;
+    for (int i = 0; i < count && tail < count; i++)
+      if (n[i].parent == x && i != x && !n[i].large)
+        queue[tail++] = i;
+  }
+  return best;
+}
+
+int kva_ada_pool_path(const struct kva_ada_node *n, int count, int at, int max, uint64_t *rng,
+                      int *out) {
+  if (count <= 0 || max <= 0)
+    return 0;
+  int *queue = calloc((size_t)count, sizeof *queue), *got = calloc((size_t)count, sizeof *got);
+  int k = 0;
+  for (int x = at, guard = 0; queue && got && x >= 0 && guard < count; x = n[x].parent, guard++)
+    if (n[x].large || n[x].parent < 0) {
+      int b = best_of_component(n, count, x, queue);
+      if (b >= 0)
+        got[k++] = b;
+    }
+  for (int i = 0; i < k && i < max; i++) { /* more than max: a uniform sample of max */
+    int j = i + (int)(kva_ada_rand(rng) % (uint64_t)(k - i));
+    int t = got[i];
+    got[i] = got[j];
+    got[j] = t;
+  }
+  int m = k < max ? k : max;
+  for (int i = 0; i < m; i++)
+    out[i] = got[i];
+  free(queue);
+  free(got);
+  return m;
+}

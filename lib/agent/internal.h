@@ -44,6 +44,7 @@ struct kva_ada_node {
   double reward;
   int visits;   /* evaluations in its subtree, itself included */
   double value; /* sum of their rewards */
+  int large;    /* --tree adaexplore: made by a large step (a child of the node selected) */
 };
 
 /* Adds node idx's reward to it and its ancestors (visits + 1 each). */
@@ -56,6 +57,28 @@ int kva_ada_select(const struct kva_ada_node *n, int count, double c);
  * by reward (+0.01), chains sampled by their best reward without
  * replacement; at most max. Returns how many were written to out. */
 int kva_ada_pool(const struct kva_ada_node *n, int count, int max, uint64_t *rng, int *out);
+/* AdaExplore's rules as released (StigLidu/AdaExplore agent/mcts.py):
+ * map KV_REWARD_ADAEXPLORE takes a correct kernel's speedup linearly from
+ * [0.1, 10] to [0.4, 1.6] (0 compile failure, 0.05 wrong); else
+ * kva_ada_reward. */
+double kva_ada_reward_as(int map, int verdict, double speedup);
+/* At node `at` (-1: the task, whose visits are every evaluation): 1 when
+ * AdaExplore expands it (no children, or the best child's average reward +
+ * c sqrt(ln N_at / n_children^2) beats every child's UCB1 with Q the average
+ * reward), else 0 with *best the child to descend to. */
+int kva_ada_expand_here(const struct kva_ada_node *n, int count, int at, double c, int *best);
+/* From the task down, descending while kva_ada_expand_here says so: the node
+ * to expand (-1: the task, which takes a large step). */
+int kva_ada_select_adaexplore(const struct kva_ada_node *n, int count, double c);
+/* AdaExplore's large-step pool: on the path from `at` up to the task, the
+ * best correct kernel of each small-step component (a node made by a large
+ * step, or a chain root, with what small steps made below it); at most max,
+ * a uniform sample when there are more (pool_size_extra_max 0: none from
+ * off the path). Returns how many were written to out. */
+int kva_ada_pool_path(const struct kva_ada_node *n, int count, int at, int max, uint64_t *rng,
+                      int *out);
+/* Children of `at` made by small steps. */
+int kva_ada_small_children(const struct kva_ada_node *n, int count, int at);
 uint64_t kva_ada_rand(uint64_t *x);
 double kva_ada_uniform(uint64_t *x); /* [0, 1) */
 
@@ -69,10 +92,10 @@ struct kva_step_out {
 };
 
 /* Evaluates one source and records the source, the evaluation and the node
- * (its reward too when want_reward). x: the executor that judges it, or
- * NULL: the local gate, in this process. 0 when judged (r filled); 1 when no
- * gate server could judge it: the node is recorded as "unjudged", without an
- * evaluation, and r is not filled; -1 with err. out may be NULL. */
+ * (its reward too when want_reward: 1 + the reward map, KV_REWARD_*). x: the executor that judges
+ * it, or NULL: the local gate, in this process. 0 when judged (r filled); 1 when no gate server
+ * could judge it: the node is recorded as "unjudged", without an evaluation, and r is not filled;
+ * -1 with err. out may be NULL. */
 int kva_step(struct kv_exec *x, struct kv_store *st, const struct kv_task *t, int64_t task_id,
              const struct kv_node_record *n, const char *src, size_t len,
              const struct kv_gate_opts *g, struct kv_gate_result *r, int want_reward,

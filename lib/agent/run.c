@@ -138,6 +138,47 @@ void kv_run_llm_defaults(struct kv_run_llm_settings *s) {
   s->rules_llm = 0;
 }
 
+unsigned kv_rule_source_of(int verdict) {
+  switch (verdict) {
+  case KV_V_OK:
+    return 0;
+  case KV_V_COMPILE_ERROR:
+  case KV_V_POLICY_VIOLATION:
+    return KV_RULE_SRC_COMPILE;
+  case KV_V_LOAD_ERROR:
+  case KV_V_CRASH:
+  case KV_V_TIMEOUT:
+    return KV_RULE_SRC_RUNTIME;
+  default:
+    return KV_RULE_SRC_WRONG;
+  }
+}
+
+int kv_rule_sources_parse(const char *list, unsigned *bits, char *err, size_t errlen) {
+  static const char *const names[] = {"compile", "runtime", "wrong"};
+  *bits = 0;
+  if (list && !strcmp(list, "all"))
+    return 0;
+  for (const char *p = list ? list : ""; *p;) {
+    size_t n = strcspn(p, ",");
+    unsigned b = 0;
+    for (size_t k = 0; k < KV_ARRAY_LEN(names); k++)
+      if (n == strlen(names[k]) && !strncmp(p, names[k], n))
+        b = 1u << k;
+    if (!b)
+      return kv_error(err, errlen,
+                      "'%.*s' is not a source of rules; use compile, runtime, wrong "
+                      "(or all)",
+                      (int)n, p);
+    *bits |= b;
+    p += n + (p[n] == ',');
+  }
+  return *bits ? 0
+               : kv_error(err, errlen,
+                          "the list of rule sources is empty; name compile, runtime, "
+                          "wrong or all");
+}
+
 int kv_run_strategy_needs_llm(const char *name) {
   for (size_t i = 0; i < KV_ARRAY_LEN(strategies); i++)
     if (name && !strcmp(strategies[i].name, name))
@@ -455,6 +496,12 @@ json_t *kva_llm_settings_json(const struct kv_run_llm_settings *l) {
                 l->plan_explicit ? "explicit" : "implicit", "p_large", l->p_large, "small_limit",
                 l->small_limit, "c_explore", l->c_explore, "pool_max", l->pool_max,
                 "rule_threshold", l->rule_threshold, "rules_llm", l->rules_llm);
+  if (j && l->tree) /* AdaExplore's (kevo/preset.h): only when set, as attribution */
+    json_object_set_new(j, "tree", json_string("adaexplore"));
+  if (j && l->reward)
+    json_object_set_new(j, "reward", json_string("adaexplore"));
+  if (j && l->rule_sources)
+    json_object_set_new(j, "rule_sources", json_integer((json_int_t)l->rule_sources));
   if (j && l->attr_share > 0) /* only when on: older runs' and benches' settings stay the same */
     json_object_set_new(j, "attribution",
                         json_pack("{s:f,s:f}", "share", l->attr_share, "price", l->attr_price));
@@ -504,6 +551,11 @@ static void llm_settings_read(json_t *j, struct kv_run_llm_settings *l) {
   if ((v = json_object_get(j, "rule_threshold")))
     l->rule_threshold = (int)json_integer_value(v);
   l->rules_llm = json_is_true(json_object_get(j, "rules_llm"));
+  const char *tr = json_string_value(json_object_get(j, "tree"));
+  l->tree = tr && !strcmp(tr, "adaexplore") ? KV_TREE_ADAEXPLORE : KV_TREE_KEVO;
+  const char *rw = json_string_value(json_object_get(j, "reward"));
+  l->reward = rw && !strcmp(rw, "adaexplore") ? KV_REWARD_ADAEXPLORE : KV_REWARD_KEVO;
+  l->rule_sources = (unsigned)json_integer_value(json_object_get(j, "rule_sources"));
   json_t *at = json_object_get(j, "attribution");
   l->attr_share = json_number_value(json_object_get(at, "share"));
   l->attr_price = json_number_value(json_object_get(at, "price"));

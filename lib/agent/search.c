@@ -52,6 +52,7 @@ struct pending {
   uint64_t handle;
   int phase; /* 0: planner, 1: coder */
   int parent;
+  int at; /* --tree adaexplore: a large step's parent in the tree (-1: the task) */
   enum kv_prompt_kind kind;
   char action[16];
   char params[256];
@@ -205,8 +206,11 @@ static int add_node(struct kva_search *s, int64_t id, int step, int parent, cons
   t->parent = parent;
   t->chain = parent >= 0 ? s->tree[parent].chain : i;
   t->small = parent >= 0 ? s->tree[parent].small + 1 : 0;
+  t->large = s->cfg->llm.tree == KV_TREE_ADAEXPLORE && action && !strcmp(action, "large");
+  if (t->large) /* AdaExplore: a large step begins a component of its own */
+    t->chain = i, t->small = 0;
   t->has_code = verdict >= 0 && code != NULL;
-  t->reward = kva_ada_reward(verdict, speedup);
+  t->reward = kva_ada_reward_as(s->cfg->llm.reward, verdict, speedup);
   kva_ada_backprop(s->tree, i);
   return i;
 }
@@ -214,6 +218,7 @@ static int add_node(struct kva_search *s, int64_t id, int step, int parent, cons
 /* What to ask next. */
 struct kva_pick {
   int parent; /* -1: none */
+  int at;     /* --tree adaexplore: a large step's place in the tree (-1: the task) */
   enum kv_prompt_kind kind;
   const char *action;
   int pool[MAX_POOL];
@@ -255,8 +260,32 @@ void kva_pick_greedy(struct kva_search *s, struct kva_pick *p) {
     small_step(s, b, p);
 }
 
+/* AdaExplore as released: descend or expand by its rule; the task takes a
+ * large step, a node with small_limit small-step children too, else one at
+ * p_large. A large step's node is a child of the node selected. */
+static void pick_adaexplore(struct kva_search *s, struct kva_pick *p) {
+  const struct kv_run_llm_settings *a = &s->cfg->llm;
+  int at = kva_ada_select_adaexplore(s->tree, s->nn, a->c_explore);
+  int large = at < 0 || kva_ada_small_children(s->tree, s->nn, at) >= a->small_limit ||
+              kva_ada_uniform(&s->rng) < a->p_large;
+  if (!large) {
+    small_step(s, at, p);
+    return;
+  }
+  p->parent = -1;
+  p->at = at;
+  p->kind = KV_PK_WRITE;
+  p->action = "large";
+  int max = a->pool_max < MAX_POOL ? a->pool_max : MAX_POOL;
+  p->npool = kva_ada_pool_path(s->tree, s->nn, at, max, &s->rng, p->pool);
+}
+
 void kva_pick_ada(struct kva_search *s, struct kva_pick *p) {
   const struct kv_run_llm_settings *a = &s->cfg->llm;
+  if (a->tree == KV_TREE_ADAEXPLORE) {
+    pick_adaexplore(s, p);
+    return;
+  }
   int at = kva_ada_select(s->tree, s->nn, a->c_explore);
   int large =
       at < 0 || kva_ada_uniform(&s->rng) < a->p_large || s->tree[at].small >= a->small_limit;
@@ -420,11 +449,12 @@ static void skill_step(struct kva_search *s, struct pending *pd) {
 
 /* Proposes and submits one request; 1 when the budget refused it. */
 static int propose(struct kva_search *s, kva_pick_fn *pick, char *err, size_t errlen) {
-  struct kva_pick p = {.parent = -1};
+  struct kva_pick p = {.parent = -1, .at = -1};
   pick(s, &p);
   struct pending *pd = &s->pend[s->npend];
   memset(pd, 0, sizeof *pd);
   pd->parent = p.parent;
+  pd->at = p.parent >= 0 ? p.parent : p.at;
   pd->kind = p.kind;
   snprintf(pd->action, sizeof pd->action, "%s", p.action);
   pd->npool = p.npool;
@@ -434,6 +464,8 @@ static int propose(struct kva_search *s, kva_pick_fn *pick, char *err, size_t er
   pd->params[0] = 0;
   if (p.parent >= 0)
     used += (size_t)snprintf(pd->params, sizeof pd->params, "parent=%d", s->nodes[p.parent].step);
+  else if (p.at >= 0)
+    used += (size_t)snprintf(pd->params, sizeof pd->params, "at=%d", s->nodes[p.at].step);
   for (int i = 0; i < p.npool && used < sizeof pd->params; i++)
     used += (size_t)snprintf(pd->params + used, sizeof pd->params - used, "%s%d",
                              i ? "," : (used ? " pool=" : "pool="), s->nodes[p.pool[i]].step);
@@ -481,6 +513,9 @@ static int record_no_code(struct kva_search *s, const struct kv_node_record *nod
  * rules; an accepted kernel flags the rules it shows to be wrong. */
 static void learn_rules(struct kva_search *s, const struct kv_gate_result *r, const char *code,
                         int64_t eval_id, int64_t node_id) {
+  unsigned src = s->cfg->llm.rule_sources;
+  if (r->verdict != KV_V_OK && src && !(src & kv_rule_source_of((int)r->verdict)))
+    return; /* --rule-sources: not a failure rules are learnt from */
   if (r->verdict != KV_V_OK)
     kv_rules_learn(s->st, s->task, s->prompts, r, code, s->g->surface, eval_id,
                    s->cfg->llm.rules_llm ? s->llm : NULL, s->run_id, node_id, NULL, 0);
@@ -498,7 +533,7 @@ static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_r
   const char *plan = pd->plan ? pd->plan : parsed && *rp.plan ? rp.plan : NULL;
   struct kv_node_record nr = {0};
   nr.run_id = s->run_id;
-  nr.parent_id = pd->parent >= 0 ? s->nodes[pd->parent].id : 0;
+  nr.parent_id = pd->at >= 0 ? s->nodes[pd->at].id : 0;
   nr.step = s->nn;
   nr.action = pd->action;
   nr.params = pd->params;
@@ -513,8 +548,8 @@ static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_r
   } else {
     memset(r, 0, sizeof *r);
     struct kva_step_out out = {0};
-    rc = kva_step(s->h->exec, s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code), s->g, r, 1,
-                  &out, err, errlen);
+    rc = kva_step(s->h->exec, s->st, s->task, s->task_id, &nr, rp.code, strlen(rp.code), s->g, r,
+                  1 + s->cfg->llm.reward, &out, err, errlen);
     if (rc == 1) { /* no gate server could judge it: an unjudged node */
       rc = 0;
       node_id = out.node_id;
@@ -546,7 +581,7 @@ static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_r
     feedback_free(fb);
     return -1;
   }
-  int parent = pd->parent;
+  int parent = pd->at;
   if (add_node(s, node_id, nr.step, parent, pd->action, code, verdict,
                verdict == KV_V_OK ? (speedup > 0 ? speedup : 0) : -1, fb, err, errlen) < 0)
     return -1;

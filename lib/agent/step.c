@@ -46,7 +46,7 @@ static int record_step(struct kv_store *st, int64_t task_id, const struct kv_nod
     n.eval_id = eval_id;
     n.verdict = kv_verdict_name(r->verdict);
     n.speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
-    n.reward = want_reward ? kva_ada_reward((int)r->verdict, n.speedup) : -1;
+    n.reward = want_reward ? kva_ada_reward_as(want_reward - 1, (int)r->verdict, n.speedup) : -1;
     rc = kv_store_node_add(st, &n, &node_id, err, errlen);
   }
   if (out) {

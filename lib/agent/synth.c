@@ -94,6 +94,28 @@ const char *const kv_synth_default_ops[] = {
 };
 const int kv_synth_ndefault_ops = (int)KV_ARRAY_LEN(kv_synth_default_ops);
 
+/* AdaExplore's recipe (kevo/preset.h): torch.nn layers a practice task
+ * combines with KernelBench level-1 problems. No Dropout: in training mode
+ * it is ill-posed, and kevo's check refuses it. */
+static const char *const nn_layers[] = {
+    "nn.Linear",      "nn.Conv1d",    "nn.Conv2d",    "nn.ConvTranspose2d",
+    "nn.BatchNorm2d", "nn.LayerNorm", "nn.GroupNorm", "nn.InstanceNorm2d",
+    "nn.ReLU",        "nn.GELU",      "nn.SiLU",      "nn.Tanh",
+    "nn.Sigmoid",     "nn.Softmax",   "nn.LeakyReLU", "nn.Hardswish",
+    "nn.Mish",        "nn.MaxPool2d", "nn.AvgPool2d", "nn.AdaptiveAvgPool2d",
+};
+#define ADA_PROBLEMS 3 /* KernelBench level-1 problems a task combines */
+#define ADA_LAYERS 3   /* and torch.nn layers */
+#define ADA_MAX_ID 50  /* problems with ids up to this */
+
+/* The KernelBench id a task's name starts with ("19_ReLU": 19), else 0. */
+static int kb_id(const char *name) {
+  int id = 0;
+  for (int i = 0; name[i] >= '0' && name[i] <= '9' && i < 6; i++)
+    id = id * 10 + (name[i] - '0');
+  return name[0] >= '0' && name[0] <= '9' && name[strspn(name, "0123456789")] == '_' ? id : 0;
+}
+
 static const char system_prompt[] =
     "You write small, self-contained PyTorch modules in KernelBench's format: reference "
     "implementations of operators that kernel engineers are then asked to make faster.";
@@ -848,6 +870,60 @@ static char *read_example(const char *dir, size_t cap) {
   return text;
 }
 
+/* AdaExplore's recipe: ADA_PROBLEMS level-1 problems of --from with ids up
+ * to ADA_MAX_ID, and ADA_LAYERS torch.nn layers, all drawn from r. */
+static void ada_prompt(struct synth *sy, uint64_t r, struct kv_buf *b, char *asked, size_t askcap) {
+  int elig[1024], ne = 0, pick[ADA_PROBLEMS], np = 0, lay[ADA_LAYERS], nl = 0;
+  for (int i = 0; i < sy->nfrom && ne < 1024; i++) {
+    int id = kb_id(sy->from[i].name);
+    if (id >= 1 && id <= ADA_MAX_ID)
+      elig[ne++] = i;
+  }
+  for (uint64_t x = mix(r + 11); np < ADA_PROBLEMS && np < ne; x = mix(x)) {
+    int c = elig[x % (uint64_t)ne], dup = 0;
+    for (int k = 0; k < np; k++)
+      dup |= pick[k] == c;
+    if (!dup)
+      pick[np++] = c;
+  }
+  int nlayers = (int)KV_ARRAY_LEN(nn_layers);
+  for (uint64_t x = mix(r + 23); nl < ADA_LAYERS; x = mix(x)) {
+    int c = (int)(x % (uint64_t)nlayers), dup = 0;
+    for (int k = 0; k < nl; k++)
+      dup |= lay[k] == c;
+    if (!dup)
+      lay[nl++] = c;
+  }
+  kv_buf_appendf(b, "Write a new PyTorch module in KernelBench's format that combines the "
+                    "operators of these KernelBench level-1 problems with these torch.nn "
+                    "layers, each at least once, in an order and at shapes that make sense "
+                    "together.\n\n");
+  size_t used = (size_t)snprintf(asked, askcap, "adaexplore:");
+  for (int i = 0; i < np; i++) {
+    char *ex = read_example(sy->from[pick[i]].dir, EXAMPLE_MAX);
+    kv_buf_appendf(b, "Problem %s:\n\n```python\n%s```\n\n", sy->from[pick[i]].name,
+                   ex ? ex : "(its reference.py could not be read)\n");
+    free(ex);
+    if (used < askcap)
+      used += (size_t)snprintf(asked + used, askcap - used, "%s %s", i ? ";" : "",
+                               sy->from[pick[i]].name);
+  }
+  kv_buf_appendf(b, "Layers:");
+  for (int i = 0; i < nl; i++) {
+    kv_buf_appendf(b, "%s %s", i ? "," : "", nn_layers[lay[i]]);
+    if (used < askcap)
+      used += (size_t)snprintf(asked + used, askcap - used, "; %s", nn_layers[lay[i]]);
+  }
+  kv_buf_appendf(b, ".\n\n%s", format_rules);
+}
+
+static int ada_eligible(const struct synth *sy) {
+  int n = 0;
+  for (int i = 0; i < sy->nfrom; i++)
+    n += kb_id(sy->from[i].name) >= 1 && kb_id(sy->from[i].name) <= ADA_MAX_ID;
+  return n;
+}
+
 static char *build_prompt(struct synth *sy, int ord, char *asked, size_t askcap) {
   struct kv_buf b;
   kv_buf_init(&b, PROMPT_MAX);
@@ -874,6 +950,8 @@ static char *build_prompt(struct synth *sy, int ord, char *asked, size_t askcap)
     snprintf(asked, askcap, "mutation of %s: %s%s%s", src->name, kinds[a][0], c != a ? ", " : "",
              c != a ? kinds[c][0] : "");
     free(ex);
+  } else if (!strcmp(style, "adaexplore")) {
+    ada_prompt(sy, r, &b, asked, askcap);
   } else if (!strcmp(style, "self-instruct")) {
     kv_buf_appendf(&b, "Write a new PyTorch module in KernelBench's format for an operator "
                        "pattern that is common in real models (a layer, a block of a network, a "
@@ -1114,8 +1192,9 @@ int kv_synth_run(struct kv_store *s, struct kv_llm *llm, const struct kv_synth_o
     return kv_error(err, errlen, "--n %d: give a number of attempts from 1 to %d", o->n,
                     KV_SYNTH_MAX_N);
   if (strcmp(o->style, "composite") && strcmp(o->style, "mutation") &&
-      strcmp(o->style, "self-instruct"))
-    return kv_error(err, errlen, "--style %s: use composite, mutation or self-instruct", o->style);
+      strcmp(o->style, "self-instruct") && strcmp(o->style, "adaexplore"))
+    return kv_error(err, errlen, "--style %s: use composite, mutation, self-instruct or adaexplore",
+                    o->style);
   struct synth *sy = calloc(1, sizeof *sy);
   if (!sy)
     return kv_error(err, errlen, "out of memory");
@@ -1143,10 +1222,22 @@ int kv_synth_run(struct kv_store *s, struct kv_llm *llm, const struct kv_synth_o
                     o->from_dir, derr);
       goto out;
     }
-  } else if (!strcmp(o->style, "mutation")) {
+  } else if (!strcmp(o->style, "mutation") || !strcmp(o->style, "adaexplore")) {
     rc = kv_error(err, errlen,
-                  "--style mutation varies existing tasks: give them with --from "
-                  "SUITE_DIR (e.g. tasks written by kevo import)");
+                  "--style %s %s: give them with --from SUITE_DIR (e.g. tasks written by kevo "
+                  "import)",
+                  o->style,
+                  !strcmp(o->style, "mutation")
+                      ? "varies existing tasks"
+                      : "combines KernelBench level-1 problems (ids up to 50)");
+    goto out;
+  }
+  if (!strcmp(o->style, "adaexplore") && ada_eligible(sy) < ADA_PROBLEMS) {
+    rc = kv_error(err, errlen,
+                  "--style adaexplore: --from %s has %d tasks named like KernelBench level-1 "
+                  "problems with ids 1 to %d (\"19_ReLU\"); it needs %d: import KernelBench's "
+                  "level1 ('kevo import -o kb1 KernelBench/level1') and give --from kb1",
+                  o->from_dir, ada_eligible(sy), ADA_MAX_ID, ADA_PROBLEMS);
     goto out;
   }
   sy->python = o->python && *o->python ? o->python : kv_python();

@@ -17,55 +17,16 @@
 #include "kevo/task.h"
 #include "kevo/surface.h"
 #include "kevo/util.h"
+#include "internal.h"
 
-#define MAX_HISTORY 8 /* as lib/agent/search.c */
 #define SOURCE_MAX (1 << 20)
 #define MAX_LLM_TRIES 3
 
 static const int player_blocks[] = {KV_PB_PERFORMANCE, KV_PB_PROFILE, KV_PB_RULES, KV_PB_HISTORY,
                                     KV_PB_STATIC};
-
-struct player {
-  int block, summary;
-  char name[64];
-};
-
-/* A chosen node, frozen: what its prompt was built from. */
-struct frozen {
-  int64_t node_id;
-  int step, parent_step;
-  const char *parent_code;         /* owned by the analysis (codes[]) */
-  struct kv_gate_result *fb, *mis; /* the parent's judgement; another node's */
-  struct kv_prompt_attempt hist[MAX_HISTORY];
-  int nhist;
-  const char *plan; /* the plan this node was written from, or NULL */
-  enum kv_prompt_kind kind;
-};
-
-struct an {
-  struct kv_store *st;
-  const struct kv_an_opts *o;
-  struct kv_task *task;
-  int64_t task_id, analysis_id;
-  char surface[16], device[256];
-  char *reference;
-  struct kv_prompts *prompts;
-  unsigned run_mask;
-  int plan_explicit;
-  char **rules;
-  int nrules;
-  struct kv_node_row *rows;
-  int nrows;
-  char **codes;                /* per row: its source (NULL: none) */
-  struct kv_gate_result **fbs; /* per row: its judgement (NULL: none) */
-  struct frozen *fz;
-  int nfz;
-  struct player pl[KV_AN_MAX_PLAYERS];
-  int npl;
-  int ncond, k, timed;
-  const char *exp; /* "shapley", "planning", "transfer" */
-  int64_t llm_calls, gate_evals, gate_cached;
-};
+/* Named only (not in "every player the run had"): CUDAnalyst's released
+ * code keeps them in every prompt. */
+static const int named_blocks[] = {KV_PB_COMPILE, KV_PB_CORRECTNESS};
 
 /* ---- a recorded judgement, rebuilt ---------------------------------------- */
 
@@ -100,6 +61,11 @@ static struct kv_gate_result *fb_from_json(const char *verdict, const char *deta
 
 static int has_data(const struct an *a, const struct frozen *f, int block) {
   switch (block) {
+  case KV_PB_COMPILE:
+    return f->fb->compile_log && *f->fb->compile_log &&
+           (f->fb->verdict == KV_V_COMPILE_ERROR || f->fb->verdict == KV_V_POLICY_VIOLATION);
+  case KV_PB_CORRECTNESS:
+    return 1;
   case KV_PB_PERFORMANCE:
     return f->fb->verdict == KV_V_OK && f->fb->timed;
   case KV_PB_PROFILE:
@@ -126,9 +92,63 @@ static int row_of(const struct an *a, int64_t id) {
   return -1;
 }
 
+/* A prompt block as a player, if the run's chosen nodes had it. */
+static int add_block(struct an *a, const char *w, int blk, int summary, char *err, size_t errlen) {
+  for (int i = 0; i < a->npl; i++)
+    if (a->pl[i].block == blk)
+      return kv_error(err, errlen, "--players: %s is named twice; name each block once", w);
+  int any = 0;
+  for (int i = 0; i < a->nfz; i++)
+    any |= has_data(a, &a->fz[i], blk);
+  if (!(a->run_mask & (1u << blk)) || !any)
+    return kv_error(err, errlen,
+                    "--players: run %lld never had a %s block in the prompts of the chosen "
+                    "nodes (%s); choose players it had",
+                    (long long)a->o->run_id, w,
+                    !(a->run_mask & (1u << blk)) ? "--prompt-blocks switched it off"
+                    : blk == KV_PB_PERFORMANCE   ? "no parent was accepted and timed"
+                    : blk == KV_PB_PROFILE       ? "no parent had kernel resources: cuda only"
+                    : blk == KV_PB_RULES         ? "no rule is active"
+                    : blk == KV_PB_COMPILE       ? "no parent failed to compile"
+                                                 : "no earlier attempts");
+  struct player *pl = &a->pl[a->npl++];
+  pl->block = blk;
+  pl->summary = summary;
+  snprintf(pl->name, sizeof pl->name, "%s%s", w, summary ? ":summary" : "");
+  return 0;
+}
+
+/* A CUDAnalyst tool as a player, if it has a report at a chosen node. */
+static int add_tool(struct an *a, const char *w, int tool, int summary, char *err, size_t errlen) {
+  if (summary)
+    return kv_error(err, errlen, "--players: %s:summary: a tool's report has one form; name %s", w,
+                    w);
+  for (int i = 0; i < a->npl; i++)
+    if (a->pl[i].tool == tool)
+      return kv_error(err, errlen, "--players: %s is named twice; name each player once", w);
+  int any = 0;
+  for (int i = 0; i < a->nfz; i++)
+    any |= kva_an_tool_has_data(&a->fz[i], tool);
+  if (!any)
+    return kv_error(err, errlen,
+                    "--players: %s has no report at any chosen node of run %lld (%s); choose "
+                    "players it had",
+                    w, (long long)a->o->run_id,
+                    tool == KVA_AN_DEBUGGER ? "no parent failed with diagnostics to show"
+                    : tool == KVA_AN_ANALYZER
+                        ? "no parent passed with a loop in its code"
+                        : "no parent passed under Nsight Compute: cuda with ncu only");
+  struct player *pl = &a->pl[a->npl++];
+  pl->block = -1;
+  pl->tool = tool;
+  snprintf(pl->name, sizeof pl->name, "%s", w);
+  return 0;
+}
+
 static int parse_players(struct an *a, char *err, size_t errlen) {
   const char *list = a->o->players;
-  char known[160] = "performance, profile, rules, history, static (each optionally :summary)";
+  char known[256] = "performance, profile, rules, history, static (each optionally :summary), "
+                    "compile, correctness, and CUDAnalyst's " KV_AN_TOOLS;
   if (!list || !*list) { /* every player the run had */
     for (size_t b = 0; b < KV_ARRAY_LEN(player_blocks); b++) {
       int blk = player_blocks[b], any = 0;
@@ -169,35 +189,22 @@ static int parse_players(struct an *a, char *err, size_t errlen) {
         return kv_error(err, errlen, "--players: '%s:%s': the form is raw or summary", w,
                         colon + 1);
     }
-    int blk = -1;
+    int blk = -1, tool = kva_an_tool_of(w);
     for (size_t b = 0; b < KV_ARRAY_LEN(player_blocks); b++)
       if (!strcmp(w, kv_prompt_block_name(player_blocks[b])))
         blk = player_blocks[b];
-    if (blk < 0)
-      return kv_error(err, errlen,
-                      "--players: '%s' is not a player; players are the switchable feedback "
-                      "blocks: %s (task, parent, compile and correctness are always present)",
-                      w, known);
-    for (int i = 0; i < a->npl; i++)
-      if (a->pl[i].block == blk)
-        return kv_error(err, errlen, "--players: %s is named twice; name each block once", w);
-    int any = 0;
-    for (int i = 0; i < a->nfz; i++)
-      any |= has_data(a, &a->fz[i], blk);
-    if (!(a->run_mask & (1u << blk)) || !any)
-      return kv_error(err, errlen,
-                      "--players: run %lld never had a %s block in the prompts of the chosen "
-                      "nodes (%s); choose players it had",
-                      (long long)a->o->run_id, w,
-                      !(a->run_mask & (1u << blk)) ? "--prompt-blocks switched it off"
-                      : blk == KV_PB_PERFORMANCE   ? "no parent was accepted and timed"
-                      : blk == KV_PB_PROFILE       ? "no parent had kernel resources: cuda only"
-                      : blk == KV_PB_RULES         ? "no rule is active"
-                                                   : "no earlier attempts");
-    struct player *pl = &a->pl[a->npl++];
-    pl->block = blk;
-    pl->summary = summary;
-    snprintf(pl->name, sizeof pl->name, "%s%s", w, summary ? ":summary" : "");
+    for (size_t b = 0; b < KV_ARRAY_LEN(named_blocks); b++)
+      if (!strcmp(w, kv_prompt_block_name(named_blocks[b])))
+        blk = named_blocks[b];
+    int rc = tool      ? add_tool(a, w, tool, summary, err, errlen)
+             : blk < 0 ? kv_error(err, errlen,
+                                  "--players: '%s' is not a player; players are the switchable "
+                                  "feedback blocks and CUDAnalyst's tools: %s (task and parent "
+                                  "are always present)",
+                                  w, known)
+                       : add_block(a, w, blk, summary, err, errlen);
+    if (rc < 0)
+      return -1;
     p += n;
     if (*p == ',')
       p++;
@@ -335,15 +342,7 @@ static int load_run(struct an *a, char *err, size_t errlen) {
 
 /* ---- sampling --------------------------------------------------------------- */
 
-/* How a condition builds its prompts. */
-struct cond {
-  unsigned mask, summary;
-  int misaligned;
-  int plan; /* 0 none, 1 the model plans first, 2 the recorded plan */
-  struct kv_llm *llm;
-};
-
-static void cond_of(const struct an *a, int c, struct cond *q) {
+void kva_an_cond_of(const struct an *a, int c, struct cond *q) {
   unsigned base =
       (a->run_mask | (1u << KV_PB_COMPILE) | (1u << KV_PB_CORRECTNESS)) & ~(1u << KV_PB_PLAN);
   memset(q, 0, sizeof *q);
@@ -351,6 +350,10 @@ static void cond_of(const struct an *a, int c, struct cond *q) {
   if (!strcmp(a->exp, "shapley")) {
     q->mask = base;
     for (int i = 0; i < a->npl; i++) {
+      if (a->pl[i].tool) {
+        q->tools |= c & (1 << i) ? 1u << a->pl[i].tool : 0;
+        continue;
+      }
       q->mask &= ~(1u << a->pl[i].block);
       if (c & (1 << i)) {
         q->mask |= 1u << a->pl[i].block;
@@ -377,7 +380,7 @@ static const char *cell_name(const char *exp, int c) {
   return !strcmp(exp, "planning") ? planning[c & 3] : transfer[c % 3];
 }
 
-static char *prompt_of(const struct an *a, const struct frozen *f, const struct cond *q,
+char *kva_an_prompt_of(const struct an *a, const struct frozen *f, const struct cond *q,
                        enum kv_prompt_kind kind, const char *plan, char *err, size_t errlen) {
   struct kv_prompt_ctx c = {0};
   c.task = a->task;
@@ -398,7 +401,7 @@ static char *prompt_of(const struct an *a, const struct frozen *f, const struct 
 }
 
 /* One call, retried on failures other than the budget. *text malloc'd. */
-static int ask(struct an *a, struct kv_llm *llm, const char *role, const char *prompt, int sample,
+int kva_an_ask(struct an *a, struct kv_llm *llm, const char *role, const char *prompt, int sample,
                char **text, int64_t *call_id, char *err, size_t errlen) {
   struct kv_llm_message m = {"user", prompt};
   struct kv_llm_request q;
@@ -429,7 +432,7 @@ static int ask(struct an *a, struct kv_llm *llm, const char *role, const char *p
 }
 
 /* Judges code (cached by source hash): verdict and speedup. */
-static int judge(struct an *a, const char *code, char hash[65], char *verdict, size_t vcap,
+int kva_an_judge(struct an *a, const char *code, char hash[65], char *verdict, size_t vcap,
                  double *speedup, int *cached, char *err, size_t errlen) {
   size_t len = strlen(code);
   kv_sha256_hex(code, len, hash);
@@ -492,9 +495,9 @@ static int judge(struct an *a, const char *code, char hash[65], char *verdict, s
 static int one_sample(struct an *a, const struct frozen *f, int c, int j, char *err,
                       size_t errlen) {
   struct cond q;
-  cond_of(a, c, &q);
+  kva_an_cond_of(a, c, &q);
   const char *given = q.plan == 2 ? f->plan : NULL;
-  char *first = prompt_of(a, f, &q, q.plan == 1 ? KV_PK_PLAN : f->kind, given, err, errlen);
+  char *first = kva_an_prompt_of(a, f, &q, q.plan == 1 ? KV_PK_PLAN : f->kind, given, err, errlen);
   if (!first)
     return -1;
   char ph[65], mode[16];
@@ -529,20 +532,20 @@ static int one_sample(struct an *a, const struct frozen *f, int c, int j, char *
   int rc = 0;
   if (q.plan == 1) {
     char *ptext = NULL;
-    rc = ask(a, q.llm, "analyze:planner", first, j, &ptext, &plan_call, err, errlen);
+    rc = kva_an_ask(a, q.llm, "analyze:planner", first, j, &ptext, &plan_call, err, errlen);
     if (rc == 0 && kv_reply_plan(ptext, strlen(ptext), &plan, NULL, 0) < 0)
       plan = strdup("(no plan)");
     free(ptext);
     free(first);
     first = NULL;
     if (rc == 0) {
-      first = prompt_of(a, f, &q, f->kind, plan, err, errlen);
+      first = kva_an_prompt_of(a, f, &q, f->kind, plan, err, errlen);
       if (!first)
         rc = -1;
     }
   }
   if (rc == 0)
-    rc = ask(a, q.llm, "analyze:coder", first, j, &text, &call, err, errlen);
+    rc = kva_an_ask(a, q.llm, "analyze:coder", first, j, &text, &call, err, errlen);
   free(first);
   char verdict[32] = "no_code", hash[65] = "";
   double speedup = -1;
@@ -553,7 +556,7 @@ static int one_sample(struct an *a, const struct frozen *f, int c, int j, char *
     if (kv_reply_parse(text, strlen(text), a->task->entry, &rp, NULL, 0) == 0) {
       if (q.plan == 0)
         tags = kv_an_plan_tags(rp.plan);
-      rc = judge(a, rp.code, hash, verdict, sizeof verdict, &speedup, &cached, err, errlen);
+      rc = kva_an_judge(a, rp.code, hash, verdict, sizeof verdict, &speedup, &cached, err, errlen);
       kv_reply_release(&rp);
     } else if (q.plan == 0) {
       tags = kv_an_plan_tags(text);
@@ -601,6 +604,8 @@ static int collect_cb(void *arg, const struct kv_analysis_sample *s) {
   size_t at =
       ((size_t)ni * (size_t)c->r->ncond + (size_t)s->cond) * (size_t)c->r->k + (size_t)s->sample;
   c->have[at] = 1;
+  if (c->a->pcall)
+    c->a->pcall[at] = s->plan_call_id;
   double thr = c->a->o->fast_threshold > 0 ? c->a->o->fast_threshold : 1.0;
   int ok = s->verdict && !strcmp(s->verdict, "ok");
   int compiled = s->verdict && strcmp(s->verdict, "no_code") &&
@@ -624,7 +629,9 @@ static int results(struct an *a, struct kv_an_result *r, int attribute, char *er
   size_t cube = (size_t)a->nfz * (size_t)a->ncond * (size_t)a->k;
   r->node_steps = calloc((size_t)a->nfz, sizeof *r->node_steps);
   unsigned char *have = calloc(cube, 1);
-  if (!r->node_steps || !have) {
+  free(a->pcall);
+  a->pcall = a->ca ? calloc(cube + 1, sizeof *a->pcall) : NULL;
+  if (!r->node_steps || !have || (a->ca && !a->pcall)) {
     free(have);
     return kv_error(err, errlen, "out of memory");
   }
@@ -650,16 +657,19 @@ static int results(struct an *a, struct kv_an_result *r, int attribute, char *er
   free(have);
   if (!r->complete || !attribute)
     return 0;
+  if (a->best) /* a rollout's outcome: the best of its samples */
+    for (int m = 0; m < KV_AN_NMETRICS; m++)
+      r->k = kva_an_best_of_k(r->y[m], a->nfz, a->ncond, a->rollouts, a->per);
   int B = a->o->bootstrap > 0 ? a->o->bootstrap : 1000;
   int P = a->o->perms > 0 ? a->o->perms : 1000;
   for (int m = 0; m < KV_AN_NMETRICS; m++) {
     if (!strcmp(a->exp, "shapley")) {
-      struct kv_an_data d = {a->npl, a->nfz, a->k, r->y[m]};
+      struct kv_an_data d = {a->npl, a->nfz, r->k, r->y[m]};
       if (kv_an_attribute(&d, B, P, 0x6b65766fu + (unsigned)m, &r->attr[m], err, errlen) < 0)
         return -1;
     } else {
       for (int cell = 0; cell < a->ncond; cell++)
-        kv_an_cell_ci(r->y[m], a->nfz, a->ncond, a->k, cell, B, 0x6b65766fu + (unsigned)m,
+        kv_an_cell_ci(r->y[m], a->nfz, a->ncond, r->k, cell, B, 0x6b65766fu + (unsigned)m,
                       &r->cell[m][cell], &r->cell_lo[m][cell], &r->cell_hi[m][cell]);
     }
   }
@@ -681,8 +691,63 @@ static void an_release(struct an *a) {
   }
   free(a->codes);
   free(a->fbs);
+  for (int i = 0; a->fz && i < a->nfz; i++)
+    kva_an_frozen_release(&a->fz[i]);
   free(a->fz);
+  free(a->pcall);
+  free(a->ca_plan);
   kv_node_rows_free(a->rows, a->nrows);
+}
+
+int kva_an_put(struct an *a, int fi, const struct kv_analysis_sample *s, char *err, size_t errlen) {
+  size_t at = ((size_t)fi * (size_t)a->ncond + (size_t)s->cond) * (size_t)a->k + (size_t)s->sample;
+  if (a->pcall)
+    a->pcall[at] = s->plan_call_id;
+  return kv_store_analysis_sample_put(a->st, s, err, errlen);
+}
+
+/* CUDAnalyst's settings (kevo/preset.h): rollouts, best-of-k, the planner,
+ * the recorded prompt and the tool players, whose feedback is recomputed. */
+static int ca_setup(struct an *a, char *err, size_t errlen) {
+  const struct kv_an_opts *o = a->o;
+  a->per = a->k;
+  a->rollouts = o->rollouts > 0 ? o->rollouts : 1;
+  a->best = o->best_of_k;
+  if (a->rollouts > 16 || a->per * a->rollouts > 256)
+    return kv_error(err, errlen,
+                    "--rollouts %d x --samples %d: at most 16 rollouts and 256 "
+                    "samples a coalition",
+                    a->rollouts, a->per);
+  a->k = a->per * a->rollouts;
+  int tools = 0;
+  for (const char *p = o->players ? o->players : ""; *p;) {
+    size_t n = strcspn(p, ",");
+    char w[64];
+    snprintf(w, sizeof w, "%.*s", (int)(n < 63 ? n : 63), p);
+    tools |= kva_an_tool_of(w) != 0;
+    p += n + (p[n] == ',');
+  }
+  a->ca = tools || o->planner == 1 || o->frozen_recorded;
+  if (a->ca && strcmp(a->exp, "shapley"))
+    return kv_error(err, errlen,
+                    "--planner, --frozen and CUDAnalyst's players (%s) apply to the "
+                    "Shapley analysis, not --experiment %s",
+                    KV_AN_TOOLS, a->exp);
+  return a->ca ? kva_an_recompute(a, tools, err, errlen) : 0;
+}
+
+/* What an analysis is, for its config beside kevo's own keys: only what is
+ * set, so an analysis of kevo's own keeps its identity. */
+static void ca_config(const struct an *a, json_t *cj) {
+  const struct kv_an_opts *o = a->o;
+  if (a->rollouts > 1)
+    json_object_set_new(cj, "rollouts", json_integer(a->rollouts));
+  if (a->best)
+    json_object_set_new(cj, "score", json_string("best-of-k"));
+  if (o->planner == 1)
+    json_object_set_new(cj, "planner", json_true());
+  if (o->frozen_recorded)
+    json_object_set_new(cj, "frozen", json_string("recorded"));
 }
 
 int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_result *out, char *err,
@@ -704,8 +769,16 @@ int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_res
     return kv_error(err, errlen, "--samples %d: at most 256", a.k);
   a.timed = o->g->timing != 0;
   int rc = load_run(&a, err, errlen);
+  if (rc == 0)
+    rc = ca_setup(&a, err, errlen);
   if (rc == 0 && !strcmp(a.exp, "shapley"))
     rc = parse_players(&a, err, errlen);
+  for (int i = 0; rc == 0 && o->frozen_recorded && i < a.npl; i++)
+    if (!a.pl[i].tool)
+      rc = kv_error(err, errlen,
+                    "--frozen recorded: the child's recorded prompt is fixed, so only CUDAnalyst's "
+                    "players (%s) vary it; %s needs --frozen rebuilt",
+                    KV_AN_TOOLS, a.pl[i].name);
   if (rc == 0 && !strcmp(a.exp, "planning") && o->players && *o->players)
     rc = kv_error(err, errlen, "--players applies to the Shapley analysis, not --experiment %s",
                   a.exp);
@@ -740,10 +813,12 @@ int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_res
   for (int i = 0; i < a.npl; i++)
     json_array_append_new(pj, json_string(a.pl[i].name));
   json_t *cj = json_pack("{s:i,s:i,s:o,s:i,s:f,s:b,s:s,s:s,s:s}", "gen_lo", o->gen_lo, "gen_hi",
-                         o->gen_hi, "players", pj, "samples", a.k, "fast_threshold",
+                         o->gen_hi, "players", pj, "samples", a.per, "fast_threshold",
                          o->fast_threshold > 0 ? o->fast_threshold : 1.0, "timing", a.timed,
                          "provider", m->provider, "model", m->model, "label",
                          o->model_label ? o->model_label : m->model);
+  if (cj)
+    ca_config(&a, cj);
   if (o->target) {
     const struct kv_llm_model *t = kv_llm_model_of(o->target);
     json_object_set_new(cj, "target",
@@ -761,7 +836,7 @@ int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_res
   struct kv_an_result tmp;
   memset(&tmp, 0, sizeof tmp);
   if (rc == 0) {
-    struct kv_an_cost cost = {a.nfz, a.ncond, a.k, 0, 0, 0, 0};
+    struct kv_an_cost cost = {a.nfz, a.ncond, a.k, 0, 0, 0, 0, 0};
     rc = results(&a, &tmp, 0, err, errlen); /* only what is recorded */
     size_t cube = (size_t)total;
     for (size_t i = 0; rc == 0 && i < cube; i++)
@@ -769,18 +844,21 @@ int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_res
     int per = 1;
     struct cond q;
     for (int c = 0; c < a.ncond; c++) {
-      cond_of(&a, c, &q);
+      kva_an_cond_of(&a, c, &q);
       cost.llm_calls += (int64_t)(q.plan == 1 ? 2 : 1);
     }
     per = (int)cost.llm_calls;
     cost.llm_calls = (int64_t)a.nfz * a.k * per;
+    if (a.ca) /* a planner call per rollout, a coder call per sample */
+      cost.llm_calls = (int64_t)a.nfz * a.ncond * a.rollouts * (a.per + (o->planner == 1));
+    cost.recompute = a.ca ? a.nfz : 0;
     cost.llm_calls = cost.llm_calls * (total - done) / (total ? total : 1);
     cost.gate_evals = total - done;
     cost.done = done;
     /* Worst case: the largest prompt of the first node at the model's prices. */
     struct cond full;
-    cond_of(&a, a.ncond - 1, &full);
-    char *p0 = prompt_of(&a, &a.fz[0], &full, a.fz[0].kind, a.fz[0].plan, NULL, 0);
+    kva_an_cond_of(&a, a.ncond - 1, &full);
+    char *p0 = kva_an_prompt_of(&a, &a.fz[0], &full, a.fz[0].kind, a.fz[0].plan, NULL, 0);
     double in_tok = p0 ? (double)strlen(p0) / 3.0 : 4000;
     free(p0);
     const struct kv_llm_model *cm = kv_llm_model_of(o->target ? o->target : o->llm);
@@ -802,7 +880,8 @@ int kv_analyze(struct kv_store *st, const struct kv_an_opts *o, struct kv_an_res
           stopped = 1;
           break;
         }
-        rc = one_sample(&a, &a.fz[i], c, j, err, errlen);
+        rc = a.ca ? kva_an_sample_ca(&a, i, c, j, err, errlen)
+                  : one_sample(&a, &a.fz[i], c, j, err, errlen);
         at++;
         if (rc == 0 && o->progress) {
           char last[256];
@@ -932,7 +1011,12 @@ int kv_an_load(struct kv_store *st, int64_t analysis_id, int bootstrap, struct k
             : !strcmp(exp, "planning") ? "planning"
                                        : "transfer";
     a.analysis_id = row.id;
-    a.k = (int)k;
+    json_int_t ro = json_integer_value(json_object_get(cfg, "rollouts"));
+    const char *score = json_string_value(json_object_get(cfg, "score"));
+    a.per = (int)k;
+    a.rollouts = ro >= 1 && ro <= 16 ? (int)ro : 1;
+    a.best = score && !strcmp(score, "best-of-k");
+    a.k = a.per * a.rollouts;
     a.timed = json_is_true(json_object_get(cfg, "timing"));
     if (!strcmp(a.exp, "shapley")) {
       a.npl = (int)json_array_size(pl);
