@@ -14,8 +14,9 @@
  *    opening fence had.
  *  - A block *defines the entry* when, outside comments, strings and
  *    preprocessor lines, `entry(` ... `)` is followed by `{` (possibly after
- *    qualifiers such as `noexcept` or `__attribute__((...))`). A call or a
- *    prototype does not count. Any tag may define the entry.
+ *    qualifiers such as `noexcept` or `__attribute__((...))`), or `class
+ *    entry` appears (the torch surface's Python `class ModelNew`). A call or
+ *    a prototype does not count. Any tag may define the entry.
  *  - Chosen, first that applies: the last block that defines the entry; the
  *    last stretch of text outside the blocks that defines the entry (a reply
  *    without fences), with leading and trailing prose lines cut off; the

@@ -27,6 +27,9 @@ enum kv_lang kv_surface_lang(const struct kv_surface *sf);
 const char *kv_surface_lang_name(const struct kv_surface *sf);
 /* The extension of its sources, without the dot: "c", "cu". */
 const char *kv_surface_ext(const struct kv_surface *sf);
+/* What a candidate of task t defines: the task's entry (a C function), or
+ * the class ModelNew (the torch surface's Python). */
+const char *kv_surface_entry(const struct kv_surface *sf, const struct kv_task *t);
 /* 1: its candidates run on a GPU (nvcc, an architecture, compute-sanitizer,
  * a device that the worker names and measures). */
 int kv_surface_gpu(const struct kv_surface *sf);

@@ -25,9 +25,9 @@ struct tmpl_def {
 
 /* Defaults, in the order: blocks, kinds, system. */
 static const struct tmpl_def defaults[NTMPL] = {
-    {"name summary surface lang device sizes signature reference",
+    {"name summary surface lang device sizes signature reference contract",
      "## Task: {{name}}\n{{summary}}\n\nSurface: {{surface}}; device: {{device}}; timed at "
-     "{{sizes}}.\n\nDefine exactly this entry point (kevo includes the prototype for you):\n"
+     "{{sizes}}.\n\n{{contract}}\n"
      "```{{lang}}\n{{signature}}```\n\nReference implementation (correct, slow):\n```{{lang}}\n"
      "{{reference}}```\n"},
     {"step lang code", "## Current kernel (step {{step}})\n```{{lang}}\n{{code}}```\n"},
@@ -440,6 +440,18 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
     var(&v, "sizes", sizes);
     var(&v, "signature", sig);
     var(&v, "reference", tmp);
+    /* The torch surface asks for the field's form (AdaExplore's KernelBench
+     * prompt, in substance): Model optimized into a ModelNew. */
+    var(&v, "contract",
+        kv_surface_lang(sf) == KV_LANG_PYTHON
+            ? "Optimize the architecture named Model (the reference below) with custom Triton "
+              "kernels (@triton.jit) or inline CUDA "
+              "(torch.utils.cpp_extension.load_inline). Name your optimized architecture "
+              "ModelNew: built with Model's constructor arguments, keeping Model's parameter "
+              "names and shapes (kevo loads the task's weights into them), forward taking "
+              "Model.forward's inputs and returning its outputs. Real code, no tests, no "
+              "calls to Model. The contract:"
+            : "Define exactly this entry point (kevo includes the prototype for you):");
     break;
   }
   case KV_PB_PARENT:
@@ -709,7 +721,7 @@ char *kv_prompt_build(const struct kv_prompts *p, enum kv_prompt_kind kind, unsi
       render_block(p, i, c, mask, &b);
   struct vars v = {0};
   var(&v, "lang", kv_surface_lang_name(kv_surface_find(c->surface)));
-  var(&v, "entry", c->task->entry);
+  var(&v, "entry", kv_surface_entry(kv_surface_find(c->surface), c->task));
   render(p->text[KV_PB_COUNT + kind], &v, &b);
   if (b.truncated) {
     kv_buf_release(&b);

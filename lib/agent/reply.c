@@ -403,6 +403,12 @@ static int defines_entry(const char *s, size_t n, const char *entry) {
   for (size_t k = 0; k + 1 < t.n && !found; k++) {
     if (t.v[k].kind != 'i' || t.v[k].len != elen || memcmp(s + t.v[k].pos, entry, elen) != 0)
       continue;
+    /* A class of that name (the torch surface's Python ModelNew). */
+    if (k > 0 && t.v[k - 1].kind == 'i' && t.v[k - 1].len == 5 &&
+        !memcmp(s + t.v[k - 1].pos, "class", 5)) {
+      found = 1;
+      break;
+    }
     if (t.v[k + 1].kind != '(' || t.v[k + 1].match < 0)
       continue;
     size_t j = (size_t)t.v[k + 1].match + 1;

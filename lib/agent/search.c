@@ -523,13 +523,18 @@ static void learn_rules(struct kva_search *s, const struct kv_gate_result *r, co
     kv_rules_check_accepted(s->st, code, s->g->surface, eval_id, s->task->name, NULL, NULL, 0);
 }
 
+/* What a reply must define: the task's entry, or the torch surface's ModelNew. */
+static const char *entry_of(const struct kva_search *s) {
+  return kv_surface_entry(kv_surface_find(s->g->surface), s->task);
+}
+
 /* A coder's reply: judge its kernel and record the node. */
 static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_result *res,
                  struct kv_gate_result *r, char *err, size_t errlen) {
   struct kv_reply rp;
   char perr[256];
   int parsed =
-      kv_reply_parse(res->text, strlen(res->text), s->task->entry, &rp, perr, sizeof perr) == 0;
+      kv_reply_parse(res->text, strlen(res->text), entry_of(s), &rp, perr, sizeof perr) == 0;
   const char *plan = pd->plan ? pd->plan : parsed && *rp.plan ? rp.plan : NULL;
   struct kv_node_record nr = {0};
   nr.run_id = s->run_id;
@@ -672,7 +677,7 @@ static void prebuild(struct kva_search *s, const struct kv_llm_result *done, int
         coder = 1;
     struct kv_reply rp;
     if (!coder || done[d].code != KV_LLM_OK || !done[d].text ||
-        kv_reply_parse(done[d].text, strlen(done[d].text), s->task->entry, &rp, NULL, 0) < 0)
+        kv_reply_parse(done[d].text, strlen(done[d].text), entry_of(s), &rp, NULL, 0) < 0)
       continue;
     snprintf(paths[n], sizeof paths[n], "%s/c%d.%s", dir, n, ext);
     if (kv_write_file(paths[n], rp.code, strlen(rp.code), NULL, 0) == 0) {
@@ -696,7 +701,7 @@ static void prefetch(struct kva_search *s, const struct kv_llm_result *done, int
         coder = 1;
     struct kv_reply rp;
     if (!coder || done[d].code != KV_LLM_OK || !done[d].text ||
-        kv_reply_parse(done[d].text, strlen(done[d].text), s->task->entry, &rp, NULL, 0) < 0)
+        kv_reply_parse(done[d].text, strlen(done[d].text), entry_of(s), &rp, NULL, 0) < 0)
       continue;
     kva_step_prefetch(s->h->exec, s->task, rp.code, strlen(rp.code), s->g, NULL, 0);
     kv_reply_release(&rp);

@@ -77,6 +77,36 @@ static void test_task_only(void **state) {
   kv_task_free(t);
 }
 
+/* The torch surface: the field's form (a ModelNew from Model, Triton or
+ * inline CUDA), the Python contract, a python block defining ModelNew; the C
+ * entry's wording and the kernel-only form are not there. */
+static void test_torch_surface(void **state) {
+  (void)state;
+  struct kv_task *t = rowsum();
+  struct kv_prompts *p = defaults();
+  struct kv_prompt_ctx c = {.task = t, .surface = "torch", .reference = "class Model:\n"};
+  char err[512];
+  char *s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_non_null(strstr(s, "Optimize the architecture named Model"));
+  assert_non_null(strstr(s, "Name your optimized architecture ModelNew"));
+  assert_non_null(strstr(s, "```python\n# kevo: what a candidate"));
+  assert_non_null(strstr(s, "class ModelNew(torch.nn.Module)"));
+  assert_non_null(strstr(s, "one ```python block that defines `ModelNew`"));
+  assert_null(strstr(s, "Define exactly this entry point"));
+  assert_null(strstr(s, "void rowsum("));
+  assert_null(strstr(s, "kevo:launch"));
+  free(s);
+  c.surface = "cpu"; /* and the C wording stays where it was */
+  s = kv_prompt_build(p, KV_PK_WRITE, KV_PB_ALL, &c, err, sizeof err);
+  assert_non_null(s);
+  assert_non_null(strstr(s, "Define exactly this entry point (kevo includes the prototype"));
+  assert_null(strstr(s, "ModelNew"));
+  free(s);
+  kv_prompts_free(p);
+  kv_task_free(t);
+}
+
 /* A cuda task with "allow": the signature says which libraries and how to
  * set them up once; without allow, or on the cpu surface, nothing. */
 static void test_allowed_libraries(void **state) {
@@ -509,6 +539,7 @@ static void test_static_block(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_torch_surface),
       cmocka_unit_test(test_static_mask),
       cmocka_unit_test(test_static_block),
       cmocka_unit_test(test_profile_debug_blocks),

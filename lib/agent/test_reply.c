@@ -670,6 +670,23 @@ static void test_limits(void **state) {
   parse_bad_(nul, sizeof nul - 1, "f", "NUL byte at offset 20", __LINE__);
 }
 
+/* The torch surface's Python: the block with `class ModelNew` is chosen over
+ * a usage example after it, and a reply with only the reference Model has no
+ * code defining ModelNew (the largest C-like block is not taken: none). */
+static void test_python_modelnew(void **state) {
+  (void)state;
+  const char *two = "## Plan\nFuse.\n```python\nimport torch\n\nclass ModelNew(torch.nn.Module):\n"
+                    "    def forward(self, x):\n        return x.sum(1)\n```\nUse it:\n"
+                    "```python\nm = ModelNew()\nprint(m(torch.ones(2, 2)))\n```\n";
+  parse_ok(two, "ModelNew");
+  assert_true(r.defines_entry);
+  assert_int_equal(r.block, 0);
+  assert_non_null(strstr(r.code, "class ModelNew(torch.nn.Module):"));
+  assert_string_equal(r.plan, "Fuse.");
+  parse_bad("```python\nclass Model(torch.nn.Module):\n    pass\n```\n", "ModelNew",
+            "none defining ModelNew()");
+}
+
 static void test_api_edges(void **state) {
   (void)state;
   char err[256];
@@ -811,6 +828,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_reply_plan, teardown_each),
       cmocka_unit_test_teardown(test_empty_and_prose_only, teardown_each),
       cmocka_unit_test_teardown(test_limits, teardown_each),
+      cmocka_unit_test_teardown(test_python_modelnew, teardown_each),
       cmocka_unit_test_teardown(test_api_edges, teardown_each),
       cmocka_unit_test_teardown(test_tunables, teardown_each),
       cmocka_unit_test_teardown(test_tunables_errors, teardown_each),

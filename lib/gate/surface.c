@@ -121,6 +121,12 @@ const char *kv_surface_ext(const struct kv_surface *sf) {
   return (sf ? sf : surfaces)->ext;
 }
 
+const char *kv_surface_entry(const struct kv_surface *sf, const struct kv_task *t) {
+  if (kv_surface_lang(sf) == KV_LANG_PYTHON)
+    return "ModelNew";
+  return t ? t->entry : NULL;
+}
+
 int kv_surface_gpu(const struct kv_surface *sf) {
   return (sf ? sf : surfaces)->device_in_worker; /* a GPU's worker measures it */
 }
