@@ -133,6 +133,9 @@ void cli_skill_used(void *ud, const char *uid, int64_t run_id, int64_t node_id, 
 struct kv_exec;
 int cli_exec_open(const char *name, const char *gpus, const char *config_path, const char *surface,
                   int concurrency, struct kv_exec **out);
+/* One line on stderr: the executor's jobs, its compile pool and how busy its
+ * servers were (nothing for NULL). */
+void cli_exec_summary(struct kv_exec *x);
 /* Consumes argv[*i] (and its value) when it is a search option: 1; 0 when it
  * is not one; -1 after saying why it is bad. */
 int cli_run_option(struct cli_run_args *r, int argc, char **argv, int *i);

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "kevo/bench.h"
+#include "kevo/exec.h"
 #include "kevo/llm.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
@@ -212,8 +213,9 @@ int cmd_bench(int argc, char **argv) {
   struct cli_run_args ra;
   cli_run_args_init(&ra);
   const char *suite = NULL;
-  int json = 0, fresh = 0;
+  int json = 0, fresh = 0, jobs = 0;
   double wait_s = 0;
+  const char *executor = NULL, *gpus = NULL, *exec_config = getenv("KEVO_EXEC_CONFIG");
   int64_t show_id = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -231,6 +233,17 @@ int cmd_bench(int argc, char **argv) {
       wait_s = (double)v;
     } else if (!strcmp(a, "--fresh"))
       fresh = 1;
+    else if (!strcmp(a, "--jobs") && i + 1 < argc) {
+      long long v;
+      if (cli_integer("--jobs", argv[++i], 1, 64, &v))
+        return 2;
+      jobs = (int)v;
+    } else if (!strcmp(a, "--executor") && i + 1 < argc)
+      executor = argv[++i];
+    else if (!strcmp(a, "--gpus") && i + 1 < argc)
+      gpus = argv[++i];
+    else if (!strcmp(a, "--executor-config") && i + 1 < argc)
+      exec_config = argv[++i];
     else if (!strcmp(a, "--show")) {
       show_id = 0;
       if (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -285,12 +298,28 @@ int cmd_bench(int argc, char **argv) {
     kv_store_close(s);
     return code;
   }
+  /* An executor is shared by the tasks: two at once by default, so that
+   * one task's candidates keep the servers busy while another starts or
+   * ends (--jobs sets how many). */
+  struct kv_exec *x = NULL;
+  if (executor || gpus) {
+    code = cli_exec_open(executor ? executor : "gpus", gpus, exec_config, ra.g.surface,
+                         ra.c.llm.concurrency, &x);
+    if (code) {
+      kv_llm_free(ra.llm);
+      kv_store_close(s);
+      return code;
+    }
+    if (jobs == 0)
+      jobs = 2;
+  }
   struct kv_bench_opts o = {
-      .suite_dir = abs, .run = ra.c, .gate = &ra.g, .fresh = fresh, .wait_s = wait_s};
+      .suite_dir = abs, .run = ra.c, .gate = &ra.g, .fresh = fresh, .wait_s = wait_s, .jobs = jobs};
   struct kv_bench_hooks h = {.task_start = task_start, .task_end = task_end};
   h.run.progress = cli_run_progress;
   h.run.stop = &cli_stop_flag;
   h.run.llm = ra.llm;
+  h.run.exec = x;
   signal(SIGINT, cli_on_sigint);
   int64_t id = 0;
   int resumed = 0;
@@ -298,6 +327,8 @@ int cmd_bench(int argc, char **argv) {
   fprintf(stderr, "kevo: bench of %s: %d tasks, strategy %s, %d steps each\n", abs, nfound,
           ra.c.strategy, ra.c.steps);
   int rc = kv_bench_run(s, &o, &h, &id, &resumed, why, sizeof why, err, sizeof err);
+  cli_exec_summary(x);
+  kv_exec_close(x);
   if (ra.llm) {
     struct kv_llm_spend sp;
     kv_llm_spent(ra.llm, &sp);

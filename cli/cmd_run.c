@@ -110,9 +110,31 @@ int cli_exec_open(const char *name, const char *gpus, const char *config_path, c
   int n = kv_exec_servers(*out, info, KV_EXEC_SERVERS_MAX), up = 0;
   for (int i = 0; i < n; i++)
     up += info[i].pid > 0;
-  fprintf(stderr, "kevo: executor %s: %d of %d gate servers up, %d jobs at once\n", name, up, n,
-          kv_exec_width(*out));
+  struct kv_exec_stats st;
+  kv_exec_stats(*out, &st);
+  fprintf(stderr,
+          "kevo: executor %s: %d of %d gate servers up, %d jobs kept submitted, compile pool: %d "
+          "compilers%s\n",
+          name, up, n, kv_exec_width(*out), st.compilers,
+          st.compilers ? "" : " (the servers compile)");
   return 0;
+}
+
+void cli_exec_summary(struct kv_exec *x) {
+  if (!x)
+    return;
+  struct kv_exec_stats st;
+  kv_exec_stats(x, &st);
+  struct kv_exec_server_info info[KV_EXEC_SERVERS_MAX];
+  int n = kv_exec_servers(x, info, KV_EXEC_SERVERS_MAX);
+  double slots = st.wall_s * (n > 0 ? n : 1);
+  /* One line, read by bench/gpus.sh: where the servers' time went. */
+  fprintf(stderr,
+          "kevo: executor: %d jobs sent (%d built ahead by the compile pool, %d compiles, %d "
+          "shared, %d failed), servers busy %.1f%% of %.1f s x %d, idle waiting for a compile "
+          "%.2f s\n",
+          st.sent, st.sent_built, st.compiles, st.compiles_shared, st.compile_failures,
+          slots > 0 ? 100 * st.slot_busy_s / slots : 0, st.wall_s, n, st.slot_starved_s);
 }
 
 /* The LLM client of a run: NULL in *out when no LLM is configured. */
@@ -735,6 +757,7 @@ int cmd_run(int argc, char **argv) {
   g.warm = x ? NULL : kv_gate_warm_new(); /* judged here: workers kept warm */
   int rc = kv_run_new(s, t, starter, &c, &g, &h, &run_id, err, sizeof err);
   kv_gate_warm_free(g.warm);
+  cli_exec_summary(x);
   kv_exec_close(x);
   if (llm) {
     struct kv_llm_spend sp;
@@ -919,6 +942,7 @@ int cmd_resume(int argc, char **argv) {
       fprintf(stderr, "\nkevo: run %lld %s\n", (long long)id,
               cli_stop_flag ? "stopped" : "finished");
   }
+  cli_exec_summary(x);
   kv_exec_close(x);
   if (llm) {
     struct kv_llm_spend sp;

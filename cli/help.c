@@ -86,6 +86,7 @@ static const struct opt bench_opts[] = {
     {"--wait SECONDS",
      "another kevo runs this bench: wait this long for it, then refuse (default 0)"},
     {"--show [ID]", "the score of a bench in the store (default the latest)"},
+    {"--jobs N", "tasks at once (default 1; with --executor 2, sharing its servers)"},
     END};
 
 static const struct opt resume_opts[] = {

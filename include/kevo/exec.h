@@ -8,8 +8,13 @@
  * once); every verdict says which executor, host, server and GPU judged it.
  * A server or host that dies mid-job costs only that job, which is retried on
  * another server up to a limit and then reported as failed; a host that keeps
- * failing is dropped with a note. Single-threaded: the caller pumps with
- * kv_exec_next. Never prints, never exits. */
+ * failing is dropped with a note. A thread of its own talks to the servers
+ * and a compile pool builds ahead of them; the calls below may come from
+ * several threads at once (a bench's tasks sharing one executor): each
+ * thread takes only the results of the jobs it submitted (kv_exec_next,
+ * kv_exec_take, kv_exec_has and kv_exec_pending see that thread's jobs).
+ * Never prints, never exits (the note callback runs on the executor's
+ * thread). */
 #ifndef KEVO_EXEC_H
 #define KEVO_EXEC_H
 
@@ -101,8 +106,10 @@ const char *kv_exec_describe(const char *name);
  * came up. */
 int kv_exec_open(const struct kv_exec_opts *o, struct kv_exec **out, char *err, size_t errlen);
 void kv_exec_close(struct kv_exec *x);
-/* Jobs in flight at once (the concurrency, capped by the servers). */
-int kv_exec_width(const struct kv_exec *x);
+/* Jobs worth keeping submitted: those the servers judge at once (the
+ * concurrency, capped by the live servers) plus one per compiler of the
+ * compile pool, which builds them ahead. */
+int kv_exec_width(struct kv_exec *x);
 
 /* Queues an evaluation of src (a candidate of task t) under g's options
  * (surface, seed, timing, budget, deadline, torch_compile). ud comes back
@@ -130,12 +137,30 @@ int kv_exec_take(struct kv_exec *x, const void *ud, double timeout_s, struct kv_
                  char *err, size_t errlen);
 /* 1 when a job submitted with ud is queued, in flight or finished and not
  * yet taken. */
-int kv_exec_has(const struct kv_exec *x, const void *ud);
+int kv_exec_has(struct kv_exec *x, const void *ud);
 /* 1 while some host is not dropped; 0 with err (the last failure) when
  * every server is gone: nothing more can be judged. */
-int kv_exec_alive(const struct kv_exec *x, char *err, size_t errlen);
+int kv_exec_alive(struct kv_exec *x, char *err, size_t errlen);
 /* Jobs submitted and not yet returned by kv_exec_next or kv_exec_take. */
-int kv_exec_pending(const struct kv_exec *x);
+int kv_exec_pending(struct kv_exec *x);
+
+/* What the pipeline did (tests, bench/gpus.sh). With a compile pool
+ * (executors local and gpus: their servers share this host's object cache)
+ * every job's candidate is built by the pool, first submitted first built,
+ * before it goes to a server, which then finds it built; one build per
+ * content however many jobs carry it. */
+struct kv_exec_stats {
+  int compilers;         /* the pool's threads (0: none, the servers compile) */
+  int compiles;          /* entries the pool built (cache hits and compile errors included) */
+  int compiles_shared;   /* jobs whose content an earlier job's entry built */
+  int compile_failures;  /* entries kevo could not build: their servers compiled */
+  double compile_s;      /* the pool's seconds, summed */
+  int sent, sent_built;  /* jobs sent to servers; of those, built by the pool first */
+  double slot_busy_s;    /* servers' seconds with a job in flight, summed */
+  double slot_starved_s; /* servers' seconds idle while a job waited for its compile */
+  double wall_s;         /* since kv_exec_open */
+};
+void kv_exec_stats(struct kv_exec *x, struct kv_exec_stats *out);
 
 /* What the servers are doing (tests, progress). */
 struct kv_exec_server_info {
@@ -149,6 +174,6 @@ struct kv_exec_server_info {
   int task_sends; /* jobs that carried a task's files to its host */
   int dropped;    /* its host was dropped */
 };
-int kv_exec_servers(const struct kv_exec *x, struct kv_exec_server_info *out, int cap);
+int kv_exec_servers(struct kv_exec *x, struct kv_exec_server_info *out, int cap);
 
 #endif

@@ -534,10 +534,9 @@ static double share_of(double cap, double spent, int n) {
 static int run_pool(struct kv_store *s, const struct kv_bench_opts *o,
                     const struct kv_bench_hooks *h, struct kv_bench_task_row *rows, int n,
                     int *stopped, char *why, size_t whylen, char *err, size_t errlen) {
-  if (h && h->run.exec)
-    return kv_error(err, errlen,
-                    "a bench with several jobs runs its tasks in this process; with an "
-                    "executor, give it the parallelism instead (--jobs 1)");
+  /* With an executor (run.exec), the tasks' threads share it: its servers
+   * judge one task's candidates while another task starts or ends, so the
+   * GPUs stay busy across tasks (each thread takes only its own results). */
   struct pool p;
   memset(&p, 0, sizeof p);
   p.db = kv_store_path(s);

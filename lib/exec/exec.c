@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -33,12 +35,14 @@ extern char **environ;
 #define ERRTAIL 2048
 #define HELD_MAX 64 /* task hashes remembered per host */
 #define SEND_DEADLINE_S 120.0
+#define BUNDLES_MAX 8192 /* tasks one executor judges (a bench's suite) */
 
 /* ---- pieces ---------------------------------------------------------------- */
 
 struct bundle {
   char dir[PATH_MAX];
   char hash[65];
+  struct kv_task *task; /* loaded from its files, for the compile pool; NULL: not loaded */
   int nfiles;
   struct kv_job_file files[KV_JOB_FILES_MAX];
   uint8_t *data; /* the files, back to back */
@@ -61,6 +65,10 @@ struct job {
   int attempts;
   int with_files;
   char last_error[900];
+  pthread_t owner;        /* the thread that submitted it: only it takes the result */
+  struct kvx_compile *cc; /* its entry in the compile pool; NULL: the server compiles */
+  int shared;             /* its content was built for an earlier job */
+  double submitted_s, ready_s, sent_s; /* submitted, compiled (in the queue), dispatched */
 };
 
 struct host {
@@ -94,7 +102,20 @@ struct server {
   double busy_s, busy_since;
 };
 
+/* A finished job, for the thread that submitted it. */
+struct done_item {
+  struct kv_exec_done d;
+  pthread_t owner;
+};
+
 struct kv_exec {
+  /* Every field below is under mu. One thread (the loop) talks to the
+   * servers; the compile pool's threads build; callers submit and take. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* a job finished, or every server is gone */
+  pthread_t loop;
+  int loop_started, stopping;
+  int wake[2]; /* written to wake the loop from poll */
   const char *name;
   struct kv_exec_config cfg;
   int concurrency;
@@ -107,18 +128,30 @@ struct kv_exec {
   struct host hosts[KV_EXEC_HOSTS_MAX + KV_EXEC_SERVERS_MAX];
   int nservers;
   struct server servers[KV_EXEC_SERVERS_MAX];
-  int nbundles;
-  struct bundle *bundles[64];
-  /* queued jobs (front first) and finished ones (oldest first) */
+  int nbundles, capbundles;
+  struct bundle **bundles; /* a bench's tasks share one executor: as many as it has */
+  /* queued jobs, compiled and ready for a server (front first), and
+   * finished ones (oldest first) */
   struct job **queue;
   int nqueue, capqueue;
-  struct kv_exec_done *done;
+  struct done_item *done;
   int ndone, capdone;
-  int pending;
   uint64_t seq;
   char last_fault[1024];
+  /* The compile pool (local and gpus: the servers share this host's object
+   * cache), its entries by content, and the jobs waiting for theirs. */
+  struct kvx_pool *pool;
+  struct kvx_compile **compiles;
+  int ncompiles, capcompiles;
+  struct job **waiting;
+  int nwaiting, capwaiting;
+  char cache_dir[PATH_MAX]; /* the servers' (KEVO_CACHE_DIR, given to them) */
+  char pool_note[600];
+  struct kv_exec_stats st;
+  double opened_s, tick_s;
 };
 
+static void on_compiled(void *ud, struct kvx_compile *c);
 static void note(struct kv_exec *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(struct kv_exec *x, const char *fmt, ...) {
   char msg[1400];
@@ -571,18 +604,22 @@ static void reap(struct server *s) {
   s->state = S_DOWN;
 }
 
-static struct kv_exec_done *done_slot(struct kv_exec *x) {
+/* A finished job's slot, for the thread that submitted it (the callers
+ * waiting are woken). */
+static struct kv_exec_done *done_slot(struct kv_exec *x, pthread_t owner) {
   if (x->ndone == x->capdone) {
     int cap = x->capdone ? x->capdone * 2 : 16;
-    struct kv_exec_done *d = realloc(x->done, sizeof *d * (size_t)cap);
+    struct done_item *d = realloc(x->done, sizeof *d * (size_t)cap);
     if (!d)
       return NULL;
     x->done = d;
     x->capdone = cap;
   }
-  struct kv_exec_done *d = &x->done[x->ndone++];
-  memset(d, 0, sizeof *d);
-  return d;
+  struct done_item *it = &x->done[x->ndone++];
+  memset(it, 0, sizeof *it);
+  it->owner = owner;
+  pthread_cond_broadcast(&x->cv);
+  return &it->d;
 }
 
 static void job_free(struct job *j) {
@@ -609,7 +646,7 @@ static int requeue_front(struct kv_exec *x, struct job *j) {
 
 /* A job that no server could judge within its tries. */
 static void job_failed(struct kv_exec *x, struct job *j) {
-  struct kv_exec_done *d = done_slot(x);
+  struct kv_exec_done *d = done_slot(x, j->owner);
   if (d) {
     d->ud = j->ud;
     d->ok = 0;
@@ -811,6 +848,11 @@ static int dispatch(struct kv_exec *x, struct server *s, struct job *j) {
   s->job = j;
   s->state = S_BUSY;
   s->busy_since = kv_now_s();
+  if (!j->sent_s) {
+    j->sent_s = s->busy_since;
+    x->st.sent++;
+    x->st.sent_built += j->cc && j->cc->done && j->cc->rc == 0;
+  }
   s->deadline = s->busy_since + x->cfg.job_timeout_s;
   if (j->with_files)
     s->task_sends++;
@@ -820,6 +862,44 @@ static int dispatch(struct kv_exec *x, struct server *s, struct job *j) {
     server_fault(x, s, why, 1);
   }
   return 0;
+}
+
+/* Seconds since the executor opened (0 for a moment not reached). */
+static double since(const struct kv_exec *x, double t) {
+  return t > 0 ? t - x->opened_s : 0;
+}
+
+/* The verdict's "executor" object: who judged it, and the job's way through
+ * the pipeline (seconds from the executor's start, and the parts: waiting
+ * for a compiler, compiling, waiting for a server, at the server; the
+ * gate's own compile / check / timing / lock wait beside them). */
+static json_t *executor_json(struct kv_exec *x, const struct server *s, const struct job *j,
+                             json_t *res) {
+  double now = kv_now_s();
+  const struct kvx_compile *c = j->cc;
+  int built = c && c->done && c->rc == 0;
+  json_t *secs = json_object_get(res, "seconds");
+  json_t *o =
+      json_pack("{s:s,s:s,s:s,s:s,s:I,s:i,s:b,s:b}", "name", x->name, "host", s->hello.host,
+                "server", s->label, "gpu", s->gpu, "pid", (json_int_t)s->hello.pid, "attempts",
+                j->attempts, "compiled_ahead", built, "shared_compile", j->shared);
+  double cq =
+      built ? c->started_s - (c->queued_s > j->submitted_s ? c->queued_s : j->submitted_s) : 0;
+  json_object_set_new(
+      o, "seconds",
+      json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "compile_queue", cq > 0 ? cq : 0,
+                "compile_ahead", built && !j->shared ? c->ended_s - c->started_s : 0, "ready_wait",
+                j->ready_s > 0 && j->sent_s > j->ready_s ? j->sent_s - j->ready_s : 0, "judge",
+                now - j->sent_s, "compile", json_number_value(json_object_get(secs, "compile")),
+                "check", json_number_value(json_object_get(secs, "check")), "timing",
+                json_number_value(json_object_get(secs, "timing")), "lock_wait",
+                json_number_value(json_object_get(secs, "lock_wait"))));
+  json_object_set_new(o, "at",
+                      json_pack("{s:f,s:f,s:f,s:f,s:f}", "submitted", since(x, j->submitted_s),
+                                "compile_start", built ? since(x, c->started_s) : 0, "compile_end",
+                                built ? since(x, c->ended_s) : 0, "sent", since(x, j->sent_s),
+                                "verdict", since(x, now)));
+  return o;
 }
 
 /* A whole frame from server s. */
@@ -891,11 +971,8 @@ static void on_frame(struct kv_exec *x, struct server *s) {
   h->failures = 0;
   s->jobs_done++;
   j->attempts++;
-  json_object_set_new(res, "executor",
-                      json_pack("{s:s,s:s,s:s,s:s,s:I,s:i}", "name", x->name, "host", s->hello.host,
-                                "server", s->label, "gpu", s->gpu, "pid", (json_int_t)s->hello.pid,
-                                "attempts", j->attempts));
-  struct kv_exec_done *d = done_slot(x);
+  json_object_set_new(res, "executor", executor_json(x, s, j, res));
+  struct kv_exec_done *d = done_slot(x, j->owner);
   if (!d) {
     json_decref(res);
     job_free(j);
@@ -969,7 +1046,7 @@ static void start_needed(struct kv_exec *x) {
     idle += x->servers[i].state == S_IDLE;
     starting += x->servers[i].state == S_STARTING;
   }
-  int want = x->nqueue - idle - starting;
+  int want = x->nqueue + x->nwaiting - idle - starting;
   for (int i = 0; i < x->nservers && want > 0; i++) {
     struct server *s = &x->servers[i];
     if (s->state != S_DOWN || x->hosts[s->host].dropped)
@@ -1020,12 +1097,46 @@ static int alive(const struct kv_exec *x) {
   return 0;
 }
 
-/* One round: start, assign, wait up to `wait_s` for anything, handle it. */
+/* The servers' seconds since the last tick: busy ones, and idle ones while
+ * nothing was ready but a job waited for its compile (starved). */
+static void tick(struct kv_exec *x) {
+  double now = kv_now_s(), dt = x->tick_s > 0 ? now - x->tick_s : 0;
+  x->tick_s = now;
+  int busy = 0, idle = 0;
+  for (int i = 0; i < x->nservers; i++) {
+    busy += x->servers[i].state == S_BUSY;
+    idle += x->servers[i].state == S_IDLE;
+  }
+  x->st.slot_busy_s += dt * busy;
+  if (x->nqueue == 0 && x->nwaiting > 0)
+    x->st.slot_starved_s += dt * idle;
+}
+
+/* Every host is dropped: the jobs not yet judged are reported failed. */
+static void fail_all(struct kv_exec *x) {
+  while (x->nqueue > 0 || x->nwaiting > 0) {
+    struct job *j;
+    if (x->nqueue > 0) {
+      j = x->queue[0];
+      memmove(x->queue, x->queue + 1, sizeof *x->queue * (size_t)--x->nqueue);
+    } else {
+      j = x->waiting[--x->nwaiting];
+    }
+    if (!j->last_error[0])
+      snprintf(j->last_error, sizeof j->last_error, "every server is gone (%s)", x->last_fault);
+    job_failed(x, j);
+  }
+  pthread_cond_broadcast(&x->cv);
+}
+
+/* One round: start, assign, wait up to `wait_s` for anything (the lock let
+ * go meanwhile), handle it. Called with mu held. */
 static void pump(struct kv_exec *x, double wait_s) {
   start_needed(x);
   assign(x);
-  struct pollfd pf[2 * KV_EXEC_SERVERS_MAX];
-  int who[2 * KV_EXEC_SERVERS_MAX], n = 0;
+  tick(x);
+  struct pollfd pf[2 * KV_EXEC_SERVERS_MAX + 1];
+  int who[2 * KV_EXEC_SERVERS_MAX + 1], n = 0;
   double now = kv_now_s(), until = now + wait_s;
   for (int i = 0; i < x->nservers; i++) {
     struct server *s = &x->servers[i];
@@ -1038,14 +1149,23 @@ static void pump(struct kv_exec *x, double wait_s) {
     if (s->errfd >= 0)
       pf[n] = (struct pollfd){s->errfd, POLLIN, 0}, who[n++] = -1 - i;
   }
+  if (x->wake[0] >= 0)
+    pf[n] = (struct pollfd){x->wake[0], POLLIN, 0}, who[n++] = INT_MIN;
   int ms = until > now ? (int)((until - now) * 1000) + 1 : 0;
   if (ms > 1000)
     ms = 1000;
+  pthread_mutex_unlock(&x->mu); /* callers submit and take meanwhile */
   int r = n ? poll(pf, (nfds_t)n, ms) : (usleep((useconds_t)ms * 1000), 0);
+  pthread_mutex_lock(&x->mu);
+  tick(x);
   for (int k = 0; r > 0 && k < n; k++) {
     if (!pf[k].revents)
       continue;
-    if (who[k] >= 0)
+    if (who[k] == INT_MIN) {
+      char buf[256];
+      while (read(x->wake[0], buf, sizeof buf) > 0)
+        ;
+    } else if (who[k] >= 0)
       on_readable(x, &x->servers[who[k]]);
     else
       drain_err(&x->servers[-1 - who[k]]);
@@ -1064,8 +1184,26 @@ static void pump(struct kv_exec *x, double wait_s) {
       server_fault(x, s, why, 1);
     }
   }
+  if (!alive(x))
+    fail_all(x);
   start_needed(x);
   assign(x);
+}
+
+static void wake_loop(struct kv_exec *x) {
+  if (x->wake[1] >= 0 && write(x->wake[1], "w", 1) < 0) {
+    /* full: the loop is woken already */
+  }
+}
+
+/* The executor's own thread: talks to the servers until closed. */
+static void *loop_main(void *arg) {
+  struct kv_exec *x = arg;
+  pthread_mutex_lock(&x->mu);
+  while (!x->stopping)
+    pump(x, 1.0);
+  pthread_mutex_unlock(&x->mu);
+  return NULL;
 }
 
 /* ---- the interface -------------------------------------------------------------------- */
@@ -1082,6 +1220,15 @@ int kv_exec_open(const struct kv_exec_opts *o, struct kv_exec **out, char *err, 
   struct kv_exec *x = calloc(1, sizeof *x);
   if (!x)
     return kv_error(err, errlen, "out of memory");
+  pthread_mutex_init(&x->mu, NULL);
+  pthread_cond_init(&x->cv, NULL);
+  x->wake[0] = x->wake[1] = -1;
+  if (pipe2(x->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+    x->wake[0] = x->wake[1] = -1;
+    kv_exec_close(x);
+    return kv_error(err, errlen, "pipe: %s", strerror(errno));
+  }
+  x->opened_s = kv_now_s();
   x->name = ex->name;
   if (o->config)
     x->cfg = *o->config;
@@ -1104,15 +1251,34 @@ int kv_exec_open(const struct kv_exec_opts *o, struct kv_exec **out, char *err, 
     }
     snprintf(x->kevo, sizeof x->kevo, "%s/kevo", d);
   }
+  /* Servers on this host share its object cache with the compile pool:
+   * they are told where it is (KEVO_CACHE_DIR), as the pool builds there. */
+  int same_host = ex->plan == plan_local || ex->plan == plan_gpus;
+  if (same_host) {
+    const char *c = getenv("KEVO_CACHE_DIR");
+    if (c && *c)
+      snprintf(x->cache_dir, sizeof x->cache_dir, "%s", c);
+    else if (kv_cache_dir(x->cache_dir, sizeof x->cache_dir) < 0)
+      x->cache_dir[0] = 0;
+  }
   struct plan_ctx pc = {x, o};
   if (ex->plan(&pc, err, errlen) < 0) {
     kv_exec_close(x);
     return -1;
   }
+  if (same_host && x->cache_dir[0] && !getenv("KEVO_CACHE_DIR"))
+    for (int i = 0; i < x->nservers; i++)
+      env_add(&x->servers[i], "KEVO_CACHE_DIR", x->cache_dir);
+  int ncomp = same_host && x->cache_dir[0] ? kvx_pool_size(x->nservers) : 0;
+  if (ncomp > 0 && kvx_pool_new(ncomp, on_compiled, x, &x->pool) < 0)
+    x->pool = NULL; /* no threads: the servers compile, as before */
+  x->st.compilers = kvx_pool_threads(x->pool);
   /* Start every server now, so that a bad host or partition shows at once. */
+  pthread_mutex_lock(&x->mu);
   for (int i = 0; i < x->nservers; i++) {
     char e[512];
     if (spawn(x, &x->servers[i], e, sizeof e) < 0) {
+      pthread_mutex_unlock(&x->mu);
       kv_exec_close(x);
       return kv_error(err, errlen, "%s: %s", x->servers[i].label, e);
     }
@@ -1128,33 +1294,177 @@ int kv_exec_open(const struct kv_exec_opts *o, struct kv_exec **out, char *err, 
   int up = 0;
   for (int i = 0; i < x->nservers; i++)
     up += x->servers[i].state == S_IDLE;
+  pthread_mutex_unlock(&x->mu);
   if (up == 0) {
     kv_error(err, errlen, "executor %s: no gate server started; %s", x->name,
              x->last_fault[0] ? x->last_fault : "(no reason given)");
     kv_exec_close(x);
     return -1;
   }
+  if (pthread_create(&x->loop, NULL, loop_main, x) != 0) {
+    kv_exec_close(x);
+    return kv_error(err, errlen, "executor %s: cannot start its thread", x->name);
+  }
+  x->loop_started = 1;
   *out = x;
   return 0;
 }
 
-int kv_exec_alive(const struct kv_exec *x, char *err, size_t errlen) {
-  if (alive(x))
-    return 1;
-  kv_error(err, errlen, "executor %s: every server is gone; the last failure: %s", x->name,
-           x->last_fault);
-  return 0;
+int kv_exec_alive(struct kv_exec *x, char *err, size_t errlen) {
+  pthread_mutex_lock(&x->mu);
+  int a = alive(x);
+  if (!a)
+    kv_error(err, errlen, "executor %s: every server is gone; the last failure: %s", x->name,
+             x->last_fault);
+  pthread_mutex_unlock(&x->mu);
+  return a;
 }
 
-int kv_exec_width(const struct kv_exec *x) {
+int kv_exec_width(struct kv_exec *x) {
+  pthread_mutex_lock(&x->mu);
   int live = 0;
   for (int i = 0; i < x->nservers; i++)
     live += !x->hosts[x->servers[i].host].dropped;
-  return live < x->concurrency ? (live > 0 ? live : 1) : x->concurrency;
+  int w = live < x->concurrency ? (live > 0 ? live : 1) : x->concurrency;
+  w += x->st.compilers; /* built ahead while the servers judge */
+  pthread_mutex_unlock(&x->mu);
+  return w;
 }
 
-int kv_exec_pending(const struct kv_exec *x) {
-  return x->pending;
+/* The caller's jobs not yet taken (queued, compiling, in flight, finished). */
+static int pending_of(const struct kv_exec *x, pthread_t me) {
+  int n = 0;
+  for (int i = 0; i < x->ndone; i++)
+    n += pthread_equal(x->done[i].owner, me) != 0;
+  for (int i = 0; i < x->nqueue; i++)
+    n += pthread_equal(x->queue[i]->owner, me) != 0;
+  for (int i = 0; i < x->nwaiting; i++)
+    n += pthread_equal(x->waiting[i]->owner, me) != 0;
+  for (int i = 0; i < x->nservers; i++)
+    n += x->servers[i].job && pthread_equal(x->servers[i].job->owner, me);
+  return n;
+}
+
+int kv_exec_pending(struct kv_exec *x) {
+  pthread_mutex_lock(&x->mu);
+  int n = pending_of(x, pthread_self());
+  pthread_mutex_unlock(&x->mu);
+  return n;
+}
+
+void kv_exec_stats(struct kv_exec *x, struct kv_exec_stats *out) {
+  pthread_mutex_lock(&x->mu);
+  tick(x);
+  *out = x->st;
+  out->wall_s = kv_now_s() - x->opened_s;
+  pthread_mutex_unlock(&x->mu);
+}
+
+/* ---- the compile pool's side ------------------------------------------------------ */
+
+static int grow(void **arr, int *cap, int n, size_t each) {
+  if (n < *cap)
+    return 0;
+  int nc = *cap ? *cap * 2 : 16;
+  void *p = realloc(*arr, each * (size_t)nc);
+  if (!p)
+    return -1;
+  *arr = p;
+  *cap = nc;
+  return 0;
+}
+
+/* Puts j in the ready queue by submission order (a retried job goes to the
+ * front instead: requeue_front). */
+static int ready_put(struct kv_exec *x, struct job *j) {
+  if (grow((void **)&x->queue, &x->capqueue, x->nqueue, sizeof *x->queue) < 0)
+    return -1;
+  int at = x->nqueue;
+  while (at > 0 && x->queue[at - 1]->seq > j->seq && x->queue[at - 1]->attempts == 0)
+    at--;
+  memmove(x->queue + at + 1, x->queue + at, sizeof *x->queue * (size_t)(x->nqueue - at));
+  x->queue[at] = j;
+  x->nqueue++;
+  j->ready_s = kv_now_s();
+  return 0;
+}
+
+/* From a compiler thread: c is built; its jobs go to the servers. */
+static void on_compiled(void *ud, struct kvx_compile *c) {
+  struct kv_exec *x = ud;
+  pthread_mutex_lock(&x->mu);
+  c->done = 1;
+  x->st.compiles++;
+  x->st.compile_s += c->ended_s - c->started_s;
+  if (c->rc < 0) {
+    x->st.compile_failures++;
+    if (!x->pool_note[0]) {
+      snprintf(x->pool_note, sizeof x->pool_note, "%.500s", c->err);
+      note(x,
+           "executor %s: the compile pool could not build a candidate (%s); its server "
+           "compiles it instead",
+           x->name, x->pool_note);
+    }
+  }
+  for (int i = 0; i < x->nwaiting;) {
+    struct job *j = x->waiting[i];
+    if (j->cc != c) {
+      i++;
+      continue;
+    }
+    memmove(x->waiting + i, x->waiting + i + 1, sizeof *x->waiting * (size_t)(x->nwaiting - i - 1));
+    x->nwaiting--;
+    if (ready_put(x, j) < 0)
+      job_failed(x, j);
+  }
+  wake_loop(x);
+  pthread_mutex_unlock(&x->mu);
+}
+
+/* The pool's entry for j's content: an existing one (built or on the way),
+ * or a new one queued. NULL when there is no pool or no memory. */
+static struct kvx_compile *compile_of(struct kv_exec *x, struct job *j, const struct bundle *b,
+                                      const struct kv_gate_opts *g) {
+  if (!x->pool || !b->task)
+    return NULL;
+  char key[65];
+  struct kv_sha256 *h = kv_sha256_new();
+  kv_sha256_update(h, b->hash, 65);
+  kv_sha256_update(h, j->surface, strlen(j->surface) + 1);
+  kv_sha256_update(h, j->cand, j->cand_len);
+  kv_sha256_final(h, key);
+  for (int i = x->ncompiles - 1; i >= 0; i--)
+    if (!strcmp(x->compiles[i]->ckey, key)) {
+      j->shared = 1;
+      x->st.compiles_shared++;
+      return x->compiles[i];
+    }
+  if (grow((void **)&x->compiles, &x->capcompiles, x->ncompiles, sizeof *x->compiles) < 0)
+    return NULL;
+  struct kvx_compile *c = calloc(1, sizeof *c);
+  if (!c || !(c->src = malloc(j->cand_len ? j->cand_len : 1))) {
+    free(c);
+    return NULL;
+  }
+  memcpy(c->src, j->cand, j->cand_len);
+  c->len = j->cand_len;
+  memcpy(c->ckey, key, sizeof key);
+  c->task = b->task;
+  snprintf(c->surface, sizeof c->surface, "%s", j->surface);
+  c->cache_dir = strdup(x->cache_dir);
+  c->worker_path = strdup(g && g->worker_path ? g->worker_path : "");
+  c->nvcc_path = strdup(g && g->nvcc_path ? g->nvcc_path : "");
+  if (g) {
+    snprintf(c->cuda_arch, sizeof c->cuda_arch, "%s", g->cuda_arch ? g->cuda_arch : "");
+    c->compile_deadline_s = g->compile_deadline_s;
+  }
+  if (!c->cache_dir || !c->worker_path || !c->nvcc_path) {
+    kvx_compile_free(c);
+    return NULL;
+  }
+  x->compiles[x->ncompiles++] = c;
+  kvx_pool_put(x->pool, c);
+  return c;
 }
 
 static int is_plain(const char *s) {
@@ -1178,8 +1488,9 @@ static const struct bundle *bundle_of(struct kv_exec *x, const struct kv_task *t
   for (int i = 0; i < x->nbundles; i++)
     if (!strcmp(x->bundles[i]->dir, t->dir))
       return x->bundles[i];
-  if (x->nbundles >= (int)KV_ARRAY_LEN(x->bundles)) {
-    kv_error(err, errlen, "more than %zu tasks in one executor", KV_ARRAY_LEN(x->bundles));
+  if (x->nbundles >= BUNDLES_MAX ||
+      grow((void **)&x->bundles, &x->capbundles, x->nbundles, sizeof *x->bundles) < 0) {
+    kv_error(err, errlen, "more than %d tasks in one executor (or out of memory)", BUNDLES_MAX);
     return NULL;
   }
   struct bundle *b = calloc(1, sizeof *b);
@@ -1242,6 +1553,11 @@ static const struct bundle *bundle_of(struct kv_exec *x, const struct kv_task *t
     }
     b->len = total;
     kv_job_bundle_hash(b->files, b->nfiles, b->hash);
+    /* The task as its servers load it (from these files), for the pool;
+     * without it the servers compile. */
+    char e2[512];
+    if (x->pool && kv_task_load(b->dir, &b->task, e2, sizeof e2) < 0)
+      b->task = NULL;
   }
   for (int i = 0; i < KV_JOB_FILES_MAX; i++)
     free(bufs[i]);
@@ -1254,8 +1570,8 @@ static const struct bundle *bundle_of(struct kv_exec *x, const struct kv_task *t
   return b;
 }
 
-int kv_exec_submit(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
-                   const struct kv_gate_opts *g, void *ud, char *err, size_t errlen) {
+static int submit(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
+                  const struct kv_gate_opts *g, void *ud, char *err, size_t errlen) {
   if (len > KV_SOURCE_MAX)
     return kv_error(err, errlen, "a candidate of %zu bytes; a job carries at most %d", len,
                     KV_SOURCE_MAX);
@@ -1292,64 +1608,87 @@ int kv_exec_submit(struct kv_exec *x, const struct kv_task *t, const char *src, 
     j->deadline_s = g->job_deadline_s > 0 && g->job_deadline_s <= 3600 ? g->job_deadline_s : 0;
   }
   j->ud = ud;
-  /* appended at the back */
-  if (x->nqueue == x->capqueue) {
-    int cap = x->capqueue ? x->capqueue * 2 : 16;
-    struct job **q = realloc(x->queue, sizeof *q * (size_t)cap);
-    if (!q) {
-      job_free(j);
-      return kv_error(err, errlen, "out of memory");
-    }
-    x->queue = q;
-    x->capqueue = cap;
+  j->owner = pthread_self();
+  j->submitted_s = kv_now_s();
+  /* To the compile pool first (its content built once), then the servers;
+   * without a pool, straight to the servers. */
+  j->cc = compile_of(x, j, b, g);
+  int rc;
+  if (j->cc && !j->cc->done) {
+    rc = grow((void **)&x->waiting, &x->capwaiting, x->nwaiting, sizeof *x->waiting);
+    if (rc == 0)
+      x->waiting[x->nwaiting++] = j;
+  } else {
+    rc = ready_put(x, j);
   }
-  x->queue[x->nqueue++] = j;
-  x->pending++;
-  assign(x);
+  if (rc < 0) {
+    job_free(j);
+    return kv_error(err, errlen, "out of memory");
+  }
+  wake_loop(x);
   return 0;
 }
 
-int kv_exec_has(const struct kv_exec *x, const void *ud) {
+int kv_exec_submit(struct kv_exec *x, const struct kv_task *t, const char *src, size_t len,
+                   const struct kv_gate_opts *g, void *ud, char *err, size_t errlen) {
+  pthread_mutex_lock(&x->mu);
+  int rc = submit(x, t, src, len, g, ud, err, errlen);
+  pthread_mutex_unlock(&x->mu);
+  return rc;
+}
+
+static int mine(const struct job *j, pthread_t me, const void *ud) {
+  return j && j->ud == ud && pthread_equal(j->owner, me);
+}
+
+static int has(const struct kv_exec *x, pthread_t me, const void *ud) {
   for (int i = 0; i < x->ndone; i++)
-    if (x->done[i].ud == ud)
+    if (x->done[i].d.ud == ud && pthread_equal(x->done[i].owner, me))
       return 1;
   for (int i = 0; i < x->nqueue; i++)
-    if (x->queue[i]->ud == ud)
+    if (mine(x->queue[i], me, ud))
+      return 1;
+  for (int i = 0; i < x->nwaiting; i++)
+    if (mine(x->waiting[i], me, ud))
       return 1;
   for (int i = 0; i < x->nservers; i++)
-    if (x->servers[i].job && x->servers[i].job->ud == ud)
+    if (mine(x->servers[i].job, me, ud))
       return 1;
   return 0;
 }
 
-/* The first finished job (any), or the one submitted with ud. */
+int kv_exec_has(struct kv_exec *x, const void *ud) {
+  pthread_mutex_lock(&x->mu);
+  int h = has(x, pthread_self(), ud);
+  pthread_mutex_unlock(&x->mu);
+  return h;
+}
+
+/* The caller's first finished job (any), or the one it submitted with ud;
+ * called with mu held. */
 static int next_of(struct kv_exec *x, int any, const void *ud, double timeout_s,
                    struct kv_exec_done *d, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
+  pthread_t me = pthread_self();
   double until = kv_now_s() + (timeout_s > 0 ? timeout_s : 0);
   for (;;) {
     for (int i = 0; i < x->ndone; i++)
-      if (any || x->done[i].ud == ud) {
-        *d = x->done[i];
+      if (pthread_equal(x->done[i].owner, me) && (any || x->done[i].d.ud == ud)) {
+        *d = x->done[i].d;
         memmove(x->done + i, x->done + i + 1, sizeof *x->done * (size_t)(x->ndone - i - 1));
         x->ndone--;
-        x->pending--;
         return 1;
       }
-    if (x->pending == 0)
+    if (pending_of(x, me) == 0)
       return 0;
-    if (!any && !kv_exec_has(x, ud))
+    if (!any && !has(x, me, ud))
       return kv_error(err, errlen, "executor %s: no such job", x->name);
     if (!alive(x)) {
-      /* Every host is dropped: the queued jobs are reported failed. */
-      while (x->nqueue > 0) {
-        struct job *j = x->queue[0];
-        memmove(x->queue, x->queue + 1, sizeof *x->queue * (size_t)--x->nqueue);
-        if (!j->last_error[0])
-          snprintf(j->last_error, sizeof j->last_error, "every server is gone (%s)", x->last_fault);
-        job_failed(x, j);
-      }
-      if (x->ndone > 0)
+      fail_all(x); /* the loop does it too; a caller need not wait for it */
+      int mine_done = 0;
+      for (int i = 0; i < x->ndone; i++)
+        mine_done += pthread_equal(x->done[i].owner, me) != 0;
+      if (mine_done > 0)
         continue;
       return kv_error(err, errlen, "executor %s: every server is gone; the last failure: %s",
                       x->name, x->last_fault);
@@ -1357,18 +1696,31 @@ static int next_of(struct kv_exec *x, int any, const void *ud, double timeout_s,
     double left = until - kv_now_s();
     if (left <= 0)
       return 0;
-    pump(x, left);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double w = left < 1.0 ? left : 1.0;
+    ts.tv_sec += (time_t)w;
+    ts.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
+    if (ts.tv_nsec >= 1000000000L)
+      ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&x->cv, &x->mu, &ts);
   }
 }
 
 int kv_exec_next(struct kv_exec *x, double timeout_s, struct kv_exec_done *d, char *err,
                  size_t errlen) {
-  return next_of(x, 1, NULL, timeout_s, d, err, errlen);
+  pthread_mutex_lock(&x->mu);
+  int rc = next_of(x, 1, NULL, timeout_s, d, err, errlen);
+  pthread_mutex_unlock(&x->mu);
+  return rc;
 }
 
 int kv_exec_take(struct kv_exec *x, const void *ud, double timeout_s, struct kv_exec_done *d,
                  char *err, size_t errlen) {
-  return next_of(x, 0, ud, timeout_s, d, err, errlen);
+  pthread_mutex_lock(&x->mu);
+  int rc = next_of(x, 0, ud, timeout_s, d, err, errlen);
+  pthread_mutex_unlock(&x->mu);
+  return rc;
 }
 
 void kv_exec_done_release(struct kv_exec_done *d) {
@@ -1376,7 +1728,8 @@ void kv_exec_done_release(struct kv_exec_done *d) {
   d->result_json = NULL;
 }
 
-int kv_exec_servers(const struct kv_exec *x, struct kv_exec_server_info *out, int cap) {
+int kv_exec_servers(struct kv_exec *x, struct kv_exec_server_info *out, int cap) {
+  pthread_mutex_lock(&x->mu);
   int n = 0;
   for (int i = 0; i < x->nservers && n < cap; i++, n++) {
     const struct server *s = &x->servers[i];
@@ -1392,12 +1745,22 @@ int kv_exec_servers(const struct kv_exec *x, struct kv_exec_server_info *out, in
     o->task_sends = s->task_sends;
     o->dropped = x->hosts[s->host].dropped;
   }
+  pthread_mutex_unlock(&x->mu);
   return n;
 }
 
 void kv_exec_close(struct kv_exec *x) {
   if (!x)
     return;
+  if (x->loop_started) {
+    pthread_mutex_lock(&x->mu);
+    x->stopping = 1;
+    wake_loop(x);
+    pthread_mutex_unlock(&x->mu);
+    pthread_join(x->loop, NULL);
+  }
+  kvx_pool_free(x->pool); /* compiles under way end (on_compiled takes mu: not held here) */
+  x->pool = NULL;
   for (int i = 0; i < x->nservers; i++) {
     struct server *s = &x->servers[i];
     if (s->fd >= 0 && s->state == S_IDLE) {
@@ -1416,13 +1779,26 @@ void kv_exec_close(struct kv_exec *x) {
   }
   for (int i = 0; i < x->nqueue; i++)
     job_free(x->queue[i]);
+  for (int i = 0; i < x->nwaiting; i++)
+    job_free(x->waiting[i]);
   for (int i = 0; i < x->ndone; i++)
-    kv_exec_done_release(&x->done[i]);
+    kv_exec_done_release(&x->done[i].d);
+  for (int i = 0; i < x->ncompiles; i++)
+    kvx_compile_free(x->compiles[i]);
   for (int i = 0; i < x->nbundles; i++) {
+    kv_task_free(x->bundles[i]->task);
     free(x->bundles[i]->data);
     free(x->bundles[i]);
   }
+  free(x->bundles);
   free(x->queue);
+  free(x->waiting);
+  free(x->compiles);
   free(x->done);
+  for (int i = 0; i < 2; i++)
+    if (x->wake[i] >= 0)
+      close(x->wake[i]);
+  pthread_cond_destroy(&x->cv);
+  pthread_mutex_destroy(&x->mu);
   free(x);
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ static const char *src_dir(void) {
   return s ? s : KEVO_SOURCE_DIR;
 }
 
+static const char *self_exe(void);
 static char notes[16384];
 static void on_note(void *ud, const char *msg) {
   (void)ud;
@@ -57,6 +59,19 @@ static struct kv_task *rowsum(void) {
   snprintf(p, sizeof p, "%s/examples/tasks/rowsum", src_dir());
   struct kv_task *t;
   assert_int_equal(kv_task_load(p, &t, err, sizeof err), 0);
+  return t;
+}
+
+/* rowsum at small bench sizes (the build's test-tasks, beside kevo), so
+ * that judging takes a fraction of a second, as on a GPU. */
+static struct kv_task *small_rowsum(void) {
+  char p[PATH_MAX], err[512];
+  const char *k = getenv("KEVO_BIN");
+  assert_non_null(k);
+  snprintf(p, sizeof p, "%.*s/test-tasks/rowsum", (int)(strrchr(k, '/') - k), k);
+  struct kv_task *t;
+  if (kv_task_load(p, &t, err, sizeof err) < 0)
+    fail_msg("%s (the build makes it: ninja kevo_test_tasks)", err);
   return t;
 }
 
@@ -163,7 +178,10 @@ static void test_local(void **state) {
   (void)state;
   char err[2048];
   struct kv_exec *x = open_local(2, NULL, NULL, "cpu", 1, err, sizeof err);
-  assert_int_equal(kv_exec_width(x), 2);
+  struct kv_exec_stats st;
+  kv_exec_stats(x, &st);
+  assert_true(st.compilers >= 1); /* local servers: a compile pool builds ahead */
+  assert_int_equal(kv_exec_width(x), 2 + st.compilers);
   struct kv_task *t = rowsum();
   char *good = read_src("good.c"), *starter = read_src("starter.c");
   const char *wrong = "void rowsum(const float *x, float *y, int rows, int cols) {\n"
@@ -212,6 +230,326 @@ static void test_local(void **state) {
     sends += info[i].task_sends, done += info[i].jobs_done;
   assert_int_equal(sends, 1);
   assert_int_equal(done, 4);
+  kv_exec_close(x);
+  free(good);
+  free(starter);
+  kv_task_free(t);
+}
+
+/* ---- the pipeline: a compile pool ahead of the servers ---- */
+
+/* good.c with a comment of its own: content no earlier run built. */
+static char *variant(const char *good, int k) {
+  static long long run;
+  if (!run)
+    run = (long long)getpid() * 1000003LL + (long long)(kv_now_s() * 1000);
+  char *s = NULL;
+  assert_true(asprintf(&s, "/* variant %d of run %lld */\n%s", k, run, good) > 0);
+  return s;
+}
+
+struct seen {
+  int shared, ahead, cached;
+  double submitted, cstart, cend, sent, verdict;
+};
+
+static void seen_of(const char *json, struct seen *v) {
+  json_t *j = json_loads(json, 0, NULL);
+  json_t *ex = json_object_get(j, "executor"), *at = json_object_get(ex, "at");
+  v->shared = json_is_true(json_object_get(ex, "shared_compile"));
+  v->ahead = json_is_true(json_object_get(ex, "compiled_ahead"));
+  v->cached = json_is_true(json_object_get(json_object_get(j, "compile"), "cached"));
+  v->submitted = json_number_value(json_object_get(at, "submitted"));
+  v->cstart = json_number_value(json_object_get(at, "compile_start"));
+  v->cend = json_number_value(json_object_get(at, "compile_end"));
+  v->sent = json_number_value(json_object_get(at, "sent"));
+  v->verdict = json_number_value(json_object_get(at, "verdict"));
+  assert_non_null(json_object_get(json_object_get(ex, "seconds"), "lock_wait"));
+  json_decref(j);
+}
+
+/* One server, two compilers, six distinct candidates and two copies of the
+ * first: the pool builds ahead (a later candidate is built before an
+ * earlier one's verdict) and in parallel (two compiles at once), every job
+ * reaches its server built (the server's compile is a cache hit, sent after
+ * the build ended), and the copies share the first one's build. */
+static void test_pipeline(void **state) {
+  (void)state;
+  char err[2048];
+  setenv("KEVO_EXEC_COMPILERS", "2", 1);
+  struct kv_exec *x = open_local(1, NULL, NULL, "cpu", 1, err, sizeof err);
+  unsetenv("KEVO_EXEC_COMPILERS");
+  struct kv_exec_stats st;
+  kv_exec_stats(x, &st);
+  assert_int_equal(st.compilers, 2);
+  assert_int_equal(kv_exec_width(x), 3);
+  struct kv_task *t = small_rowsum();
+  char *good = read_src("good.c");
+  struct kv_gate_opts g;
+  kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER");
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
+  g.timing = 1;
+  g.time_budget_s = 0.2;
+  enum { N = 6, COPIES = 2 };
+  char *src[N];
+  for (int k = 0; k < N; k++)
+    src[k] = variant(good, k);
+  for (intptr_t i = 0; i < N + COPIES; i++) {
+    const char *s = src[i < N ? i : 0];
+    assert_int_equal(kv_exec_submit(x, t, s, strlen(s), &g, (void *)(i + 1), err, sizeof err), 0);
+  }
+  struct seen v[N + COPIES];
+  memset(v, 0, sizeof v);
+  for (int got = 0; got < N + COPIES;) {
+    struct kv_exec_done d;
+    int k = kv_exec_next(x, 120, &d, err, sizeof err);
+    if (k < 0)
+      fail_msg("kv_exec_next: %s", err);
+    assert_int_equal(k, 1);
+    if (!d.ok)
+      fail_msg("%s", d.error);
+    assert_string_equal(verdict_of(d.result_json), "ok");
+    seen_of(d.result_json, &v[(intptr_t)d.ud - 1]);
+    kv_exec_done_release(&d);
+    got++;
+  }
+  int shared = 0, overlap = 0, ahead = 0;
+  for (int i = 0; i < N + COPIES; i++) {
+    fprintf(stderr, "  job %d: compile %.2f-%.2f, sent %.2f, verdict %.2f%s%s\n", i + 1,
+            v[i].cstart, v[i].cend, v[i].sent, v[i].verdict, v[i].shared ? ", shared" : "",
+            v[i].cached ? ", the server found it built" : ", the server COMPILED");
+    assert_true(v[i].ahead);
+    assert_true(v[i].cached);                   /* the server received it compiled */
+    assert_true(v[i].sent >= v[i].cend - 1e-6); /* after its build, never before */
+    shared += v[i].shared;
+    for (int k = 0; k < i && i < N; k++)
+      overlap += v[k].cstart < v[i].cend && v[i].cstart < v[k].cend;
+    if (i > 0 && i < N)
+      ahead += v[i].cend < v[i - 1].verdict;
+  }
+  kv_exec_stats(x, &st);
+  fprintf(stderr,
+          "  %d compiles (%d shared), %d pairs overlapping, %d of %d built before the previous "
+          "verdict; sent %d (%d built first); servers busy %.2f s, idle waiting for a compile "
+          "%.2f s of %.2f s\n",
+          st.compiles, st.compiles_shared, overlap, ahead, N - 1, st.sent, st.sent_built,
+          st.slot_busy_s, st.slot_starved_s, st.wall_s);
+  assert_int_equal(shared, COPIES);
+  assert_int_equal(st.compiles, N); /* one build per content */
+  assert_int_equal(st.compiles_shared, COPIES);
+  assert_int_equal(st.sent_built, N + COPIES);
+  assert_true(overlap >= 1);   /* in parallel */
+  assert_true(ahead >= N - 2); /* ahead of the server */
+  kv_exec_close(x);
+  for (int k = 0; k < N; k++)
+    free(src[k]);
+  free(good);
+  kv_task_free(t);
+}
+
+/* Throughput with one server, the GPU played by a stand-in: a server
+ * (this binary, KEVO_TEST_FAKE=gpu) that builds the candidate as a gate
+ * server does (kv_gate_prebuild: a hit when the pool built it) and then
+ * holds the job for STANDIN_JUDGE_S without using a core, as a GPU's checks
+ * and timing would. The serial path: every candidate built first by the
+ * gate's compile pool (as kevo run does), then judged one at a time for the
+ * same time each. The executor's path must judge at least as many per
+ * second: its pool builds while the "GPU" judges. */
+#define STANDIN_JUDGE_S 0.25
+
+static double serial_rate(struct kv_task *t, const char *good, int n, struct kv_gate_opts *g) {
+  char dir[PATH_MAX], err[1024];
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-serial", dir, sizeof dir, err, sizeof err), 0);
+  char *paths[16];
+  for (int k = 0; k < n; k++) {
+    char *s = variant(good, 100 + k);
+    assert_true(asprintf(&paths[k], "%s/v%d.c", dir, k) > 0);
+    assert_int_equal(kv_write_file(paths[k], s, strlen(s), err, sizeof err), 0);
+    free(s);
+  }
+  double t0 = kv_now_s();
+  assert_int_equal(kv_gate_prebuild(t, (const char *const *)paths, n, g, err, sizeof err), n);
+  for (int k = 0; k < n; k++) {
+    /* judged: its build looked up (a hit), then the device's time */
+    assert_int_equal(kv_gate_prebuild(t, (const char *const *)&paths[k], 1, g, err, sizeof err), 1);
+    usleep((useconds_t)(STANDIN_JUDGE_S * 1e6));
+  }
+  double wall = kv_now_s() - t0;
+  for (int k = 0; k < n; k++)
+    free(paths[k]);
+  kv_rmtree(dir);
+  return n / wall;
+}
+
+static double exec_rate(struct kv_task *t, const char *good, int n, struct kv_gate_opts *g,
+                        int *built_first) {
+  char err[2048];
+  setenv("KEVO_TEST_FAKE", "gpu", 1);
+  struct kv_exec *x = open_local(1, self_exe(), NULL, "cpu", 1, err, sizeof err);
+  unsetenv("KEVO_TEST_FAKE");
+  char *src[16];
+  for (int k = 0; k < n; k++)
+    src[k] = variant(good, 200 + k);
+  double t0 = kv_now_s();
+  for (intptr_t k = 0; k < n; k++)
+    assert_int_equal(
+        kv_exec_submit(x, t, src[k], strlen(src[k]), g, (void *)(k + 1), err, sizeof err), 0);
+  *built_first = 0;
+  for (int k = 0; k < n; k++) {
+    struct kv_exec_done d;
+    assert_int_equal(kv_exec_next(x, 120, &d, err, sizeof err), 1);
+    if (!d.ok)
+      fail_msg("%s", d.error);
+    assert_string_equal(verdict_of(d.result_json), "ok");
+    struct seen v;
+    seen_of(d.result_json, &v);
+    *built_first += v.ahead && v.cached;
+    kv_exec_done_release(&d);
+  }
+  double wall = kv_now_s() - t0;
+  kv_exec_close(x);
+  for (int k = 0; k < n; k++)
+    free(src[k]);
+  return n / wall;
+}
+
+static void test_one_server_rate(void **state) {
+  (void)state;
+  struct kv_task *t = small_rowsum();
+  char *good = read_src("good.c");
+  struct kv_gate_opts g;
+  kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER");
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
+  enum { N = 8 };
+  int built = 0;
+  double serial = serial_rate(t, good, N, &g), ex = exec_rate(t, good, N, &g, &built);
+  fprintf(stderr,
+          "  %d candidates, %.2f s on the stand-in GPU each: serial %.2f/s, executor with one "
+          "server %.2f/s (%.2fx); %d of %d reached the server built\n",
+          N, STANDIN_JUDGE_S, serial, ex, ex / serial, built, N);
+  assert_int_equal(built, N);
+  assert_true(ex >= serial);
+  free(good);
+  kv_task_free(t);
+}
+
+/* The stand-in GPU server (KEVO_TEST_FAKE=gpu): jobs read as a gate server
+ * reads them, each candidate built as kv_gate_eval would (a hit when the
+ * pool built it), then STANDIN_JUDGE_S of "device" time. */
+static int standin_gpu(void) {
+  char hello[256], err[2048], dir[PATH_MAX];
+  snprintf(hello, sizeof hello,
+           "{\"kevo\": \"%s\", \"protocol\": %d, \"host\": \"standin\", "
+           "\"pid\": %d}",
+           KEVO_VERSION, KV_GATE_PROTOCOL, (int)getpid());
+  if (kv_wire_write(1, KV_GATE_HELLO, 0, hello, NULL, 0) < 0 ||
+      kv_mkdtemp("/tmp", "kevo-standin", dir, sizeof dir, err, sizeof err) < 0)
+    return 1;
+  struct kv_gate_opts g;
+  kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER");
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
+  struct kv_task *task = NULL;
+  struct kv_frame_header h;
+  char *json = NULL;
+  uint8_t *blob = NULL;
+  while (kv_wire_read(0, KV_JOB_BLOB_MAX, &h, &json, &blob) == 0 && h.type == KV_GATE_EVAL) {
+    struct kv_job job;
+    json_t *reply = NULL;
+    if (kv_job_parse(json, blob, h.blob_len, &job, err, sizeof err) < 0)
+      reply = json_pack("{s:s,s:s}", "id", "", "error", err);
+    for (int i = 0; i < job.nfiles && !reply; i++) {
+      char p[PATH_MAX + 80];
+      snprintf(p, sizeof p, "%s/%s", dir, job.files[i].name);
+      kv_write_file(p, job.files[i].data, job.files[i].len, err, sizeof err);
+    }
+    if (!reply && job.nfiles && !task && kv_task_load(dir, &task, err, sizeof err) < 0)
+      reply = json_pack("{s:s,s:s}", "id", job.id, "error", err);
+    if (!reply && !task)
+      reply = json_pack("{s:s,s:s,s:b}", "id", job.id, "error", "no task", "need_task", 1);
+    if (!reply) {
+      char cand[PATH_MAX + 80];
+      snprintf(cand, sizeof cand, "%s/candidate.c", dir);
+      kv_write_file(cand, job.candidate.data, job.candidate.len, err, sizeof err);
+      const char *paths[1] = {cand};
+      double t0 = kv_now_s();
+      kv_gate_prebuild(task, paths, 1, &g, err, sizeof err);
+      double c = kv_now_s() - t0;
+      usleep((useconds_t)(STANDIN_JUDGE_S * 1e6));
+      reply = json_pack("{s:s,s:{s:s,s:s,s:s,s:{s:b,s:f},s:{s:f,s:f,s:f,s:f}}}", "id", job.id,
+                        "result", "verdict", "ok", "detail", "stand-in", "surface", "cpu",
+                        "compile", "cached", c < 0.05, "seconds", c, "seconds", "compile", c,
+                        "check", 0.0, "timing", STANDIN_JUDGE_S, "lock_wait", 0.0);
+    }
+    char *out = json_dumps(reply, JSON_COMPACT);
+    json_decref(reply);
+    int wr = kv_wire_write(1, KV_GATE_VERDICT, h.token, out, NULL, 0);
+    free(out);
+    free(json);
+    free(blob);
+    json = NULL, blob = NULL;
+    if (wr < 0)
+      break;
+  }
+  kv_task_free(task);
+  kv_rmtree(dir);
+  return 0;
+}
+
+/* Two threads share one executor (a bench's tasks): each takes only the
+ * results of its own jobs, though both use the same uds. */
+struct sharer {
+  struct kv_exec *x;
+  struct kv_task *t;
+  const char *src;
+  int got, wrong;
+};
+
+static void *share_main(void *arg) {
+  struct sharer *sh = arg;
+  char err[1024];
+  struct kv_gate_opts g;
+  kv_gate_opts_default(&g);
+  g.worker_path = getenv("KEVO_WORKER");
+  g.cache_dir = getenv("KEVO_CACHE_DIR");
+  g.timing = 0;
+  for (intptr_t i = 0; i < 3; i++)
+    if (kv_exec_submit(sh->x, sh->t, sh->src, strlen(sh->src), &g, (void *)(i + 1), err,
+                       sizeof err) < 0)
+      return NULL;
+  while (kv_exec_pending(sh->x) > 0) {
+    struct kv_exec_done d;
+    int k = kv_exec_next(sh->x, 60, &d, err, sizeof err);
+    if (k < 0)
+      break;
+    if (k == 0)
+      continue;
+    sh->got++;
+    sh->wrong += !d.ok || strcmp(verdict_of(d.result_json), "ok");
+    kv_exec_done_release(&d);
+  }
+  return NULL;
+}
+
+static void test_shared_by_threads(void **state) {
+  (void)state;
+  char err[2048];
+  struct kv_exec *x = open_local(2, NULL, NULL, "cpu", 1, err, sizeof err);
+  struct kv_task *t = rowsum();
+  char *good = read_src("good.c"), *starter = read_src("starter.c");
+  struct sharer a = {x, t, good, 0, 0}, b = {x, t, starter, 0, 0};
+  pthread_t ta, tb;
+  assert_int_equal(pthread_create(&ta, NULL, share_main, &a), 0);
+  assert_int_equal(pthread_create(&tb, NULL, share_main, &b), 0);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  fprintf(stderr, "  thread a: %d results, thread b: %d\n", a.got, b.got);
+  assert_int_equal(a.got, 3);
+  assert_int_equal(b.got, 3);
+  assert_int_equal(a.wrong + b.wrong, 0);
+  assert_int_equal(kv_exec_pending(x), 0);
   kv_exec_close(x);
   free(good);
   free(starter);
@@ -599,6 +937,8 @@ static void test_slurm(void **state) {
 /* ---- the stand-in server ---- */
 
 static int fake_server(const char *mode) {
+  if (!strcmp(mode, "gpu"))
+    return standin_gpu();
   char hello[256];
   snprintf(hello, sizeof hello,
            "{\"kevo\": \"%s\", \"protocol\": %d, \"host\": \"fake\", "
@@ -623,12 +963,22 @@ int main(int argc, char **argv) {
     return fake_server(getenv("KEVO_TEST_FAKE"));
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_config),          cmocka_unit_test(test_result_parse),
-      cmocka_unit_test(test_local),           cmocka_unit_test(test_gpus),
-      cmocka_unit_test(test_kill_retry),      cmocka_unit_test(test_version_mismatch),
-      cmocka_unit_test(test_host_dropped),    cmocka_unit_test(test_no_gpu_cuda),
-      cmocka_unit_test(test_ssh_unreachable), cmocka_unit_test(test_ssh),
+      cmocka_unit_test(test_config),
+      cmocka_unit_test(test_result_parse),
+      cmocka_unit_test(test_local),
+      cmocka_unit_test(test_pipeline),
+      cmocka_unit_test(test_one_server_rate),
+      cmocka_unit_test(test_shared_by_threads),
+      cmocka_unit_test(test_gpus),
+      cmocka_unit_test(test_kill_retry),
+      cmocka_unit_test(test_version_mismatch),
+      cmocka_unit_test(test_host_dropped),
+      cmocka_unit_test(test_no_gpu_cuda),
+      cmocka_unit_test(test_ssh_unreachable),
+      cmocka_unit_test(test_ssh),
       cmocka_unit_test(test_slurm),
   };
+  if (getenv("KEVO_TEST_FILTER")) /* e.g. KEVO_TEST_FILTER='test_pipe*' */
+    cmocka_set_test_filter(getenv("KEVO_TEST_FILTER"));
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
