@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "kevo/rejudge.h"
 #include "kevo/preset.h"
 #include "kevo/rules.h"
 #include "kevo/skills.h"
@@ -21,173 +23,353 @@ static void progress(void *ud, const char *line) {
   fprintf(stderr, "%s\n", line);
 }
 
-static int lineage_extract(int argc, char **argv) {
+/* kevo lineage extract's options. */
+struct extract_args {
   struct kv_gate_opts g;
-  cli_gate_opts_default(&g);
-  struct kv_lineage_opts o = {0};
-  o.pairs = 6;
-  o.seed = 1;
-  int json = 0, llm_flags = 0, retries = 2, max_steps = 12;
-  const char *db = NULL, *outfile = NULL, *pos[2] = {NULL, NULL}, *config = NULL;
+  struct kv_lineage_opts o;
   struct kv_llm_flags f;
-  kv_llm_flags_init(&f);
-  int npos = 0;
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    double v;
-    long long n;
-    int k = cli_llm_option(&f, &llm_flags, &config, argc, argv, &i);
-    if (k < 0)
-      return 2;
-    if (k > 0)
-      continue;
-    if (!strcmp(a, "--retries") && i + 1 < argc) {
-      if (cli_integer("--retries", argv[++i], 0, 20, &n))
-        return 2;
-      retries = (int)n;
-    } else if (!strcmp(a, "--max-steps") && i + 1 < argc) {
-      if (cli_integer("--max-steps", argv[++i], 1, KV_MECH_MAX, &n))
-        return 2;
-      max_steps = (int)n;
-    } else if (!strcmp(a, "--json"))
-      json = 1;
-    else if (!strcmp(a, "--no-timing"))
-      g.timing = 0;
-    else if (!strcmp(a, "--surface") && i + 1 < argc)
-      g.surface = argv[++i];
-    else if (!strcmp(a, "--db") && i + 1 < argc)
-      db = argv[++i];
-    else if (!strcmp(a, "-o") && i + 1 < argc)
-      outfile = argv[++i];
-    else if (!strcmp(a, "--pairs") && i + 1 < argc) {
-      if (cli_integer("--pairs", argv[++i], 0, KV_PAIRS_MAX, &n))
-        return 2;
-      if (n == 1)
-        return cli_fail("--pairs 1: a paired test needs at least 2 pairs (0: none)");
-      o.pairs = (int)n;
-    } else if (!strcmp(a, "--seed") && i + 1 < argc) {
-      if (cli_integer("--seed", argv[++i], 1, 1LL << 40, &n))
-        return 2;
-      o.seed = (uint64_t)n;
-    } else if (!strcmp(a, "--budget") && i + 1 < argc) {
-      if (cli_number("--budget", argv[++i], &v))
-        return 2;
-      g.time_budget_s = v;
-    } else if (!strcmp(a, "--prompts") && i + 1 < argc) {
-      o.prompt_dir = argv[++i];
-      if (access(o.prompt_dir, R_OK | X_OK) != 0)
-        return cli_fail("--prompts %s: not a readable directory", o.prompt_dir);
-    } else if (a[0] == '-' && a[1]) {
-      cli_fail("lineage: unknown or incomplete option '%s'", a);
-      return cli_usage("lineage");
-    } else if (npos < 2)
-      pos[npos++] = a;
-    else {
-      cli_fail("lineage: unexpected argument '%s'", a);
-      return cli_usage("lineage");
-    }
+  int json, llm_flags, retries, max_steps, resume;
+  const char *db, *outfile, *pos[2], *config, *checkpoint;
+  int npos;
+};
+
+static int on_off(const char *opt, const char *v, int *out) {
+  if (!strcmp(v, "on") || !strcmp(v, "off")) {
+    *out = !strcmp(v, "on");
+    return 0;
   }
-  if (npos != 2) {
-    cli_fail("lineage extract: needs a task directory and an annotated expert kernel");
+  return cli_fail("%s %s: give on or off", opt, v);
+}
+
+/* The walk's own options (after the preset): 1 taken, 0 not one, -1 bad. */
+static int extract_walk_option(struct extract_args *x, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  long long n;
+  double v;
+  if (*i + 1 >= argc)
+    return 0;
+  if (!strcmp(a, "--audit"))
+    return on_off(a, argv[++*i], &x->o.audit) ? -1 : 1;
+  if (!strcmp(a, "--roundtrip"))
+    return on_off(a, argv[++*i], &x->o.roundtrip) ? -1 : 1;
+  if (!strcmp(a, "--require-preconditions"))
+    return on_off(a, argv[++*i], &x->o.require_preconditions) ? -1 : 1;
+  if (!strcmp(a, "--roundtrip-ratio")) {
+    if (cli_number(a, argv[++*i], &v))
+      return -1;
+    if (!(v > 0 && v <= 2))
+      return cli_fail("--roundtrip-ratio %g: give a ratio in (0, 2] (KLineage: 0.99)", v), -1;
+    x->o.roundtrip_ratio = v;
+    return 1;
+  }
+  if (!strcmp(a, "--max-rejections")) {
+    if (cli_integer(a, argv[++*i], 0, 1000, &n))
+      return -1;
+    x->o.max_rejections = (int)n;
+    return 1;
+  }
+  if (!strcmp(a, "--retries")) {
+    if (cli_integer("--retries", argv[++*i], 0, 20, &n))
+      return -1;
+    x->retries = (int)n;
+    return 1;
+  }
+  if (!strcmp(a, "--max-steps")) {
+    if (cli_integer("--max-steps", argv[++*i], 1, KV_MECH_MAX, &n))
+      return -1;
+    x->max_steps = (int)n;
+    return 1;
+  }
+  return 0;
+}
+
+static int extract_option(struct extract_args *x, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  double v;
+  long long n;
+  int k = cli_llm_option(&x->f, &x->llm_flags, &x->config, argc, argv, i);
+  if (k != 0)
+    return k < 0 ? -1 : 0;
+  if ((k = extract_walk_option(x, argc, argv, i)) != 0)
+    return k < 0 ? -1 : 0;
+  if (!strcmp(a, "--preset") && *i + 1 < argc)
+    (*i)++; /* read before the others */
+  else if (!strcmp(a, "--resume")) {
+    x->resume = 1;
+    if (*i + 1 < argc && strlen(argv[*i + 1]) > 5 &&
+        !strcmp(argv[*i + 1] + strlen(argv[*i + 1]) - 5, ".json"))
+      x->checkpoint = argv[++*i];
+  } else if (!strcmp(a, "--json"))
+    x->json = 1;
+  else if (!strcmp(a, "--no-timing"))
+    x->g.timing = 0;
+  else if (!strcmp(a, "--surface") && *i + 1 < argc)
+    x->g.surface = argv[++*i];
+  else if (!strcmp(a, "--db") && *i + 1 < argc)
+    x->db = argv[++*i];
+  else if (!strcmp(a, "-o") && *i + 1 < argc)
+    x->outfile = argv[++*i];
+  else if (!strcmp(a, "--pairs") && *i + 1 < argc) {
+    if (cli_integer("--pairs", argv[++*i], 0, KV_PAIRS_MAX, &n))
+      return -1;
+    if (n == 1)
+      return cli_fail("--pairs 1: a paired test needs at least 2 pairs (0: none)"), -1;
+    x->o.pairs = (int)n;
+  } else if (!strcmp(a, "--seed") && *i + 1 < argc) {
+    if (cli_integer("--seed", argv[++*i], 1, 1LL << 40, &n))
+      return -1;
+    x->o.seed = (uint64_t)n;
+  } else if (!strcmp(a, "--budget") && *i + 1 < argc) {
+    if (cli_number("--budget", argv[++*i], &v))
+      return -1;
+    x->g.time_budget_s = v;
+  } else if (!strcmp(a, "--prompts") && *i + 1 < argc) {
+    x->o.prompt_dir = argv[++*i];
+    if (access(x->o.prompt_dir, R_OK | X_OK) != 0)
+      return cli_fail("--prompts %s: not a readable directory", x->o.prompt_dir), -1;
+  } else if (a[0] == '-' && a[1])
+    return cli_fail("lineage: unknown or incomplete option '%s'", a), cli_usage("lineage"), -1;
+  else if (x->npos < 2)
+    x->pos[x->npos++] = a;
+  else
+    return cli_fail("lineage: unexpected argument '%s'", a), cli_usage("lineage"), -1;
+  return 0;
+}
+
+/* --preset NAME: the options its table sets for kevo lineage, parsed before
+ * the user's (an explicit option wins). */
+static int extract_preset(struct extract_args *x, const char *name) {
+  if (!strcmp(name, "kevo"))
+    return 0;
+  const struct kv_preset *p = kv_preset_find(name);
+  const char *args[64];
+  int n = p ? kv_preset_args(p, "lineage", args, 62) : -1;
+  if (n <= 0)
+    return cli_fail("--preset %s: kevo lineage extract takes kevo or klineage", name);
+  char *argv[66] = {"kevo", "extract"};
+  for (int i = 0; i < n; i++)
+    argv[2 + i] = (char *)args[i];
+  for (int i = 2; i < n + 2; i++)
+    if (extract_option(x, n + 2, argv, &i) < 0)
+      return 2;
+  return 0;
+}
+
+static int extract_args_parse(struct extract_args *x, int argc, char **argv) {
+  memset(x, 0, sizeof *x);
+  cli_gate_opts_default(&x->g);
+  x->o.pairs = 6;
+  x->o.seed = 1;
+  x->o.audit = x->o.roundtrip = 1;
+  x->o.roundtrip_ratio = KV_ROUNDTRIP_MIN_RATIO;
+  x->retries = 2;
+  x->max_steps = 12;
+  kv_llm_flags_init(&x->f);
+  for (int i = 2; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--preset") && extract_preset(x, argv[i + 1]) != 0)
+      return 2;
+  for (int i = 2; i < argc; i++)
+    if (extract_option(x, argc, argv, &i) < 0)
+      return 2;
+  if (x->resume ? x->npos > 2 : x->npos != 2) {
+    cli_fail("lineage extract: needs a task directory and an expert kernel (or --resume)");
     return cli_usage("lineage");
   }
-  const struct kv_surface *sf = kv_surface_find(g.surface);
-  if (!sf)
-    return cli_fail("--surface %s: not a surface; use one of %s", g.surface, kv_surface_names());
-  int cuda = kv_surface_gpu(sf);
-  if (o.pairs >= 2 && o.pairs < kv_paired_min_pairs() && g.timing)
-    fprintf(stderr,
-            "kevo: warning: --pairs %d: a paired test on %d pairs can never be significant (its "
-            "Wilcoxon p is %.3g at best, not below %.2g); the walk runs, but no step can be "
-            "admitted as a skill: give --pairs %d or more\n",
-            o.pairs, o.pairs, ldexp(2.0, -o.pairs), KV_SKILL_ALPHA, kv_paired_min_pairs());
-  if (outfile && !cli_writable(outfile))
-    return cli_fail("-o %s: cannot write there; give a writable path", outfile);
-  char err[4096];
-  struct kv_task *t;
-  if (kv_task_load(pos[0], &t, err, sizeof err) < 0)
-    return cli_fail("%s", err);
-  struct kv_calib cal;
-  if (g.timing && !cuda) {
-    if (cli_calib(&cal, 0, json) != 0) {
-      kv_task_free(t);
-      return 2;
+  return 0;
+}
+
+/* The latest checkpoint in dir (by modification time) into out. */
+static int latest_checkpoint(const char *dir, char *out, size_t cap) {
+  DIR *d = opendir(dir);
+  time_t best = 0;
+  out[0] = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t n = strlen(e->d_name);
+    char path[PATH_MAX];
+    struct stat sb;
+    if (n < 6 || strcmp(e->d_name + n - 5, ".json"))
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &sb) == 0 && sb.st_mtime >= best) {
+      best = sb.st_mtime;
+      snprintf(out, cap, "%s", path);
     }
-    g.calib = &cal;
   }
-  struct kv_store *s;
-  if (cli_open_store(db, &s) != 0) {
-    kv_task_free(t);
-    return 2;
-  }
-  char cache[PATH_MAX], scratch[PATH_MAX];
-  if (cli_cache_dir(cache, sizeof cache) < 0 || kv_mkdirs(cache, 0700, err, sizeof err) < 0 ||
-      kv_mkdtemp(cache, "lineage-", scratch, sizeof scratch, err, sizeof err) < 0) {
-    kv_store_close(s);
-    kv_task_free(t);
-    return cli_fail("cannot make a scratch directory: %s", err[0] ? err : "set KEVO_CACHE_DIR");
-  }
-  o.gate = &g;
-  o.scratch = scratch;
-  o.progress = json ? NULL : progress;
-  struct kv_lineage *L = calloc(1, sizeof *L);
-  struct kv_llm *llm = NULL;
-  int code = 2;
-  json_t *cards = NULL;
-  if (!L) {
-    cli_fail("out of memory");
-    goto out;
-  }
-  if (llm_flags && cli_make_llm(&f, config, 1, s, &llm, NULL, 0) != 0)
-    goto out;
-  if ((llm ? kv_lineage_walk_llm(t, pos[1], &o, llm, retries, max_steps, L, err, sizeof err)
-           : kv_lineage_walk(t, pos[1], &o, L, err, sizeof err)) != 0) {
-    cli_fail("%s", err);
-    goto out;
-  }
-  cards = kv_lineage_cards(t, L);
+  if (d)
+    closedir(d);
+  return out[0] ? 0 : -1;
+}
+
+/* An interrupted walk: what it has goes to the store as a partial lineage
+ * (no cards); the checkpoint continues it. */
+static void extract_interrupted(struct kv_store *s, const struct kv_task *t,
+                                const struct kv_lineage *L, const char *ckdir) {
+  struct kv_lineage *P = malloc(sizeof *P);
+  char err[2048];
   int64_t lid = 0;
-  if (kv_lineage_save(s, t, L, cards, &lid, err, sizeof err) != 0) {
-    cli_fail("the lineage was not recorded: %s", err);
-    goto out;
+  json_t *none = json_array();
+  if (P) {
+    memcpy(P, L, sizeof *P);
+    snprintf(P->mode, sizeof P->mode, "llm-partial");
+    snprintf(P->key, sizeof P->key, "%.26sp%05d", L->key, L->nsteps * 100 + L->rejections % 100);
+    if (kv_lineage_save(s, t, P, none, &lid, err, sizeof err) != 0)
+      fprintf(stderr, "kevo: warning: the partial lineage was not recorded: %s\n", err);
   }
-  if (outfile) {
+  free(P);
+  json_decref(none);
+  fprintf(stderr,
+          "kevo: the walk stopped: %s; %d proposals so far (%d steps taken) are kept: lineage %lld "
+          "(llm-partial) and %s/%s.json; continue with: kevo lineage extract --resume %s/%s.json "
+          "and the model's options\n",
+          L->stop, L->nsteps, L->accepted_steps, (long long)lid, ckdir, L->key, ckdir, L->key);
+}
+
+static int extract_output(const struct extract_args *x, const struct kv_task *t,
+                          const struct kv_lineage *L, json_t *cards, int64_t lid) {
+  char err[2048];
+  if (x->outfile) {
     json_t *f = json_pack("{s:i,s:I,s:O}", "kevo_skills", KV_SKILLS_SCHEMA, "exported",
                           (json_int_t)kv_unix_time(), "skills", cards);
     char *text = json_dumps(f, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(f);
-    int wrc = text ? kv_write_file(outfile, text, strlen(text), err, sizeof err) : -1;
+    int wrc = text ? kv_write_file(x->outfile, text, strlen(text), err, sizeof err) : -1;
     free(text);
-    if (wrc != 0) {
-      cli_fail("-o %s: %s", outfile, err);
-      goto out;
-    }
+    if (wrc != 0)
+      return cli_fail("-o %s: %s", x->outfile, err);
   }
   int admitted = 0;
   for (size_t i = 0; i < json_array_size(cards); i++)
     admitted += json_is_true(json_object_get(json_array_get(cards, i), "admitted"));
-  if (json) {
+  if (x->json) {
     json_t *r =
         json_pack("{s:I,s:s,s:O}", "lineage", (json_int_t)lid, "key", L->key, "skills", cards);
     char *text = json_dumps(r, JSON_INDENT(2) | JSON_SORT_KEYS);
     printf("%s\n", text ? text : "{}");
     free(text);
     json_decref(r);
-  } else {
-    printf("lineage %lld of %s (%s, %s, %s): %d steps, %zu accepted, %d admitted as skills%s%s%s\n",
-           (long long)lid, t->name, L->mode, L->surface, L->device, L->nsteps,
-           json_array_size(cards), admitted,
-           o.pairs >= 2 && o.pairs < kv_paired_min_pairs() && g.timing
-               ? " (too few pairs to admit any)"
-               : "",
-           outfile ? "; cards in " : "", outfile ? outfile : "");
+    return 0;
   }
-  code = 0;
-out:
+  int few = x->o.pairs >= 2 && x->o.pairs < kv_paired_min_pairs() && x->g.timing;
+  printf("lineage %lld of %s (%s, %s, %s): %d steps, %zu accepted, %d admitted as skills%s%s%s\n",
+         (long long)lid, t->name, L->mode, L->surface, L->device, L->nsteps,
+         json_array_size(cards), admitted, few ? " (too few pairs to admit any)" : "",
+         x->outfile ? "; cards in " : "", x->outfile ? x->outfile : "");
+  if (L->termination[0])
+    printf("termination: %s (%s)\n", L->termination, L->stop);
+  return 0;
+}
+
+/* The walk itself: 0 recorded, 3 interrupted (resumable), 2 failed. */
+static int extract_walk(struct extract_args *x, struct kv_task *t, struct kv_store *s,
+                        struct kv_llm *llm, const char *ckdir) {
+  char err[4096];
+  struct kv_lineage *L = calloc(1, sizeof *L);
+  json_t *cards = NULL;
+  int code = 2, rc;
+  if (!L)
+    return cli_fail("out of memory");
+  if (x->resume)
+    rc = kv_lineage_resume_llm(t, x->checkpoint, &x->o, llm, x->retries, x->max_steps, L, err,
+                               sizeof err);
+  else if (llm)
+    rc = kv_lineage_walk_llm(t, x->pos[1], &x->o, llm, x->retries, x->max_steps, L, err,
+                             sizeof err);
+  else
+    rc = kv_lineage_walk(t, x->pos[1], &x->o, L, err, sizeof err);
+  if (rc < 0) {
+    cli_fail("%s", err);
+  } else if (rc == 1) {
+    extract_interrupted(s, t, L, ckdir);
+    code = 3;
+  } else {
+    cards = kv_lineage_cards(t, L);
+    int64_t lid = 0;
+    if (kv_lineage_save(s, t, L, cards, &lid, err, sizeof err) != 0)
+      cli_fail("the lineage was not recorded: %s", err);
+    else if (extract_output(x, t, L, cards, lid) == 0) {
+      code = 0;
+      if (!strcmp(L->mode, "llm")) {
+        char ck[PATH_MAX];
+        snprintf(ck, sizeof ck, "%s/%s.json", ckdir, L->key);
+        unlink(ck); /* recorded: nothing left to resume */
+      }
+    }
+  }
   json_decref(cards);
-  if (L)
+  if (rc >= 0)
     kv_lineage_release(L);
   free(L);
+  return code;
+}
+
+static int lineage_extract(int argc, char **argv) {
+  struct extract_args x;
+  int prc = extract_args_parse(&x, argc, argv);
+  if (prc)
+    return prc;
+  const struct kv_surface *sf = kv_surface_find(x.g.surface);
+  if (!sf)
+    return cli_fail("--surface %s: not a surface; use one of %s", x.g.surface, kv_surface_names());
+  if (x.o.pairs >= 2 && x.o.pairs < kv_paired_min_pairs() && x.g.timing)
+    fprintf(stderr,
+            "kevo: warning: --pairs %d: a paired test on %d pairs can never be significant (its "
+            "Wilcoxon p is %.3g at best, not below %.2g); the walk runs, but no step can be "
+            "admitted as a skill: give --pairs %d or more\n",
+            x.o.pairs, x.o.pairs, ldexp(2.0, -x.o.pairs), KV_SKILL_ALPHA, kv_paired_min_pairs());
+  if (x.outfile && !cli_writable(x.outfile))
+    return cli_fail("-o %s: cannot write there; give a writable path", x.outfile);
+  char err[4096], cache[PATH_MAX], scratch[PATH_MAX], ckdir[PATH_MAX], ckpath[PATH_MAX],
+      taskdir[PATH_MAX];
+  if (cli_cache_dir(cache, sizeof cache) < 0)
+    return cli_fail("cannot find a cache directory: set KEVO_CACHE_DIR");
+  snprintf(ckdir, sizeof ckdir, "%s/lineage-walks", cache);
+  if (kv_mkdirs(ckdir, 0700, err, sizeof err) < 0)
+    return cli_fail("cannot make %s: %s", ckdir, err);
+  if (x.resume && !x.checkpoint) {
+    if (latest_checkpoint(ckdir, ckpath, sizeof ckpath) != 0)
+      return cli_fail("--resume: no walk to continue in %s; give --resume FILE.json", ckdir);
+    x.checkpoint = ckpath;
+  }
+  if (x.resume && x.npos == 0) {
+    if (kv_lineage_checkpoint_task(x.checkpoint, taskdir, sizeof taskdir, err, sizeof err) != 0)
+      return cli_fail("%s", err);
+    x.pos[0] = taskdir;
+  }
+  if (x.resume && !x.llm_flags)
+    return cli_fail("--resume: give the model's options (--provider/--base-url, --model) to go "
+                    "on with");
+  struct kv_task *t;
+  if (kv_task_load(x.pos[0], &t, err, sizeof err) < 0)
+    return cli_fail("%s", err);
+  struct kv_calib cal;
+  if (x.g.timing && !kv_surface_gpu(sf)) {
+    if (cli_calib(&cal, 0, x.json) != 0) {
+      kv_task_free(t);
+      return 2;
+    }
+    x.g.calib = &cal;
+  }
+  struct kv_store *s;
+  if (cli_open_store(x.db, &s) != 0) {
+    kv_task_free(t);
+    return 2;
+  }
+  if (kv_mkdtemp(cache, "lineage-", scratch, sizeof scratch, err, sizeof err) < 0) {
+    kv_store_close(s);
+    kv_task_free(t);
+    return cli_fail("cannot make a scratch directory: %s", err[0] ? err : "set KEVO_CACHE_DIR");
+  }
+  x.o.gate = &x.g;
+  x.o.scratch = scratch;
+  x.o.checkpoint = ckdir;
+  x.o.progress = x.json ? NULL : progress;
+  struct kv_llm *llm = NULL;
+  int code = 2;
+  if (x.llm_flags &&
+      cli_make_llm(&x.f, x.config, 1, s, &llm, NULL, 0) != 0)
+    goto out;
+  code = extract_walk(&x, t, s, llm, ckdir);
+out:
   kv_llm_free(llm);
   kv_rmtree(scratch);
   kv_store_close(s);
@@ -477,56 +659,10 @@ out:
   return code;
 }
 
-/* kevo skills export: each card's two kernels (carrier.before_src and
- * after_src, from the store by their hashes) ride along, so that an
- * importing host judges them itself (kevo skills import --task). */
-static void export_kernels(struct kv_store *s, json_t *card) {
-  json_t *carrier = json_object_get(card, "carrier");
-  static const char *const keys[][2] = {{"before_hash", "before_src"}, {"after_hash", "after_src"}};
-  for (int k = 0; k < 2 && json_is_object(carrier); k++) {
-    const char *h = json_string_value(json_object_get(carrier, keys[k][0]));
-    size_t len = 0;
-    char *src = h && !json_object_get(carrier, keys[k][1]) ? kv_store_get_source(s, h, &len) : NULL;
-    if (src)
-      json_object_set_new(carrier, keys[k][1], json_stringn(src, len));
-    free(src);
-  }
-}
-
-/* kevo skills import: a card's verdicts are the exporting host's word
- * (issue 30). With --task DIR each admitted card of that task is judged here
- * first (lib/exec/rejudge.c): one this host rejects is stored as rejected,
- * and said. 0, or -1 (said) when the task does not load. */
-static int import_rejudge(json_t *cards, const char *file, const char *task_dir) {
-  struct kv_task *t = NULL;
-  char err[1024];
-  if (task_dir && kv_task_load(task_dir, &t, err, sizeof err) < 0) {
-    cli_fail("skills import --task %s: %s (nothing was imported)", task_dir, err);
-    return -1;
-  }
-  struct kv_gate_opts g;
-  cli_gate_opts_default(&g);
-  struct kv_cards_rejudged n;
-  struct kv_buf rep;
-  kv_buf_init(&rep, 1 << 20);
-  kv_rejudge_cards(cards, t, &g, "skills file", &n, &rep);
-  if (rep.data && rep.len)
-    fputs(rep.data, stderr);
-  if (n.judged || n.cannot)
-    fprintf(stderr,
-            "kevo: %s: %d admitted cards judged again here (%d agree, %d rejected here), %d "
-            "not judged here%s\n",
-            file, n.judged, n.agreed, n.disagreed, n.cannot,
-            n.cannot && !t ? " (kevo skills import FILE --task DIR judges a task's cards)" : "");
-  kv_buf_release(&rep);
-  kv_task_free(t);
-  return 0;
-}
-
 int cmd_skills(int argc, char **argv) {
   if (argc < 2)
     return cli_usage("skills");
-  const char *sub = argv[1], *db = NULL, *arg = NULL, *reason = NULL, *task_dir = NULL;
+  const char *sub = argv[1], *db = NULL, *arg = NULL, *reason = NULL;
   int all = 0;
   /* --db anywhere */
   for (int i = 2; i < argc; i++)
@@ -543,8 +679,6 @@ int cmd_skills(int argc, char **argv) {
         all = 1;
       else if (!strcmp(argv[i], "--reason") && i + 1 < argc)
         reason = argv[++i];
-      else if (!strcmp(argv[i], "--task") && i + 1 < argc)
-        task_dir = argv[++i];
       else if (argv[i][0] == '-')
         return cli_usage("skills");
       else if (!arg)
@@ -576,8 +710,6 @@ int cmd_skills(int argc, char **argv) {
       goto out;
     }
     free(text);
-    if (import_rejudge(cards, arg, task_dir) != 0)
-      goto out;
     int added = 0, updated = 0;
     if (kv_skills_store(s, cards, &added, &updated, err, sizeof err) != 0) {
       cli_fail("%s (nothing was imported)", err);
@@ -636,7 +768,6 @@ int cmd_skills(int argc, char **argv) {
       json_t *c = json_deep_copy(json_array_get(cards, i));
       json_object_del(c, "store_id");
       json_object_del(c, "record");
-      export_kernels(s, c);
       if (all || strcmp(json_string_value(json_object_get(c, "status")), "retired"))
         json_array_append_new(keep, c);
       else

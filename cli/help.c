@@ -75,13 +75,9 @@ static const struct opt eval_opts[] = {
     END};
 
 static const struct opt task_opts[] = {
-    {"--surface cpu|cuda", "check the reference on this surface, or write the starter for it "
-                           "(default cpu)"},
-    {"--deadline SECONDS", "check: per job of the worker (default 10); starter: for the helper "
-                           "(default 120)"},
-    {"--json", "check: the report as JSON"},
-    {"-o FILE", "starter: write the candidate to FILE (default stdout)"},
-    {"--python PATH", "starter: the Python with torch (default $KEVO_PYTHON, else python3)"},
+    {"--surface cpu|cuda", "check the reference on this surface (default cpu)"},
+    {"--deadline SECONDS", "per job of the worker (default 10)"},
+    {"--json", "the report as JSON"},
     END};
 
 static const struct opt bench_opts[] = {
@@ -140,6 +136,13 @@ static const struct opt lineage_opts[] = {
     {"--retries N", "LLM mode: retries of a rejected step (default 2)"},
     {"--max-steps N", "LLM mode: steps at most (default 12)"},
     {"--prompts DIR", "LLM mode: DIR's templates replace the default prompts"},
+    {"--preset kevo|klineage", "LLM mode: every setting below as kevo's or KLineage's release"},
+    {"--audit on|off", "LLM mode: each step's independent, cited audit (default on)"},
+    {"--roundtrip on|off", "LLM mode: a failed round trip refuses the step (default on)"},
+    {"--roundtrip-ratio R", "LLM mode: speed the round trip must restore in every trial (0.99)"},
+    {"--max-rejections N", "LLM mode: refused proposals in the whole walk (default 0: no limit)"},
+    {"--require-preconditions on|off", "LLM mode: refuse a proposal without them (default off)"},
+    {"--resume [FILE.json]", "LLM mode: continue an interrupted walk (default the latest)"},
     {"--markdown", "lineage show: a Markdown table"},
     {"--order", "lineage resolve: print the removal order"},
     {"--off A,B", "lineage resolve: these mechanisms off"},

@@ -18,10 +18,8 @@ static const struct kv_command commands[] = {
      "judge candidate kernels (several: in turn, workers kept warm): exit 0 all accepted, 1 "
      "one rejected, 2 could not judge"},
     {"task", cmd_task,
-     "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR | kevo task "
-     "starter [-o FILE] [--surface cpu|cuda] [--python PATH] [--deadline SECONDS] TASK_DIR",
-     "validate a task: the reference runs and no trivial output passes; or write a minimal "
-     "correct candidate of an imported task"},
+     "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR",
+     "validate a task: the reference runs and no trivial output passes"},
     {"doctor", cmd_doctor, "kevo doctor",
      "check compilers, tools, the worker and every sandbox layer"},
     {"profile", cmd_profile,
@@ -104,7 +102,9 @@ static const struct kv_command commands[] = {
     {"lineage", cmd_lineage,
      "kevo lineage extract [--surface cpu|cuda] [--pairs N] [--budget SECONDS] [--seed N] "
      "[--no-timing] [--json] [-o SKILLS.json] [--db PATH] [--provider P --model M ... "
-     "--budget-usd X --retries N --max-steps N --prompts DIR] TASK_DIR EXPERT | kevo lineage show "
+     "--budget-usd X --retries N --max-steps N --prompts DIR --preset kevo|klineage --audit on|off "
+     "--roundtrip on|off --max-rejections N] TASK_DIR EXPERT | kevo lineage extract --resume "
+     "[FILE.json] --provider P --model M ... | kevo lineage show "
      "[ID] [--markdown] [--db PATH] | kevo lineage resolve [--order] [--off A,B] EXPERT",
      "walk an annotated expert kernel backward through the gate into skills (paired test per "
      "step)"},

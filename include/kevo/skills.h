@@ -45,6 +45,7 @@ struct kv_mech {
   char anchor[256]; /* code text a candidate holding it contains */
   char dtypes[96], layout[96], storage[96], pipeline[160], hardware[96]; /* comma lists */
   char divides[96];                                                      /* "cols:16,rows:4" */
+  char scope[256]; /* LLM mode: the tasks (operators) it holds for, comma list, or "*" */
   long smem_bytes;
   int nreq, req[KV_MECH_MAX];   /* indexes into kv_annot.m */
   int nconf, conf[KV_MECH_MAX]; /* indexes */
@@ -76,6 +77,111 @@ int kv_annot_resolve(const char *src, size_t len, const char *file, const struct
                      uint32_t enabled, char **out, size_t *outlen, char *err, size_t errlen);
 /* Index of a mechanism by name, or -1. */
 int kv_annot_find(const struct kv_annot *a, const char *name);
+
+/* ---- features observed in code (KLineage's feature contracts) --------------- */
+
+/* What a kernel's code shows, read lexically with comments blanked (a
+ * comment or a name proves nothing): PATTERN is what it computes, STRATEGY an
+ * optimization mechanism, SUPPORT a choice that serves one (kept in the
+ * carrier, as KLineage keeps "supporting instructions and compiler choices"). */
+enum kv_feat_kind { KV_FEAT_PATTERN, KV_FEAT_STRATEGY, KV_FEAT_SUPPORT };
+enum {
+  KV_FEAT_REDUCTION,     /* pattern: x op= ...[...], x = x op ...[...], x = f(x, ...[...]) */
+  KV_FEAT_SMEM,          /* __shared__ */
+  KV_FEAT_SMEM_DB,       /* __shared__ ...[2]...: double-buffered tiles */
+  KV_FEAT_VECTOR,        /* float4, float2, half2, int4 ..., ld.global.v4 */
+  KV_FEAT_SIMD,          /* _mm..., __m256 ..., vld1q */
+  KV_FEAT_OMP_SIMD,      /* #pragma omp ... simd */
+  KV_FEAT_OMP_THREADS,   /* #pragma omp parallel / for */
+  KV_FEAT_MULTI_ACC,     /* a local array updated with += (independent accumulators, register tiles) */
+  KV_FEAT_SHUFFLE,       /* __shfl*, __reduce_*_sync */
+  KV_FEAT_ATOMICS,       /* atomicAdd ..., __atomic_*, _Atomic, #pragma omp atomic */
+  KV_FEAT_TENSOR,        /* wmma, mma_sync, mma.sync, wgmma */
+  KV_FEAT_ASYNC,         /* cp.async, __pipeline_memcpy_async, memcpy_async, cuda::pipeline */
+  KV_FEAT_UNROLL,        /* support: #pragma unroll, #pragma GCC unroll */
+  KV_FEAT_BARRIER,       /* support: __syncthreads, __syncwarp, bar.sync */
+  KV_FEAT_GRID_STRIDE,   /* support: a for header with gridDim */
+  KV_FEAT_LDG,           /* support: __ldg */
+  KV_FEAT_RESTRICT,      /* support: restrict, __restrict__ */
+  KV_FEAT_LAUNCH_BOUNDS, /* support: __launch_bounds__ */
+  KV_FEAT_CONST_MEM,     /* support: __constant__ */
+  KV_FEAT_N
+};
+struct kv_features {
+  uint32_t bits;          /* bit k: feature k seen */
+  int line[KV_FEAT_N];    /* the first line (1-based) that shows it */
+};
+int kv_features_scan(const char *src, size_t len, struct kv_features *f);
+const char *kv_feature_name(int k);
+enum kv_feat_kind kv_feature_kind(int k);
+int kv_feature_find(const char *name);
+uint32_t kv_features_mask(enum kv_feat_kind kind);
+/* "a,b" ("none" when empty) into out; returns its length. */
+size_t kv_features_format(uint32_t bits, char *out, size_t cap);
+json_t *kv_features_json(uint32_t bits);
+/* A comma or blank separated list of feature names ("none" allowed); an
+ * unknown name is an error listing the names kevo observes. */
+int kv_features_parse(const char *list, uint32_t *bits, char *err, size_t errlen);
+
+/* ---- a step's audit, round trip and preconditions (LLM mode) ------------------ */
+
+/* The audit: an independent call (role "lineage:audit") reads the richer and
+ * the simpler kernel with line numbers and answers
+ *   Verdict: removed | kept | unknown
+ *   Present: L12-L14 `quote`   (1 to 4: where the richer kernel holds it)
+ *   Absent: L8-L9 `quote`      (1 to 4: the simpler kernel's decisive lines)
+ *   Reason: one or two sentences
+ * kevo re-reads every cited range: it must exist (1 <= a <= b <= lines, at
+ * most 12 lines), its text must contain the quote (blanks squashed), and a
+ * Present quote must be gone from the simpler kernel. Anything else, or a
+ * verdict other than removed, fails the step. */
+#define KV_AUDIT_CITES_MAX 4
+#define KV_AUDIT_LINES_MAX 12
+struct kv_audit {
+  int passed;
+  char why[512];
+  char *json; /* the checked citations with their lines' text and the sources' hashes; malloc'd */
+};
+int kv_audit_check(const char *reply, const char *richer, const char *simpler,
+                   struct kv_audit *out);
+
+/* The round trip (KLineage's forward re-derivation): the kernel the model
+ * re-derived from the card alone must bring back at least min_ratio of the
+ * richer kernel's speed in EVERY trial (ratio_i = rich_i / rederived_i) and
+ * overall (median over median), and restore the same strategy features.
+ * A re-derivation identical to the richer kernel (blanks squashed) restores
+ * both by construction and is not timed. */
+#define KV_ROUNDTRIP_MIN_RATIO 0.99
+struct kv_roundtrip {
+  int checked;   /* 1 judged (passed or not), 0 not judged */
+  int passed;
+  int identical; /* the same code as the richer kernel */
+  int n;
+  double ratio[KV_PAIRS_MAX], min_ratio, overall;
+  uint32_t missing, extra; /* strategy features not restored / added */
+  char why[400];
+};
+/* Speed part: n trials' medians; min_ratio <= 0 means KV_ROUNDTRIP_MIN_RATIO. */
+void kv_roundtrip_speed(const double *rich_us, const double *re_us, int n, double min_ratio,
+                        struct kv_roundtrip *rt);
+/* Features part: the strategy features of the richer and the re-derived kernel. */
+void kv_roundtrip_features(uint32_t rich, uint32_t rederived, struct kv_roundtrip *rt);
+int kv_sources_same(const char *a, const char *b);
+
+/* Preconditions the model writes with its proposal ("Dtypes:", "Layout:",
+ * "Storage:", "Pipeline:", "Hardware:", "Scope:", "Requires:", "Conflicts:"
+ * lines), checked: dtypes are kevo's names and cover the task's buffers,
+ * layout is one of row-major, column-major, contiguous, strided, any and
+ * holds for the task (row-major, contiguous), hardware names the
+ * architecture measured on (x86_64, sm_90, sm_80+, cpu, gpu, any), storage
+ * is among global, shared, registers, constant, local, host, any, the scope
+ * is "*" or task names including this task, requires are features of the
+ * simpler kernel and conflicts features it lacks. Missing lines take kevo's
+ * defaults (the task's dtypes, row-major, the architecture measured on, this
+ * task); require_all makes a missing one an error. */
+int kv_precond_read(const char *reply, const struct kv_task *t, const char *arch,
+                    uint32_t simpler_features, int require_all, struct kv_mech *m,
+                    uint32_t *requires, uint32_t *conflicts, char *err, size_t errlen);
 
 /* ---- the paired performance test ------------------------------------------ */
 
@@ -130,6 +236,15 @@ struct kv_lineage_step {
   int rederived;      /* 1 accepted by the gate, -1 rejected, 0 not tried */
   char rederive[512]; /* its verdict and detail */
   char rederived_hash[65];
+  /* LLM mode, KLineage's checks: features observed (kv_features_scan) in
+   * the richer, the simpler and the re-derived kernel; the card's contract
+   * (requires, conflicts: checked against the simpler kernel); the audit;
+   * the round trip */
+  uint32_t feat_rich, feat_simple, feat_rederived;
+  uint32_t f_requires, f_conflicts;
+  int audited;      /* 1 passed, -1 failed, 0 not run */
+  char *audit_json; /* malloc'd */
+  struct kv_roundtrip rt;
 };
 
 struct kv_lineage {
@@ -146,6 +261,14 @@ struct kv_lineage {
   char key[33];   /* identifies this walk in every store */
   char mode[16];  /* "annotated" | "llm" */
   char stop[256]; /* LLM mode: why the walk ended */
+  /* LLM mode: where the walk stands (a checkpoint holds all of it) */
+  char termination[24]; /* complete, unknown, step_limit, rejection_limit, interrupted */
+  char *cur;            /* the kernel the next proposal starts from; malloc'd */
+  int regs_cur;
+  long smem_cur;
+  int accepted_steps, rejections, refused_in_row;
+  char feedback[768];
+  char task_dir[512], spec_hash[65];
 };
 
 typedef void (*kv_lineage_progress_fn)(void *ud, const char *line);
@@ -161,6 +284,14 @@ struct kv_lineage_opts {
    * override the walk's prompts (kevo lineage extract --prompts DIR; each may
    * use only its own {{variables}}: kevo says which); NULL: the defaults. */
   const char *prompt_dir;
+  /* LLM mode, KLineage's checks (kevo lineage extract turns them on;
+   * --preset klineage sets KLineage's constants: lib/agent/preset.c) */
+  int audit;              /* each accepted proposal is audited (lineage:audit) */
+  int roundtrip;          /* a failed round trip refuses the step (else: a risk on its card) */
+  double roundtrip_ratio; /* 0: KV_ROUNDTRIP_MIN_RATIO */
+  int max_rejections;     /* refused proposals in the whole walk (0: no limit) */
+  int require_preconditions; /* a proposal without every precondition line is refused */
+  const char *checkpoint;    /* the walk's state is written there after every proposal */
 };
 
 /* Annotated mode: the expert (all mechanisms on) must be accepted by the
@@ -191,6 +322,17 @@ struct kv_llm;
 int kv_lineage_walk_llm(const struct kv_task *t, const char *expert_path,
                         const struct kv_lineage_opts *o, struct kv_llm *llm, int retries,
                         int max_steps, struct kv_lineage *L, char *err, size_t errlen);
+/* 0: the walk ended (L->stop, L->termination say why); 1: a call to the
+ * model was lost: L holds every step so far, the checkpoint (o->checkpoint)
+ * too, and kv_lineage_resume_llm continues from it; -1: an error. */
+/* Continues a walk from its checkpoint (the task must be the same spec and
+ * the expert the same source, else an error naming which). */
+int kv_lineage_resume_llm(const struct kv_task *t, const char *checkpoint,
+                          const struct kv_lineage_opts *o, struct kv_llm *llm, int retries,
+                          int max_steps, struct kv_lineage *L, char *err, size_t errlen);
+/* The task directory a checkpoint was walked on. */
+int kv_lineage_checkpoint_task(const char *checkpoint, char *task_dir, size_t cap, char *err,
+                               size_t errlen);
 /* The skill cards (a JSON array) of a walk: one per accepted step, admitted
  * or not (the status says), with the risks the rejected steps taught. */
 json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L);
@@ -238,6 +380,12 @@ struct kv_match_opts {
   const char *arch;          /* "x86_64", "sm_90": exact */
   long smem_budget;          /* bytes of shared memory a block may use; 0: 48 KiB */
   const char *candidate_src; /* NULL: a naive kernel (nothing provided yet) */
+  /* Whose features a card's contract is checked against: NULL means the
+   * candidate's (kevo skills match without a candidate gives the task's
+   * reference). A card with a contract is offered only where its requires
+   * are observed and its conflicts are not, and is "already provided" where
+   * all it provides is observed; its scope's cases must name the task or "*". */
+  const char *features_src;
   /* FTS5 ranks by card id (higher is better), or NULL */
   double (*fts)(void *ud, const char *id);
   void *fts_ud;

@@ -112,12 +112,90 @@ static const struct kv_preset_row cudanalyst_rows[] = {
      "theirs is d(ij) - d(N)/3; kevo prints it as 'released synergy' beside d and I"},
 };
 
-/* KLineage (ict-agent/klineage): its rows document the constants for kevo
- * presets; kevo lineage reads its own --preset (cli/cmd_skills.c), so
- * cli/preset.c expands no option for it. Filled in by issue 32's KLineage
- * work. */
+/* KLineage (ict-agent/klineage) as released: src/klineage/action/decompose.py
+ * (decompose(max_steps=16, max_rejections=4), _audit_transition,
+ * _lift_transitions), action/_state.py (_observe), harness/fidelity.py
+ * (verify_performance, check_evidence), prompts/decompose*.j4,
+ * observe_features.j4, memory/paths.py (retrieve_paths). kevo lineage
+ * extract reads --preset itself (cli/cmd_skills.c expands these rows). */
 static const struct kv_preset_row klineage_rows[] = {
-    {"lineage", NULL, NULL, "(to come)", "ict-agent/klineage", "", "not in kevo yet (issue 32)"},
+    {"lineage", NULL, NULL, "backward step",
+     "the model undoes one semantic transformation, dependents before prerequisites, tuning not "
+     "a step (decompose.j4)",
+     "the same when a model is given (role lineage:deopt); without one, an annotated expert's "
+     "#if blocks",
+     ""},
+    {"lineage", "--max-steps", "16", "walk length",
+     "max_steps=16 proposals, refused ones included (decompose.py)",
+     "12 steps taken (refused proposals not counted)",
+     "kevo bounds what the walk produces; refusals have their own bounds"},
+    {"lineage", "--max-rejections", "4", "refusals in a walk",
+     "max_rejections=4: gate, audit and round-trip failures together, then rejection_limit",
+     "0 (no bound on the total)", "kevo ends a walk on refusals in a row (--retries) instead"},
+    {"lineage", "--retries", "20", "refusals in a row",
+     "none (only the walk's total, max_rejections)", "2 (3 proposals in a row)",
+     "one mechanism the model cannot remove should end the walk, not spend it"},
+    {"lineage", "--audit", "on", "audit of a step",
+     "an independent call (observe_features.j4) reports each {locus, name} feature of both "
+     "kernels present, absent or unknown, 1-4 citations of at most 12 lines each; the verifier "
+     "re-reads the ranges (check_evidence); unknown or an ungrounded finding fails",
+     "on: role lineage:audit, Verdict removed|kept|unknown, 1-4 Present and Absent citations of "
+     "at most 12 lines with a quote kevo finds in the lines it re-reads; a Present quote must be "
+     "gone from the simpler kernel",
+     "kevo audits the claimed mechanism and checks the feature set itself (a lexical scan) "
+     "rather than asking the model for every feature"},
+    {"lineage", NULL, NULL, "one mechanism per step",
+     "the claimed features: before < after, exactly one removed, at the declared locus; the "
+     "audit confirms them (_audit_transition)",
+     "kevo's scan: at most one strategy feature removed, none added", ""},
+    {"lineage", "--roundtrip", "on", "round trip refuses the step",
+     "a failed re-derivation is a rejection (counts toward max_rejections)",
+     "on (off: a risk on the card, the step kept)", ""},
+    {"lineage", "--roundtrip-ratio", "0.99", "round trip speed",
+     "expert_ms / candidate_ms >= 0.99 overall and in every trial, CUPTI timing "
+     "(fidelity.py verify_performance)",
+     "0.99 in every interleaved trial (--pairs of them, at least 3) and overall, kevo's gate "
+     "timing; a re-derivation identical to the richer kernel passes without timing",
+     ""},
+    {"lineage", NULL, NULL, "round trip features",
+     "the re-derived kernel's audited features equal the richer kernel's",
+     "kevo's scan: the same strategy features", "no model call for it"},
+    {"lineage", NULL, NULL, "re-derivation's input",
+     "the simpler kernel, category, locus, backward edit, features, the target latency "
+     "(decompose_rederive.j4)",
+     "the simpler kernel and the card (name, intent, anchor), never the diff, no timings",
+     "kevo's prompts carry no timings so that a walk replays from the store"},
+    {"lineage", "--require-preconditions", "on", "preconditions",
+     "free text, at least one, written by the lifting call (decompose_lift.j4)",
+     "off: Dtypes, Layout, Storage, Pipeline, Hardware, Scope lines, each checked (dtype names "
+     "covering the task's, row-major, the measured architecture, this task in scope); missing "
+     "ones take the task's",
+     "kevo's lines are typed so that they can be checked and matched"},
+    {"lineage", NULL, NULL, "feature contract",
+     "requires / provides / conflicts as {locus, name}: provides = the features added, requires "
+     "within and conflicts outside the simpler kernel's (_lift_transitions)",
+     "provides = the strategy features the step removes; requires = the model's Requires "
+     "(observed in the simpler kernel) and what both kernels compute (reduction); conflicts = "
+     "the model's, absent from the simpler kernel",
+     ""},
+    {"lineage", NULL, NULL, "retrieval",
+     "scope (case, language, platform), requires within and conflicts outside the target's "
+     "verified features, present features skipped; ranked by operator words, shapes, measured "
+     "gain (memory/paths.py)",
+     "the contract against the candidate's scanned features, the scope's cases, then surface, "
+     "architecture, status, dtypes, layout, sizes, shared memory; ranked by FTS5 bm25, shapes, "
+     "measured effect",
+     ""},
+    {"lineage", NULL, NULL, "admission",
+     "SkillAdmission.OFF by default (cards are hypotheses); ON: a held-out trial whose "
+     "effect_verifier confirms the effect",
+     "a paired test at extraction: 95% interval's lower end >= 1.03 and Wilcoxon p < 0.05 "
+     "(6 pairs at least)",
+     "kevo measures each card's effect where it was found; held-out uses are the search's "
+     "verification log"},
+    {"lineage", NULL, NULL, "resumable walk",
+     "checkpoints preserve evidence; no cross-process resume (README)",
+     "a checkpoint after every proposal; a lost call exits 3 and --resume continues", ""},
 };
 
 #define ENTRY(n, src, rows)                                                                        \

@@ -86,6 +86,46 @@ static int added_line(const char *diff, const char *before, char *out, size_t ca
   return 0;
 }
 
+/* A verdict of kevo's own checks on a proposed step (not the gate's). */
+static int kevo_check(const char *v) {
+  static const char *const k[] = {"no_code",          "contract_failed", "preconditions", "anchor",
+                                  "audit_failed",     "roundtrip_failed", NULL};
+  for (int i = 0; k[i]; i++)
+    if (!strcmp(v, k[i]))
+      return 1;
+  return 0;
+}
+
+/* LLM mode: the feature contract (observed, checked), the audit and the
+ * round trip go on the card. */
+static void llm_card_parts(json_t *card, const struct kv_lineage_step *st,
+                           const struct kv_mech *m) {
+  uint32_t strat = kv_features_mask(KV_FEAT_STRATEGY);
+  json_object_set_new(
+      card, "contract",
+      json_pack("{s:o,s:o,s:o,s:o,s:o,s:s}", "requires", kv_features_json(st->f_requires),
+                "provides", kv_features_json(st->feat_rich & strat & ~st->feat_simple),
+                "conflicts", kv_features_json(st->f_conflicts), "observed_simpler",
+                kv_features_json(st->feat_simple), "observed_richer",
+                kv_features_json(st->feat_rich), "method",
+                "kevo's lexical feature scan of the code (comments blanked)"));
+  json_t *ev = json_object_get(card, "evidence");
+  json_t *au = st->audit_json ? json_loads(st->audit_json, 0, NULL) : NULL;
+  json_object_set_new(ev, "audit", au ? au : json_null());
+  const struct kv_roundtrip *rt = &st->rt;
+  json_t *ratios = json_array();
+  for (int i = 0; i < rt->n; i++)
+    json_array_append_new(ratios, json_real(rt->ratio[i]));
+  json_object_set_new(ev, "roundtrip",
+                      json_pack("{s:b,s:b,s:b,s:o,s:f,s:f,s:s}", "checked", rt->checked, "passed",
+                                rt->passed, "identical", rt->identical, "trial_ratios", ratios,
+                                "min_ratio", rt->n ? rt->min_ratio : 0.0, "overall", rt->overall,
+                                "why", rt->why));
+  json_t *sc = json_object_get(card, "scope");
+  json_object_set_new(sc, "cases", comma_list(m->scope));
+  json_object_set_new(json_object_get(card, "preconditions"), "written_by", json_string("model"));
+}
+
 json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
   const struct kv_annot *a = &L->annot;
   json_t *cards = json_array();
@@ -95,8 +135,9 @@ json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
     const struct kv_lineage_step *st = &L->steps[i];
     if (!st->accepted && !st->skipped[0]) {
       char r[768];
-      snprintf(r, sizeof r, "removing %s from this kernel was rejected by the gate (%s: %.400s)",
-               a->m[st->mech].name, st->verdict, st->detail);
+      snprintf(r, sizeof r, "removing %s from this kernel was rejected by %s (%s: %.400s)",
+               a->m[st->mech].name, kevo_check(st->verdict) ? "kevo's checks" : "the gate",
+               st->verdict, st->detail);
       json_array_append_new(lineage_risks, json_string(r));
     }
   }
@@ -211,6 +252,11 @@ json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
     json_object_set_new(card, "requires", mech_names(a, m->req, m->nreq));
     json_object_set_new(card, "provides", json_pack("[s]", m->name));
     json_object_set_new(card, "conflicts", mech_names(a, m->conf, m->nconf));
+    if (llm) {
+      llm_card_parts(card, st, m);
+      if (st->rt.checked && !st->rt.passed)
+        json_array_append_new(risks, json_sprintf("the round trip failed: %s", st->rt.why));
+    }
     json_object_set_new(card, "admitted", json_boolean(st->admitted));
     json_object_set_new(card, "status",
                         json_string(st->admitted ? "admitted"
@@ -663,14 +709,6 @@ int kv_lineage_save(struct kv_store *s, const struct kv_task *t, const struct kv
   else {
     rc = kv_store_lineage_put(s, &rec, r, (int)json_array_size(cards), lineage_id, err, errlen);
     free_recs(r, own, nown);
-  }
-  /* The first step's richer kernel (the expert resolved) by its hash too, as
-   * every simpler one is: kevo skills export carries each card's kernels, so
-   * that an importing host judges them itself (issue 30, lib/exec/rejudge.c). */
-  if (rc == 0 && L->expert_resolved) {
-    char rh[65];
-    kv_sha256_hex(L->expert_resolved, strlen(L->expert_resolved), rh);
-    rc = kv_store_put_source(s, rh, L->expert_resolved, strlen(L->expert_resolved), err, errlen);
   }
   for (int i = 0; i < L->nsteps; i++)
     free(paired[i]);

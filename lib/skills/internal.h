@@ -18,6 +18,12 @@ void skills_resources(const struct kv_gate_result *r, int *regs, long *smem);
 int skills_paired(const struct kv_task *t, const struct kv_lineage_opts *o, const char *ext,
                   const char *rich, size_t rlen, const char *simple, size_t slen, const char *tag,
                   struct kv_lineage_step *st, struct kv_gate_result *r, char *err, size_t errlen);
+/* n interleaved pairs of a and b (ABBA), one seed a pair: 0 timed, 1 a
+ * kernel was not accepted (detail), -1 kevo failed. */
+int skills_time_pairs(const struct kv_task *t, const struct kv_lineage_opts *o, const char *ext,
+                      const char *a, size_t alen, const char *b, size_t blen, const char *tag,
+                      int ord, int n, double *a_us, double *b_us, struct kv_gate_result *r,
+                      char *detail, size_t dlen, char *err, size_t errlen);
 void skills_lineage_key(struct kv_lineage *L, const struct kv_task *t);
 /* The expert's first verdict, the walk's starting point (both modes): judged
  * at the task's own checks, refused with the way to fix it unless accepted,
@@ -26,5 +32,13 @@ void skills_lineage_key(struct kv_lineage *L, const struct kv_task *t);
 int skills_judge_expert(const struct kv_task *t, const struct kv_lineage_opts *o,
                         const char *expert_path, const char *src, size_t len, struct kv_lineage *L,
                         struct kv_gate_result *r, int *regs, long *smem, char *err, size_t errlen);
+
+/* "Key: value" line of a reply into out (trimmed): 1 found. */
+int skills_field(const char *text, const char *key, char *out, size_t cap);
+/* Blanks squashed to one space, trimmed (malloc'd). */
+char *skills_squash(const char *in, size_t n);
+/* A walk's state as JSON (llmwalk.c's checkpoints) and back. */
+json_t *skills_walk_json(const struct kv_lineage *L);
+int skills_walk_load(const json_t *j, struct kv_lineage *L, char *err, size_t errlen);
 
 #endif

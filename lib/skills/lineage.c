@@ -61,33 +61,47 @@ void skills_resources(const struct kv_gate_result *r, int *regs, long *smem) {
   }
 }
 
-/* n interleaved pairs (ABBA: rich first on even pairs), each pair on one seed. */
+/* n interleaved pairs (ABBA: a first on even pairs), each pair on one seed:
+ * a_us[i], b_us[i] the medians. 0, 1 a kernel was not accepted (detail
+ * says which), -1 kevo failed. */
+int skills_time_pairs(const struct kv_task *t, const struct kv_lineage_opts *o, const char *ext,
+                      const char *a, size_t alen, const char *b, size_t blen, const char *tag,
+                      int ord, int n, double *a_us, double *b_us, struct kv_gate_result *r,
+                      char *detail, size_t dlen, char *err, size_t errlen) {
+  static const char *const label[2] = {"richer", "simpler"};
+  if (n > KV_PAIRS_MAX)
+    n = KV_PAIRS_MAX;
+  for (int i = 0; i < n; i++) {
+    uint64_t seed = o->seed + 1000003ull * (uint64_t)(ord * 97 + i + 1);
+    for (int k = 0; k < 2; k++) {
+      int a_now = (i % 2 == 0) == (k == 0);
+      char name[200];
+      snprintf(name, sizeof name, "%s-%s%s", tag, a_now ? "rich" : "simple", ext);
+      if (skills_judge(t, o, name, a_now ? a : b, a_now ? alen : blen, seed, 1, r, err, errlen) !=
+          0)
+        return -1;
+      if (r->verdict != KV_V_OK || !r->timed) {
+        snprintf(detail, dlen, "the paired test's pair %d: the %s kernel was judged %s: %.300s",
+                 i + 1, label[!a_now], kv_verdict_name(r->verdict), r->detail);
+        kv_gate_result_release(r);
+        return 1;
+      }
+      (a_now ? a_us : b_us)[i] = r->timing.cand.median_us;
+      kv_gate_result_release(r);
+    }
+  }
+  return 0;
+}
+
 int skills_paired(const struct kv_task *t, const struct kv_lineage_opts *o, const char *ext,
                   const char *rich, size_t rlen, const char *simple, size_t slen, const char *tag,
                   struct kv_lineage_step *st, struct kv_gate_result *r, char *err, size_t errlen) {
   double su[KV_PAIRS_MAX], ru[KV_PAIRS_MAX];
   int n = o->pairs > KV_PAIRS_MAX ? KV_PAIRS_MAX : o->pairs;
-  for (int i = 0; i < n; i++) {
-    uint64_t seed = o->seed + 1000003ull * (uint64_t)(st->ord * 97 + i + 1);
-    for (int k = 0; k < 2; k++) {
-      int rich_now = (i % 2 == 0) == (k == 0);
-      char name[160];
-      snprintf(name, sizeof name, "%s-%s%s", tag, rich_now ? "rich" : "simple", ext);
-      if (skills_judge(t, o, name, rich_now ? rich : simple, rich_now ? rlen : slen, seed, 1, r,
-                       err, errlen) != 0)
-        return -1;
-      int ok = r->verdict == KV_V_OK && r->timed;
-      if (!ok) {
-        snprintf(st->detail, sizeof st->detail,
-                 "the paired test's pair %d: the %s kernel was judged %s: %.300s", i + 1,
-                 rich_now ? "richer" : "simpler", kv_verdict_name(r->verdict), r->detail);
-        kv_gate_result_release(r);
-        return 1;
-      }
-      (rich_now ? ru : su)[i] = r->timing.cand.median_us;
-      kv_gate_result_release(r);
-    }
-  }
+  int rc = skills_time_pairs(t, o, ext, rich, rlen, simple, slen, tag, st->ord, n, ru, su, r,
+                             st->detail, sizeof st->detail, err, errlen);
+  if (rc != 0)
+    return rc;
   if (kv_paired_stats(su, ru, n, o->seed + (uint64_t)st->ord, o->resamples, &st->paired, err,
                       errlen) != 0)
     return -1;
@@ -273,8 +287,11 @@ void kv_lineage_release(struct kv_lineage *L) {
     free(L->steps[i].child_src);
     free(L->steps[i].forward_diff);
     free(L->steps[i].result_json);
+    free(L->steps[i].audit_json);
   }
   for (int i = 0; i < L->nsteps; i++)
-    L->steps[i].child_src = L->steps[i].forward_diff = L->steps[i].result_json = NULL;
-  L->expert_src = L->expert_resolved = L->expert_json = NULL;
+    L->steps[i].child_src = L->steps[i].forward_diff = L->steps[i].result_json =
+        L->steps[i].audit_json = NULL;
+  free(L->cur);
+  L->expert_src = L->expert_resolved = L->expert_json = L->cur = NULL;
 }

@@ -14,6 +14,11 @@ static const char *str(const json_t *o, const char *k) {
   return s ? s : "";
 }
 
+static const char *str_of(const json_t *v) {
+  const char *s = json_string_value(v);
+  return s ? s : "";
+}
+
 /* text with every run of blanks made one space, trimmed (capped). */
 static void squash(const char *in, char *out, size_t cap) {
   size_t o = 0;
@@ -171,6 +176,59 @@ static int precondition_fail(const struct kv_task *t, const json_t *c,
   return 0;
 }
 
+/* names (a JSON array of feature names) as bits; unknown names count as
+ * unmet (bit 31, never observed). */
+static uint32_t feature_bits(const json_t *names) {
+  uint32_t b = 0;
+  for (size_t i = 0; i < json_array_size(names); i++) {
+    int k = kv_feature_find(str_of(json_array_get(names, i)));
+    b |= k >= 0 ? 1u << k : 1u << 31;
+  }
+  return b;
+}
+
+/* KLineage's retrieval by observed features: a card with a contract is
+ * offered only where its requires are in the code and its conflicts are not;
+ * and only to the tasks its scope names. */
+static int contract_fail(const struct kv_task *t, const json_t *c, const char *code,
+                         const struct kv_features *have, char *why, size_t cap) {
+  const json_t *cases = json_object_get(json_object_get(c, "scope"), "cases");
+  if (json_array_size(cases)) {
+    int ok = 0;
+    for (size_t i = 0; i < json_array_size(cases); i++)
+      ok |= !strcmp(str_of(json_array_get(cases, i)), "*") ||
+            !strcmp(str_of(json_array_get(cases, i)), t->name);
+    if (!ok)
+      return snprintf(why, cap, "scope: the skill holds for %s, not %s",
+                      str_of(json_array_get(cases, 0)), t->name),
+             1;
+  }
+  const json_t *k = json_object_get(c, "contract");
+  if (!json_is_object(k))
+    return 0;
+  uint32_t req = feature_bits(json_object_get(k, "requires"));
+  uint32_t conf = feature_bits(json_object_get(k, "conflicts"));
+  uint32_t prov = feature_bits(json_object_get(k, "provides"));
+  char a[400], b[400];
+  uint32_t seen = code ? have->bits : 0;
+  kv_features_format(seen, b, sizeof b);
+  if (req & ~seen) {
+    kv_features_format(req & ~seen & ((1u << KV_FEAT_N) - 1u), a, sizeof a);
+    return snprintf(why, cap, "requires %s, which the %s does not show (it shows %s)", a,
+                    code ? "candidate's code" : "task (no code given)", b),
+           1;
+  }
+  if (conf & seen) {
+    kv_features_format(conf & seen, a, sizeof a);
+    return snprintf(why, cap, "conflicts with %s, which the candidate's code shows", a), 1;
+  }
+  if (prov && code && !(prov & ~seen)) {
+    kv_features_format(prov, a, sizeof a);
+    return snprintf(why, cap, "already provided: the candidate's code shows %s", a), 1;
+  }
+  return 0;
+}
+
 struct ranked {
   int idx;
   double score;
@@ -195,6 +253,10 @@ int kv_skills_match(const struct kv_task *t, const json_t *cards, const struct k
     if (cand_sq)
       squash(o->candidate_src, cand_sq, l);
   }
+  const char *fsrc = o->features_src ? o->features_src : o->candidate_src;
+  struct kv_features have = {0};
+  if (fsrc)
+    kv_features_scan(fsrc, strlen(fsrc), &have);
   struct ranked *rk = calloc(n ? n : 1, sizeof *rk);
   int nr = 0;
   for (size_t i = 0; i < n; i++) {
@@ -202,7 +264,9 @@ int kv_skills_match(const struct kv_task *t, const json_t *cards, const struct k
     memset(m, 0, sizeof *m);
     m->card = json_array_get(cards, i);
     const json_t *c = m->card;
-    if (precondition_fail(t, c, o, m->why, sizeof m->why))
+    /* does it fit the code at all (features, scope), then is it trusted here */
+    if (contract_fail(t, c, fsrc, &have, m->why, sizeof m->why) ||
+        precondition_fail(t, c, o, m->why, sizeof m->why))
       continue;
     const json_t *prov = json_object_get(c, "provides");
     const char *pat = str(json_object_get(c, "anchor"), "pattern");

@@ -8,6 +8,8 @@
 # passes (and gets its paired test), one does not load (a risk on its
 # card, not admitted). Every step and every call is recorded, and the same
 # walk replays from the store with the stand-in gone (--provider replay).
+# The legacy walk: KLineage's audit and round-trip gate off (--audit off
+# --roundtrip off); lineage_kl_e2e tests them.
 # usage: lineage_llm_e2e.sh KEVO_BINARY LLM_STANDIN SOURCE_DIR
 set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -42,6 +44,7 @@ while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 URL="http://127.0.0.1:$(cat "$T/port")/v1"
 
 "$K" lineage extract --base-url "$URL" --model m --api-key-env "" --budget 0.2 --pairs 4 \
+  --audit off --roundtrip off \
   -o "$T/cards.json" "$T/rowsum" "$SRC/examples/tasks/rowsum/good.c" >"$T/out" 2>"$T/err"
 rc=$?
 cat "$T/err" "$T/out"
@@ -73,7 +76,7 @@ q "SELECT ord, mechanism, verdict, accepted FROM lineage_steps ORDER BY ord" >"$
 kill "$SPID" 2>/dev/null
 wait "$SPID" 2>/dev/null
 SPID=
-"$K" lineage extract --provider replay --model m --budget 0.2 --pairs 4 \
+"$K" lineage extract --provider replay --model m --budget 0.2 --pairs 4 --audit off --roundtrip off \
   "$T/rowsum" "$SRC/examples/tasks/rowsum/good.c" >"$T/out" 2>"$T/err"
 rc=$?
 cat "$T/err"
