@@ -643,7 +643,8 @@ static int cuda_load_kernels(int slot, const char *path, char *msg, size_t cap) 
  * settling), "return" (kevo's candidate process is gone). */
 
 #define LEND_PRE 256 /* keeps every lent buffer 256-aligned, as cuMemAlloc's */
-#define LEASES 24
+/* Every size set of a task (KV_MAX_SIZESETS + KV_MAX_BENCH) and more. */
+#define LEASES 96
 #define SETTLE_IDLE_MIN_NS 50000 /* a probe this much over its alone time is delayed */
 
 struct lease {
@@ -948,6 +949,8 @@ static int lend_read(json_t *req) {
   return rc;
 }
 
+static int lent_row(json_t *row, size_t off, CUdeviceptr d[KV_MAX_PARAMS], char *err, size_t cap);
+
 static int cuda_lend(json_t *req) {
   const char *op = json_string_value(json_object_get(req, "op"));
   if (!ready)
@@ -960,6 +963,17 @@ static int cuda_lend(json_t *req) {
     return lend_fill(req);
   if (!strcmp(op, "read"))
     return lend_read(req);
+  if (!strcmp(op, "map")) { /* a clean borrower's test: these handles map here */
+    json_t *row;
+    size_t i, off = (size_t)json_integer_value(json_object_get(req, "offset"));
+    char err[600];
+    json_array_foreach(json_object_get(req, "lent"), i, row) {
+      CUdeviceptr d[KV_MAX_PARAMS];
+      if (lent_row(row, off, d, err, sizeof err) < 0)
+        return reply_error("%s", err);
+    }
+    return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+  }
   if (!strcmp(op, "return")) {
     const char *id = json_string_value(json_object_get(req, "lease"));
     for (int i = 0; i < LEASES; i++)

@@ -894,6 +894,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   }
   if (calp)
     r->calib = *calp;
+  if (sf->device_in_worker && kv_lend_probe(&s, err, errlen) < 0)
+    goto out;
   if (sf->device_in_worker)
     lr = session_load(&s.cw, 0, cand->so_path, 1, detail, sizeof detail);
   else

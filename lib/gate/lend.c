@@ -90,6 +90,26 @@ int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
   return 1;
 }
 
+int kv_lend_probe(struct kv_session *s, char *err, size_t errlen) {
+  json_t *h = NULL, *r = NULL;
+  char d[1024];
+  int lr = kv_lend(s, "probe", "check", 0, NULL, 1, &h, err, errlen);
+  if (lr <= 0)
+    return lr;
+  json_t *req =
+      json_pack("{s:s,s:O,s:I}", "op", "map", "lent", h, "offset", (json_int_t)s->lend.offset);
+  enum kv_call_status st =
+      kv_worker_call(&s->cw, KV_MSG_LEND, req, lend_deadline(s), &r, NULL, 0, d, sizeof d);
+  json_decref(req);
+  json_decref(r);
+  if (st != KV_CALL_OK) {
+    s->lend.ipc = 0;
+    snprintf(s->lend.why, sizeof s->lend.why,
+             "the candidate's worker cannot map the clean worker's buffers: %.220s", d);
+  }
+  return 0;
+}
+
 int kv_lend_fill(struct kv_session *s, const char *id, int call, uint64_t seed, int poison,
                  uint64_t key, char *err, size_t errlen) {
   char d[1024];

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KV_LEND_MAX 24 /* leases a session holds at once */
+#define KV_LEND_MAX 96 /* leases a session holds at once: every size set, and the probe */
 /* How long the clean worker waits for the GPU to run its probe promptly
  * before it reads (the candidate's process is stopped meanwhile). */
 #define KV_LEND_SETTLE_S 3.0
@@ -53,6 +53,12 @@ struct kv_lend {
  * the old path runs). -1 with err: the clean worker failed. */
 int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
             const struct kv_sizeset *drawn, int calls, json_t **handles, char *err, size_t errlen);
+/* Before the candidate is loaded into s->cw (its worker still clean): the
+ * clean worker lends one call and s->cw maps it. Where either cannot, the
+ * old path runs for the whole evaluation, said in the verdict (s->lend.why);
+ * a failure after the candidate is loaded is the candidate's. 0, or -1 with
+ * err when the clean worker failed. */
+int kv_lend_probe(struct kv_session *s, char *err, size_t errlen);
 /* Call `call` of lease id: fresh inputs (seed), poisoned outputs, guard
  * zones keyed by seed ^ key. */
 int kv_lend_fill(struct kv_session *s, const char *id, int call, uint64_t seed, int poison,

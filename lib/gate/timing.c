@@ -435,12 +435,24 @@ static enum kv_call_status settle_after(struct timing *tm, int side) {
     snprintf(tm->d, sizeof tm->d, "%s", e);
     return KV_CALL_ERROR;
   }
-  if (busy && side == SIDE_CAND)
-    kv_set_verdict(tm->r, KV_V_IMPLAUSIBLE,
-                   "timing at %s: the candidate's process left work running on the GPU after its "
-                   "phase answered (still running %.1f s later, its process stopped): work done "
-                   "outside the timed calls",
-                   tm->r->timing.sizes, KV_LEND_SETTLE_S);
+  if (!busy || side != SIDE_CAND)
+    return KV_CALL_OK;
+  /* Whose work is it? The candidate's process goes (its GPU context and
+   * whatever it queued with it): a GPU idle then was running its work. */
+  kv_session_stop_candidate(tm->s, tm->r);
+  if (kv_lend_settle(tm->s, tm->lid, &charge, &busy, e, sizeof e) < 0 || busy) {
+    tm->kevo_err = 1;
+    snprintf(tm->d, sizeof tm->d,
+             "the GPU stayed busy %.1f s after a phase, and still once the candidate's process "
+             "was gone: another process's work shares this GPU; time where nothing else runs",
+             KV_LEND_SETTLE_S);
+    return KV_CALL_ERROR;
+  }
+  kv_set_verdict(tm->r, KV_V_IMPLAUSIBLE,
+                 "timing at %s: the candidate's process left work running on the GPU after its "
+                 "phase answered (still running %.1f s later, its process stopped; the GPU idle "
+                 "once it was gone): work done outside the timed calls",
+                 tm->r->timing.sizes, KV_LEND_SETTLE_S);
   return KV_CALL_OK;
 }
 
@@ -1318,6 +1330,8 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
       phase_failed(&tm, sides[i], st, err, errlen, &kevo_failed);
       goto done;
     }
+    if (r->verdict != KV_V_OK) /* work left running after its phase */
+      goto done;
   }
   double per =
       fmax(tm.sd[SIDE_CAND].per_call + tm.sd[SIDE_CAND].fill_per_call, tm.sd[SIDE_REF].per_call);

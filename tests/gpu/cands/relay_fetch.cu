@@ -1,0 +1,134 @@
+// Attack (issue 28, validation of timed calls): work finished at FETCH time
+// by a relay on the worker's request descriptor.
+// At the bench size (8192 rows) a call computes only the first third of the
+// rows (the reference's algorithm) and remembers the rest as owed; at check
+// sizes it computes everything. On its first call it moves the worker's
+// request descriptor (3) onto a pipe of its own and starts a thread that
+// passes kevo's requests on, except that before a FETCH (kevo used to ask
+// the candidate's worker for a validated call's outputs) it computes every
+// owed row and waits for the GPU. Timed calls do a third of the work, and
+// every call kevo validates is complete when it is read.
+// Defence: timed calls run in buffers the clean worker lends; kevo stops the
+// candidate's process after each phase and the clean worker reads the
+// validated calls itself: no FETCH reaches the candidate's process.
+// Expected: stale_output (a validated call unfinished), or anything but ok
+// at 1.3x or more. With KEVO_NO_LEND=1 (the old path): ok, about 3x.
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REF_THREADS 256
+#define SHARE 3 /* a timed call computes 1/SHARE of the rows */
+
+/* Rows r0 + blockIdx.x, the reference's algorithm. */
+static __global__ void rows_kernel(const float *x, float *y, int r0, int cols) {
+  __shared__ double part[REF_THREADS];
+  int r = r0 + blockIdx.x;
+  const float *xr = x + (size_t)r * (size_t)cols;
+  double s = 0.0;
+  for (int c = threadIdx.x; c < cols; c += REF_THREADS)
+    s += (double)xr[c];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = REF_THREADS / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w)
+      part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    y[r] = (float)part[0];
+}
+
+static struct owed {
+  const float *x;
+  float *y;
+  int r0, rows, cols;
+} owed[4096];
+static int nowed;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void owe(const float *x, float *y, int r0, int rows, int cols) {
+  pthread_mutex_lock(&mu);
+  int i = 0;
+  while (i < nowed && owed[i].y != y)
+    i++;
+  if (i < 4096) {
+    owed[i] = (struct owed){x, y, r0, rows, cols};
+    nowed += i == nowed;
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+static void pay_all(void) {
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < nowed; i++)
+    rows_kernel<<<owed[i].rows - owed[i].r0, REF_THREADS>>>(owed[i].x, owed[i].y, owed[i].r0,
+                                                           owed[i].cols);
+  nowed = 0;
+  pthread_mutex_unlock(&mu);
+  cudaDeviceSynchronize();
+}
+
+static int real_fd = -1, pipe_wr = -1;
+
+static int rd(int fd, void *p, size_t n) {
+  for (size_t k = 0; k < n;) {
+    ssize_t r = read(fd, (char *)p + k, n - k);
+    if (r <= 0)
+      return -1;
+    k += (size_t)r;
+  }
+  return 0;
+}
+
+static void wr(int fd, const void *p, size_t n) {
+  for (size_t k = 0; k < n;) {
+    ssize_t r = write(fd, (const char *)p + k, n - k);
+    if (r <= 0)
+      return;
+    k += (size_t)r;
+  }
+}
+
+static void *relay(void *arg) {
+  (void)arg;
+  for (;;) {
+    unsigned char h[28];
+    uint32_t type, jl;
+    uint64_t bl;
+    if (rd(real_fd, h, sizeof h) < 0)
+      return NULL;
+    memcpy(&type, h + 4, 4);
+    memcpy(&jl, h + 16, 4);
+    memcpy(&bl, h + 20, 8);
+    char *body = (char *)malloc(jl + bl + 1);
+    if (!body || rd(real_fd, body, jl + bl) < 0)
+      return NULL;
+    if (type == 9) /* KV_MSG_FETCH */
+      pay_all();
+    wr(pipe_wr, h, sizeof h);
+    wr(pipe_wr, body, jl + bl);
+    free(body);
+  }
+}
+
+extern "C" void rowsum(const float *x, float *y, int rows, int cols, cudaStream_t stream) {
+  static int started;
+  if (!started) {
+    int p[2];
+    started = 1;
+    if (pipe(p) == 0 && (real_fd = dup(3)) >= 0 && dup2(p[0], 3) == 3) {
+      pthread_t t;
+      pipe_wr = p[1];
+      pthread_create(&t, NULL, relay, NULL);
+    }
+  }
+  int now = rows >= 8192 ? rows / SHARE : rows;
+  if (now > 0)
+    rows_kernel<<<now, REF_THREADS, 0, stream>>>(x, y, 0, cols);
+  if (now < rows)
+    owe(x, y, now, rows, cols);
+}
