@@ -20,6 +20,10 @@ struct kv_command {
 
 int cmd_eval(int argc, char **argv);
 int cmd_task(int argc, char **argv);
+/* The entry a candidate of t on `surface` defines, each line indented
+ * (malloc'd; cmd_task.c). */
+struct kv_task;
+char *cli_entry_declaration(const struct kv_task *t, const char *surface);
 int cmd_doctor(int argc, char **argv);
 int cmd_device(int argc, char **argv);
 int cmd_llm(int argc, char **argv);

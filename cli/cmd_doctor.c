@@ -9,6 +9,7 @@
 
 #include "../lib/gate/internal.h" /* the compile caps, the object cache's cap, the lock dir */
 #include "cli.h"
+#include "kevo/import.h"
 #include "kevo/store.h"
 #include "kevo/util.h"
 
@@ -35,7 +36,8 @@ static int version_of(const char *cmd, const char *flag, char *out, size_t cap) 
 
 /* Runs argv (scrubbed environment, HOME and TMPDIR the probe's scratch) and
  * keeps its output in out. 0 when it exited 0. */
-static int probe_run(char **argv, const char *scratch, char *out, size_t cap) {
+static int probe_run_capped(char **argv, const char *scratch, struct kv_compile_caps *caps,
+                            char *out, size_t cap) {
   char home[PATH_MAX + 8], tmp[PATH_MAX + 8], err[256];
   snprintf(home, sizeof home, "HOME=%s", scratch);
   snprintf(tmp, sizeof tmp, "TMPDIR=%s", scratch);
@@ -43,8 +45,9 @@ static int probe_run(char **argv, const char *scratch, char *out, size_t cap) {
   struct kv_buf b;
   kv_buf_init(&b, 16384);
   struct kv_proc_result r;
-  int ok = kv_run(argv, envp, scratch, 60, NULL, NULL, &b, &r, err, sizeof err) == 0 && r.exited &&
-           r.status == 0;
+  int ok = kv_run(argv, envp, scratch, 60, caps ? kv_compile_caps_apply : NULL, caps, &b, &r, err,
+                  sizeof err) == 0 &&
+           r.exited && r.status == 0;
   snprintf(out, cap, "%.*s", (int)strcspn(b.data ? b.data : "", "\n"), b.data ? b.data : "");
   if (!ok && !out[0])
     snprintf(out, cap, "%s", err[0] ? err : "it failed");
@@ -52,10 +55,16 @@ static int probe_run(char **argv, const char *scratch, char *out, size_t cap) {
   return ok ? 0 : -1;
 }
 
+static int probe_run(char **argv, const char *scratch, char *out, size_t cap) {
+  return probe_run_capped(argv, scratch, NULL, out, cap);
+}
+
 /* kevo-sandbox (the compilers' and the import/synthesize helper's): a shell
- * inside it reports no_new_privs, seccomp, its network interfaces, whether
- * it can write beside its scratch and its CPU limit. */
-static void probe_kevo_sandbox(const char *base, char *line, size_t cap) {
+ * inside it (started with `extra`: the helper's -s -d BYTES -R) reports
+ * no_new_privs, seccomp, its network interfaces, whether it can write beside
+ * its scratch, in /dev/shm and in /tmp, its CPU limit and its memory caps. */
+static void probe_kevo_sandbox(const char *base, const char *name, const char *const *extra,
+                               struct kv_compile_caps *caps, char *line, size_t cap) {
   char sbx[PATH_MAX], scratch[PATH_MAX + 16], out[512];
   const char *e = getenv("KEVO_SANDBOX");
   if (e && *e)
@@ -64,25 +73,51 @@ static void probe_kevo_sandbox(const char *base, char *line, size_t cap) {
     snprintf(line, cap, "kevo-sandbox NOT FOUND beside kevo (rebuild kevo)");
     return;
   }
-  snprintf(scratch, sizeof scratch, "%s/s", base);
+  snprintf(scratch, sizeof scratch, "%s/%s", base, name);
   mkdir(scratch, 0700);
-  char *argv[] = {sbx, scratch, "10", "0", "--", "/bin/sh", "-c",
-                  /* builtins only: /proc/self of a child would be another process's */
-                  "p=; while read -r k v r; do case $k in NoNewPrivs:|Seccomp:) p=\"$p$k$v \";; "
-                  "esac; done </proc/$$/status; n=0; while read -r l; do n=$((n+1)); done "
-                  "</proc/$$/net/dev; if (: >../outside) 2>/dev/null; then w=open; else w=closed; "
-                  "fi; echo \"$p net=$((n-2)) write=$w cpu=$(ulimit -t)\"",
-                  NULL};
-  if (probe_run(argv, scratch, out, sizeof out) < 0) {
-    snprintf(line, cap, "kevo-sandbox FAILED: %s", out);
+  char *argv[24] = {sbx, scratch, "10", "0"};
+  int a = 4;
+  for (int i = 0; extra && extra[i] && a < 16; i++)
+    argv[a++] = (char *)extra[i];
+  argv[a++] = "--";
+  argv[a++] = "/bin/sh";
+  argv[a++] = "-c";
+  /* builtins only: /proc/self of a child would be another process's */
+  argv[a++] =
+      "p=; while read -r k v r; do case $k in NoNewPrivs:|Seccomp:) p=\"$p$k$v \";; "
+      "esac; done </proc/$$/status; n=0; while read -r l; do n=$((n+1)); done "
+      "</proc/$$/net/dev; w=closed; s=closed; t=closed; "
+      "if (: >../outside) 2>/dev/null; then w=open; fi; "
+      "if (: >/dev/shm/kevo-doctor-$$) 2>/dev/null; then s=open; rm -f /dev/shm/kevo-doctor-$$; "
+      "fi; if (: >/tmp/kevo-doctor-$$) 2>/dev/null; then t=open; rm -f /tmp/kevo-doctor-$$; "
+      "fi; "
+      "echo \"$p net=$((n-2)) write=$w shm=$s tmp=$t cpu=$(ulimit -t) as=$(ulimit -v) "
+      "data=$(ulimit -d) \"";
+  argv[a] = NULL;
+  int ran = probe_run_capped(argv, scratch, caps, out, sizeof out);
+  if (ran < 0) {
+    snprintf(line, cap, "kevo-sandbox REFUSES or FAILED: %s", out);
     return;
   }
-  snprintf(line, cap, "netns %s, no_new_privs %s, landlock %s, rlimits %s, seccomp %s",
-           strstr(out, "net=1 ") ? "active" : "UNAVAILABLE",
-           strstr(out, "NoNewPrivs:1") ? "active" : "UNAVAILABLE",
-           strstr(out, "write=closed") ? "active" : "UNAVAILABLE",
-           strstr(out, "cpu=10") ? "active" : "UNAVAILABLE",
-           strstr(out, "Seccomp:0") ? "off" : "active");
+  char mem[96] = "";
+  const char *as = strstr(out, " as="), *data = strstr(out, " data=");
+  long long as_k = as ? atoll(as + 4) : 0, data_k = data ? atoll(data + 6) : 0;
+  if (as && strncmp(as + 4, "unlimited", 9))
+    snprintf(mem, sizeof mem, "address space %lld MiB", as_k >> 10);
+  if (data && strncmp(data + 6, "unlimited", 9)) {
+    size_t u = strlen(mem);
+    snprintf(mem + u, sizeof mem - u, "%sdata %lld MiB", u ? ", " : "", data_k >> 10);
+  }
+  snprintf(
+      line, cap,
+      "netns %s, no_new_privs %s, landlock %s, rlimits %s, seccomp %s; memory: %s; writes "
+      "beside scratch %s, in /dev/shm %s, in /tmp %s",
+      strstr(out, "net=1 ") ? "active" : "UNAVAILABLE",
+      strstr(out, "NoNewPrivs:1") ? "active" : "UNAVAILABLE",
+      strstr(out, "write=closed") ? "active" : "UNAVAILABLE",
+      strstr(out, "cpu=10") ? "active" : "UNAVAILABLE", strstr(out, "Seccomp:0") ? "off" : "active",
+      mem[0] ? mem : "UNCAPPED", strstr(out, "write=closed") ? "closed" : "OPEN",
+      strstr(out, "shm=closed") ? "closed" : "OPEN", strstr(out, "tmp=closed") ? "closed" : "OPEN");
 }
 
 /* The torch reference worker's two stages (kevo_torch_worker.py), applied to
@@ -114,6 +149,12 @@ static void probe_torch(const char *base, char *line, size_t cap) {
                   "  w.sb_lock(st, [], s, s, [], False)\n"
                   "  try: open(os.path.join(s, '..', 'outside'), 'w'); st['write'] = 'open'\n"
                   "  except OSError: st['write'] = 'closed'\n"
+                  "  for d, k in (('/dev/shm', 'shm_w'), ('/tmp', 'tmp_w')):\n"
+                  "    p = '%s/kevo-doctor-%d' % (d, os.getpid())\n"
+                  "    try: open(p, 'w').close(); os.unlink(p); st[k] = 'OPEN'\n"
+                  "    except OSError: st[k] = 'closed'\n"
+                  "  if st.get('shm') == 'private' and st['shm_w'] == 'OPEN':\n"
+                  "    st['shm_w'] = 'private (a tmpfs of its own)'\n"
                   "print(json.dumps(st))\n",
                   dir,
                   scratch,
@@ -130,39 +171,62 @@ static void probe_torch(const char *base, char *line, size_t cap) {
   else
     snprintf(line, cap,
              "netns %s, no_new_privs %s, rlimits %s (memory %lld GiB) at start; at the first "
-             "LOAD landlock %s (ABI %d, writes beside scratch %s), seccomp %s",
+             "LOAD landlock %s (ABI %d, writes beside scratch %s), seccomp %s (execve, fork "
+             "and PROT_EXEC allowed: torch.compile runs compilers and loads their code); writes "
+             "in /dev/shm %s, in /tmp %s",
              S("netns"), S("no_new_privs"), S("rlimits"),
              (long long)json_integer_value(json_object_get(j, "data_limit_bytes")) >> 30,
              S("landlock"), (int)json_integer_value(json_object_get(j, "landlock_abi")), S("write"),
-             S("seccomp"));
+             S("seccomp"), S("shm_w"), S("tmp_w"));
 #undef S
   json_decref(j);
 }
 
+/* "closed" when the worker's escape probe `name` was blocked. */
+static const char *probe_word(const struct kv_probe *p, const char *name) {
+  for (int i = 0; i < p->nprobes; i++)
+    if (!strcmp(p->name[i], name))
+      return p->blocked[i] ? "closed" : "OPEN";
+  return "?";
+}
+
 static void children(const struct kv_probe *p, int probed) {
   printf("sandbox of every child kevo runs\n");
-  char worker[256] = "not probed (see above)";
+  char worker[512] = "not probed (see above)";
   if (probed)
     snprintf(worker, sizeof worker,
-             "netns %s, no_new_privs %s, landlock %s, seccomp %s, rlimits %s, scratch %s",
+             "netns %s, no_new_privs %s, landlock %s, seccomp %s, rlimits %s, scratch %s; writes "
+             "in /dev/shm %s, in /tmp %s",
              kv_layer_state_name(p->layers.netns), kv_layer_state_name(p->layers.no_new_privs),
              kv_layer_state_name(p->layers.landlock), kv_layer_state_name(p->layers.seccomp),
-             kv_layer_state_name(p->layers.rlimits), kv_layer_state_name(p->layers.scratch));
-  printf("  candidate worker        %s, exec_lock %s\n", worker,
+             kv_layer_state_name(p->layers.rlimits), kv_layer_state_name(p->layers.scratch),
+             probe_word(p, "write_dev_shm"), probe_word(p, "write_outside_scratch"));
+  printf("  candidate worker        %s; exec_lock %s\n", worker,
          probed ? kv_layer_state_name(p->layers.exec_lock) : "?");
-  printf("  reference worker        %s, exec_lock off (it runs the task's own objects)\n", worker);
-  char base[PATH_MAX], err[256], sbx[512], torch[1024];
+  printf("  reference worker        %s; exec_lock off (it runs the task's own objects)\n", worker);
+  char base[PATH_MAX], err[256], sbx[1024], helper[1024], torch[1024], datab[32];
   const char *tmp = getenv("TMPDIR");
   if (kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-doctor", base, sizeof base, err, sizeof err) <
       0) {
     printf("  (no temporary directory for the probes: %s)\n", err);
     return;
   }
-  probe_kevo_sandbox(base, sbx, sizeof sbx);
+  struct kv_import_opts io;
+  kv_import_opts_default(&io);
+  snprintf(datab, sizeof datab, "%lld", (long long)kv_import_data_cap(&io));
+  const char *helper_args[] = {"-s", "-d", datab, io.allow_unsandboxed ? NULL : "-R", NULL};
+  struct kv_compile_caps caps; /* the compilers' caps, set before kevo-sandbox as the gate does */
+  kv_compile_caps_get(&caps);
+  probe_kevo_sandbox(base, "s", NULL, &caps, sbx, sizeof sbx);
+  probe_kevo_sandbox(base, "h", helper_args, NULL, helper, sizeof helper);
   probe_torch(base, torch, sizeof torch);
   kv_rmtree(base);
-  printf("  compilers               %s (the compiler driver runs cc1, as and ld)\n", sbx);
-  printf("  import/synth helper     %s (Python and torch start processes)\n", sbx);
+  printf("  compilers               %s (seccomp off: the compiler driver runs cc1, as and ld)\n",
+         sbx);
+  printf("  import/synth helper     %s (seccomp lets Python run programs; every layer %s)\n",
+         helper,
+         io.allow_unsandboxed ? "NOT required: KEVO_IMPORT_ALLOW_UNSANDBOXED=1"
+                              : "required: a host without one imports nothing");
   printf("  torch reference worker  %s\n", torch);
 }
 
@@ -304,9 +368,10 @@ int cmd_doctor(int argc, char **argv) {
       printf("    worker under it: not available: %s\n", terr);
       /* Layer by layer: which one does the tool not tolerate here? Each
        * alone off, then all of them. */
-      static const char *const layers[] = {"netns", "landlock", "seccomp", "lock", "scratch"};
+      static const char *const layers[] = {"netns", "landlock", "seccomp",
+                                           "lock",  "scratch",  "tool_netns"};
       int found = 0;
-      for (int l = 0; l < 5 && !found; l++) {
+      for (int l = 0; l < 6 && !found; l++) {
         const char *one[] = {layers[l], NULL};
         if (kv_devtool_probe(NULL, tools[i], one, &ts, off, sizeof off, &secs, terr, sizeof terr) ==
             0) {
@@ -315,7 +380,7 @@ int cmd_doctor(int argc, char **argv) {
           found = 1;
         }
       }
-      const char *all[] = {"netns", "landlock", "seccomp", "lock", "scratch", NULL};
+      const char *all[] = {"netns", "landlock", "seccomp", "lock", "scratch", "tool_netns", NULL};
       if (!found && kv_devtool_probe(NULL, tools[i], all, &ts, off, sizeof off, &secs, terr,
                                      sizeof terr) == 0)
         printf("    it starts only with several layers off (all: %s=%s); none alone was "
@@ -331,7 +396,14 @@ int cmd_doctor(int argc, char **argv) {
            kv_layer_state_name(ts.landlock), kv_layer_state_name(ts.seccomp),
            kv_layer_state_name(ts.rlimits), kv_layer_state_name(ts.scratch),
            strstr(off, "lock") ? "off" : "on after loading");
-    printf("    left off for the tool: %s\n", off[0] ? off : "none");
+    printf("    left off for the tool: %s (why: README's \"The cuda surface\"; docs/sandbox.md)\n",
+           off[0] ? off : "none");
+    printf("    network: %s\n",
+           !strncmp(ts.note, "tool_netns: active", 18)
+               ? "the tool and the worker share a network namespace of their own (loopback "
+                 "only): the candidate reaches no host port and no other machine"
+               : "the tool runs in the host's network (tool_netns off): the candidate has it "
+                 "too");
   }
   char db[PATH_MAX];
   printf("store\n");

@@ -107,6 +107,25 @@ struct cause_group {
   int count;
 };
 
+/* The one task imported: the entry a candidate defines on each surface. */
+static void print_entry(const struct job *jobs, int n) {
+  for (int i = 0; i < n; i++) {
+    struct kv_task *t;
+    char err[512];
+    if (!jobs[i].r.ok || kv_task_load(jobs[i].r.task_dir, &t, err, sizeof err) < 0)
+      continue;
+    char *c = cli_entry_declaration(t, "cpu"), *cu = cli_entry_declaration(t, "cuda");
+    if (c && cu)
+      printf("a candidate of %s defines, on the cpu surface (C):\n%son the cuda surface:\n%s"
+             "(%s/README.md has the whole header; kevo task starter %s writes a minimal "
+             "correct candidate)\n",
+             t->name, c, cu, jobs[i].r.task_dir, jobs[i].r.task_dir);
+    free(c);
+    free(cu);
+    kv_task_free(t);
+  }
+}
+
 int cmd_import(int argc, char **argv) {
   struct kv_import_opts o;
   kv_import_opts_default(&o);
@@ -316,6 +335,11 @@ int cmd_import(int argc, char **argv) {
   }
   if (p.imported)
     printf("tasks written under %s\n", outdir);
+  if (p.imported == 1)
+    print_entry(jobs, n);
+  else if (p.imported)
+    printf("each task's README.md shows the entry a candidate defines and a minimal correct "
+           "candidate (kevo task starter DIR writes one)\n");
   /* Nothing imported because this Python has no torch: kevo could not try
    * (exit 2, as with no Python), not modules that failed. */
   int code = p.skipped ? 1 : 0;

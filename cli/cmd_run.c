@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "kevo/exec.h"
+#include "kevo/import.h"
 #include "kevo/llm.h"
 #include "kevo/prompt.h"
 #include "kevo/rejudge.h"
@@ -136,6 +137,7 @@ void cli_exec_summary(struct kv_exec *x) {
           st.sent, st.sent_built, st.compiles, st.compiles_shared, st.compile_failures,
           slots > 0 ? 100 * st.slot_busy_s / slots : 0, st.wall_s, n, st.slot_starved_s);
 }
+
 
 /* The LLM client of a run: NULL in *out when no LLM is configured. */
 int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
@@ -647,6 +649,38 @@ int cli_run_prepare(struct cli_run_args *r, struct kv_store *s, char *model_json
   return 0;
 }
 
+/* An imported task (reference.py) without DIR/starter.EXT: kevo task
+ * starter's candidate, written into a scratch directory (gen_dir, removed
+ * when the run ends) and named in path. Returns nonzero (after saying why)
+ * when there is none; 0 also when the task is not imported (path unchanged). */
+static int generated_starter(const char *dir, const char *surface, const char *ext, char *path,
+                             size_t cap, char *gen_dir, size_t gcap) {
+  char ref[PATH_MAX + 16], err[2048];
+  snprintf(ref, sizeof ref, "%s/reference.py", dir);
+  if (!kv_path_exists(ref))
+    return 0;
+  struct kv_import_opts o;
+  kv_import_opts_default(&o);
+  struct kv_starter st;
+  if (kv_import_starter(&o, dir, surface, &st, err, sizeof err) < 0)
+    return cli_fail("%s", err);
+  if (!st.ok)
+    return cli_fail("%s: no starter.%s, and kevo task starter cannot write one (%s: %s); write "
+                    "one or pass --starter FILE, or use an LLM strategy",
+                    dir, ext, st.cause, st.detail);
+  const char *tmp = getenv("TMPDIR");
+  int rc = kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-starter-", gen_dir, gcap, err, sizeof err);
+  if (rc == 0) {
+    snprintf(path, cap, "%s/starter.%s", gen_dir, ext);
+    rc = kv_write_file(path, st.source, strlen(st.source), err, sizeof err);
+  }
+  if (rc == 0)
+    fprintf(stderr, "kevo: %s has no starter.%s: starting from kevo task starter's, which %s\n",
+            dir, ext, st.what);
+  kv_starter_release(&st);
+  return rc < 0 ? cli_fail("%s", err) : 0;
+}
+
 int cmd_run(int argc, char **argv) {
   struct cli_run_args ra;
   cli_run_args_init(&ra);
@@ -701,6 +735,10 @@ int cmd_run(int argc, char **argv) {
     snprintf(spath, sizeof spath, "%s/starter.%s", dir, ext);
     starter = spath;
   }
+  char gen_dir[PATH_MAX] = "";
+  if (!code && starter == spath && access(starter, R_OK) != 0 &&
+      generated_starter(dir, ra.g.surface, ext, spath, sizeof spath, gen_dir, sizeof gen_dir))
+    code = 2;
   if (!code && starter && access(starter, R_OK) != 0)
     code = cli_fail("%s: no starter kernel; write one or pass --starter FILE", starter);
   if (!code && out && !cli_writable(out))
@@ -725,6 +763,8 @@ int cmd_run(int argc, char **argv) {
     json_decref(m);
   }
   if (code) {
+    if (gen_dir[0])
+      kv_rmtree(gen_dir);
     kv_llm_free(ra.llm);
     kv_store_close(s);
     kv_task_free(t);
@@ -738,6 +778,8 @@ int cmd_run(int argc, char **argv) {
     code = cli_exec_open(executor ? executor : "gpus", gpus, exec_config, ra.g.surface,
                          c.llm.concurrency, &x);
     if (code) {
+      if (gen_dir[0])
+        kv_rmtree(gen_dir);
       kv_llm_free(ra.llm);
       kv_store_close(s);
       kv_task_free(t);
@@ -757,6 +799,8 @@ int cmd_run(int argc, char **argv) {
   g.warm = x ? NULL : kv_gate_warm_new(); /* judged here: workers kept warm */
   int rc = kv_run_new(s, t, starter, &c, &g, &h, &run_id, err, sizeof err);
   kv_gate_warm_free(g.warm);
+  if (gen_dir[0])
+    kv_rmtree(gen_dir);
   cli_exec_summary(x);
   kv_exec_close(x);
   if (llm) {

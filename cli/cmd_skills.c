@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kevo/rejudge.h"
 #include "kevo/preset.h"
 #include "kevo/rules.h"
 #include "kevo/skills.h"
@@ -659,10 +660,56 @@ out:
   return code;
 }
 
+/* kevo skills export: each card's two kernels (carrier.before_src and
+ * after_src, from the store by their hashes) ride along, so that an
+ * importing host judges them itself (kevo skills import --task). */
+static void export_kernels(struct kv_store *s, json_t *card) {
+  json_t *carrier = json_object_get(card, "carrier");
+  static const char *const keys[][2] = {{"before_hash", "before_src"}, {"after_hash", "after_src"}};
+  for (int k = 0; k < 2 && json_is_object(carrier); k++) {
+    const char *h = json_string_value(json_object_get(carrier, keys[k][0]));
+    size_t len = 0;
+    char *src = h && !json_object_get(carrier, keys[k][1]) ? kv_store_get_source(s, h, &len) : NULL;
+    if (src)
+      json_object_set_new(carrier, keys[k][1], json_stringn(src, len));
+    free(src);
+  }
+}
+
+/* kevo skills import: a card's verdicts are the exporting host's word
+ * (issue 30). With --task DIR each admitted card of that task is judged here
+ * first (lib/exec/rejudge.c): one this host rejects is stored as rejected,
+ * and said. 0, or -1 (said) when the task does not load. */
+static int import_rejudge(json_t *cards, const char *file, const char *task_dir) {
+  struct kv_task *t = NULL;
+  char err[1024];
+  if (task_dir && kv_task_load(task_dir, &t, err, sizeof err) < 0) {
+    cli_fail("skills import --task %s: %s (nothing was imported)", task_dir, err);
+    return -1;
+  }
+  struct kv_gate_opts g;
+  cli_gate_opts_default(&g);
+  struct kv_cards_rejudged n;
+  struct kv_buf rep;
+  kv_buf_init(&rep, 1 << 20);
+  kv_rejudge_cards(cards, t, &g, "skills file", &n, &rep);
+  if (rep.data && rep.len)
+    fputs(rep.data, stderr);
+  if (n.judged || n.cannot)
+    fprintf(stderr,
+            "kevo: %s: %d admitted cards judged again here (%d agree, %d rejected here), %d "
+            "not judged here%s\n",
+            file, n.judged, n.agreed, n.disagreed, n.cannot,
+            n.cannot && !t ? " (kevo skills import FILE --task DIR judges a task's cards)" : "");
+  kv_buf_release(&rep);
+  kv_task_free(t);
+  return 0;
+}
+
 int cmd_skills(int argc, char **argv) {
   if (argc < 2)
     return cli_usage("skills");
-  const char *sub = argv[1], *db = NULL, *arg = NULL, *reason = NULL;
+  const char *sub = argv[1], *db = NULL, *arg = NULL, *reason = NULL, *task_dir = NULL;
   int all = 0;
   /* --db anywhere */
   for (int i = 2; i < argc; i++)
@@ -679,6 +726,8 @@ int cmd_skills(int argc, char **argv) {
         all = 1;
       else if (!strcmp(argv[i], "--reason") && i + 1 < argc)
         reason = argv[++i];
+      else if (!strcmp(argv[i], "--task") && i + 1 < argc)
+        task_dir = argv[++i];
       else if (argv[i][0] == '-')
         return cli_usage("skills");
       else if (!arg)
@@ -710,6 +759,8 @@ int cmd_skills(int argc, char **argv) {
       goto out;
     }
     free(text);
+    if (import_rejudge(cards, arg, task_dir) != 0)
+      goto out;
     int added = 0, updated = 0;
     if (kv_skills_store(s, cards, &added, &updated, err, sizeof err) != 0) {
       cli_fail("%s (nothing was imported)", err);
@@ -768,6 +819,7 @@ int cmd_skills(int argc, char **argv) {
       json_t *c = json_deep_copy(json_array_get(cards, i));
       json_object_del(c, "store_id");
       json_object_del(c, "record");
+      export_kernels(s, c);
       if (all || strcmp(json_string_value(json_object_get(c, "status")), "retired"))
         json_array_append_new(keep, c);
       else

@@ -75,9 +75,13 @@ static const struct opt eval_opts[] = {
     END};
 
 static const struct opt task_opts[] = {
-    {"--surface cpu|cuda", "check the reference on this surface (default cpu)"},
-    {"--deadline SECONDS", "per job of the worker (default 10)"},
-    {"--json", "the report as JSON"},
+    {"--surface cpu|cuda", "check the reference on this surface, or write the starter for it "
+                           "(default cpu)"},
+    {"--deadline SECONDS", "check: per job of the worker (default 10); starter: for the helper "
+                           "(default 120)"},
+    {"--json", "check: the report as JSON"},
+    {"-o FILE", "starter: write the candidate to FILE (default stdout)"},
+    {"--python PATH", "starter: the Python with torch (default $KEVO_PYTHON, else python3)"},
     END};
 
 static const struct opt bench_opts[] = {

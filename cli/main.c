@@ -18,8 +18,10 @@ static const struct kv_command commands[] = {
      "judge candidate kernels (several: in turn, workers kept warm): exit 0 all accepted, 1 "
      "one rejected, 2 could not judge"},
     {"task", cmd_task,
-     "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR",
-     "validate a task: the reference runs and no trivial output passes"},
+     "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR | kevo task "
+     "starter [-o FILE] [--surface cpu|cuda] [--python PATH] [--deadline SECONDS] TASK_DIR",
+     "validate a task: the reference runs and no trivial output passes; or write a minimal "
+     "correct candidate of an imported task"},
     {"doctor", cmd_doctor, "kevo doctor",
      "check compilers, tools, the worker and every sandbox layer"},
     {"profile", cmd_profile,

@@ -27,7 +27,10 @@ module's value (refused where a scaled size changes it).
 
 It prints exactly one line on stdout, `KEVO_IMPORT_JSON {...}`, and nothing
 else there (the module's own prints go to stderr). kevo runs it with a
-deadline, a scrubbed environment and CUDA hidden; it never needs a GPU.
+deadline, a scrubbed environment and CUDA hidden, inside kevo-sandbox: no
+network, Landlock (writes only in its scratch directory), the seccomp filter of
+kevo's workers (programs may still run, inside the same sandbox) and a data
+cap (include/kevo/import.h, docs/sandbox.md); it never needs a GPU.
 """
 import ast
 import json
@@ -357,7 +360,9 @@ def cap_memory(max_bytes):
     """Caps this process's data (heap and anonymous maps, where torch's CPU
     tensors live) at what it has now plus twice max_bytes, so that a module
     whose size could not be measured fails with MemoryError instead of
-    taking the machine."""
+    taking the machine. Under kevo's sandbox the seccomp filter refuses
+    setrlimit, and the cap kevo-sandbox set before (-d, kv_import_data_cap)
+    is the one in force."""
     try:
         import resource
         with open("/proc/self/status") as f:

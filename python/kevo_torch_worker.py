@@ -169,8 +169,9 @@ def read_frame():
 #    /sys/fs/cgroup, and for CUDA the LD_LIBRARY_PATH directories,
 #    /proc/driver/nvidia, /sys/devices and /sys/bus/pci (read only); write
 #    only the scratch directory (HOME and TMPDIR), torch's caches under kevo's cache (TORCHINDUCTOR_CACHE_DIR,
-#    TRITON_CACHE_DIR), /dev/shm, /dev/null and, on the cuda surface, the
-#    /dev/nvidia* nodes. No TCP bind or connect (ABI >= 4), no abstract sockets
+#    TRITON_CACHE_DIR), /dev/null, /dev/shm only where it is a tmpfs of the
+#    worker's own (sb_private_shm: never the host's, which every user shares)
+#    and, on the cuda surface, the /dev/nvidia* nodes. No TCP bind or connect (ABI >= 4), no abstract sockets
 #    or signals outside the sandbox (ABI >= 6). Every thread where the kernel
 #    can (ABI >= 8); before, the calling thread and the threads it starts (on
 #    the cpu surface torch is imported after it; on the cuda surface torch
@@ -229,14 +230,37 @@ def sb_rlimits(st, notes):
         notes.append("rlimits: %s" % e)
 
 
+def sb_private_shm(st, notes):
+    """/dev/shm, which every user of the host can write (POSIX shared memory
+    and semaphores, which torch.compile's worker pool uses), becomes a tmpfs
+    of this process's own in its mount namespace: what reference.py puts
+    there nobody else sees, and it goes with the process. Without it
+    /dev/shm is not writable at all (sb_write_paths)."""
+    lc = sb_libc()
+    ms_rec, ms_private = 0x4000, 0x40000
+    flags = 0x2 | 0x4 | 0x8  # MS_NOSUID | MS_NODEV | MS_NOEXEC
+    if lc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0 or \
+            lc.mount(b"kevo-shm", b"/dev/shm", b"tmpfs", flags,
+                     b"size=268435456,nr_inodes=4096,mode=0700") != 0:
+        notes.append("shm: no private /dev/shm (%s): not writable" % sb_errno())
+        return
+    st["shm"] = "private"
+
+
 def sb_netns(st, notes):
     lc = sb_libc()
     uid, gid = os.geteuid(), os.getegid()
-    # CLONE_NEWNET | CLONE_NEWIPC: no network, System V objects private
+    # CLONE_NEWNET | CLONE_NEWIPC: no network, System V objects private;
+    # CLONE_NEWNS: a mount namespace for the private /dev/shm
+    if lc.unshare(0x40000000 | 0x08000000 | 0x00020000) == 0:
+        st["netns"] = "active"
+        sb_private_shm(st, notes)
+        return
     if lc.unshare(0x40000000 | 0x08000000) == 0:
         st["netns"] = "active"
+        notes.append("shm: no mount namespace (%s): /dev/shm not writable" % sb_errno())
         return
-    if lc.unshare(0x10000000 | 0x40000000 | 0x08000000) == 0:  # and CLONE_NEWUSER
+    if lc.unshare(0x10000000 | 0x40000000 | 0x08000000 | 0x00020000) == 0:  # and CLONE_NEWUSER
         st["netns"] = "active"
         try:
             for f, v in (("uid_map", "%d %d 1\n" % (uid, uid)), ("setgroups", "deny\n"),
@@ -246,6 +270,7 @@ def sb_netns(st, notes):
             notes.append("netns: via user namespace")
         except OSError as e:
             notes.append("netns: via user namespace, id maps incomplete: %s" % e)
+        sb_private_shm(st, notes)
         return
     st["netns"] = "unavailable"
     notes.append("netns: unshare: %s" % sb_errno())
@@ -330,8 +355,10 @@ def sb_read_paths(task_dir, extra):
     return ps
 
 
-def sb_write_paths(scratch, cuda):
-    ps = [scratch, "/dev/null", "/dev/shm"]
+def sb_write_paths(scratch, cuda, st):
+    ps = [scratch, "/dev/null"]
+    if st.get("shm") == "private":
+        ps.append("/dev/shm")  # this process's own tmpfs (sb_private_shm)
     for v in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         d = os.environ.get(v)
         if d:
@@ -414,7 +441,7 @@ def sb_seccomp(st, notes):
 
 def sb_lock(st, notes, scratch, task_dir, extra, cuda):
     """Stage 2, before reference.py is read. Raises OSError when a layer fails."""
-    sb_landlock(st, notes, sb_read_paths(task_dir, extra), sb_write_paths(scratch, cuda))
+    sb_landlock(st, notes, sb_read_paths(task_dir, extra), sb_write_paths(scratch, cuda, st))
     sb_seccomp(st, notes)
 
 

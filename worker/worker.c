@@ -412,6 +412,14 @@ static int handle_probe(void) {
     unlink(path);
   }
   json_object_set_new(r, "write_outside_scratch", json_string(wfd < 0 ? "blocked" : "allowed"));
+  /* /dev/shm: shared by every user of the host (POSIX shared memory). */
+  snprintf(path, sizeof path, "/dev/shm/kevo-probe-%d", (int)getpid());
+  wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (wfd >= 0) {
+    close(wfd);
+    unlink(path);
+  }
+  json_object_set_new(r, "write_dev_shm", json_string(wfd < 0 ? "blocked" : "allowed"));
   snprintf(path, sizeof path, "%s/probe", scratch);
   wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (wfd >= 0) {

@@ -24,6 +24,9 @@
 /* The bench run, check runs and probes (runs that are evidence for the
  * shapes but never size sets). */
 #define KV_IMPORT_MAX_RUNS 8
+/* The helper's data cap (RLIMIT_DATA, kv_import_data_cap): twice the most
+ * the CPU runs may hold, plus this for Python and torch themselves. */
+#define KV_IMPORT_DATA_BASE ((int64_t)4 << 30)
 /* The vendor libraries `kevo import --allow` accepts. */
 #define KV_IMPORT_ALLOW_NAMES "cublas, cudnn, cublaslt"
 #define KV_IMPORT_MAX_ALLOW 3
@@ -41,6 +44,11 @@ struct kv_import_opts {
    * "allow" (kv_import_parse_allow fills them from --allow). */
   int nallow;
   const char *allow[KV_IMPORT_MAX_ALLOW];
+  /* Run the module even where a sandbox layer is unavailable on this host
+   * (never where one fails): KEVO_IMPORT_ALLOW_UNSANDBOXED=1, read by
+   * kv_import_opts_default. Off: such a host imports nothing and says which
+   * layer is missing. */
+  int allow_unsandboxed;
 };
 
 /* Why a module was not imported: a short cause (grouped in summaries) and a
@@ -71,6 +79,9 @@ int kv_import_parse_allow(struct kv_import_opts *o, const char *list, const char
  * KEVO_DEVICE_MEMORY_GIB is given. */
 int kv_import_gpu_memory(int64_t *bytes);
 
+/* RLIMIT_DATA of the helper's process: 2 * o->max_bytes + KV_IMPORT_DATA_BASE. */
+int64_t kv_import_data_cap(const struct kv_import_opts *o);
+
 /* The helper script: $KEVO_IMPORT_HELPER, else kevo_import.py beside the
  * executable, else ../share/kevo/kevo_import.py from it, else the source
  * tree's python/kevo_import.py. */
@@ -84,8 +95,12 @@ void kv_import_task_name(const char *path, char *out, size_t cap);
  * network namespace, no_new_privs, Landlock (writes only in its scratch
  * directory; reads the system directories, the Python installation and
  * virtual environment, PYTHONPATH, ~/.local/lib, the helper's and the
- * module's directories), resource limits; HOME and TMPDIR are the scratch
- * directory. Without kevo-sandbox nothing runs (-1, err says so).
+ * module's directories), the seccomp filter of kevo's workers with program
+ * execution allowed (kevo-sandbox -s), resource limits with its data capped
+ * at kv_import_data_cap; HOME and TMPDIR are the scratch directory. Every
+ * layer is required (kevo-sandbox -R) unless o->allow_unsandboxed. Without
+ * kevo-sandbox nothing runs (-1, err says so); a layer that fails or is
+ * missing is -1 too, err naming it.
  * Imports one module into OUTDIR/NAME. Returns 0 when the module was judged
  * (r->ok says whether it was imported; r->cause and r->detail say why not),
  * -1 when kevo itself could not run the helper (err says why: no Python, no
@@ -102,5 +117,25 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
  * and a one-line message in err. */
 int kv_import_task_json(const char *output, size_t len, const char *name, const char *source_name,
                         char **task_json, char *cause, size_t causecap, char *err, size_t errlen);
+
+/* kevo task starter: a minimal correct candidate of an imported task,
+ * written by kevo_starter.py ($KEVO_STARTER_HELPER, else beside the
+ * executable, else the source tree's) from reference.py, traced by torch.fx
+ * inside kevo-sandbox (o's python, sandbox and deadline). ok 0: the task has
+ * an operator, a dtype or control flow the generator lacks; cause and detail
+ * say which. */
+#define KV_STARTER_MARK "KEVO_STARTER_JSON "
+#define KV_STARTER_MAX_OUTPUT (32u << 20)
+struct kv_starter {
+  int ok;
+  char *source;    /* the candidate (malloc'd), when ok */
+  char *entry;     /* its entry alone, without the runtime pasted before it */
+  char what[1024]; /* what it computes and how */
+  char cause[32];  /* when not ok: unsupported, error */
+  char detail[1024];
+};
+int kv_import_starter(const struct kv_import_opts *o, const char *task_dir, const char *surface,
+                      struct kv_starter *s, char *err, size_t errlen);
+void kv_starter_release(struct kv_starter *s);
 
 #endif

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "kevo/gate.h"
 #include "kevo/task.h"
 
@@ -39,5 +41,29 @@ int kv_rejudge_is_remote(const char *result_json, struct kv_rejudge *r);
 int kv_rejudge_local(const char *result_json, const struct kv_task *t, const char *src, size_t len,
                      const char *surface, const struct kv_gate_opts *o, struct kv_rejudge *r,
                      char *err, size_t errlen);
+
+/* Judges src here whatever judged it before (`from`, e.g. "skills file", and
+ * `host`, the word of which it is, go into r->executor and r->host): AGREES,
+ * DISAGREES or CANNOT, as kv_rejudge_local. kevo skills import --task judges
+ * each card's richer kernel so before storing it as admitted. */
+int kv_rejudge_source(const char *from, const char *host, const struct kv_task *t, const char *src,
+                      size_t len, const char *surface, const struct kv_gate_opts *o,
+                      struct kv_rejudge *r, char *err, size_t errlen);
+
+/* Skill cards (kevo skills import): each admitted card of task t (its
+ * scope.task) that carries its richer kernel (carrier.after_src, which kevo
+ * skills export writes) is judged here before it is stored. Agreeing: a
+ * verification_log entry {"what": "rejudge", ...}. Disagreeing: the card is
+ * stored as rejected (status, admitted false, a risk and the log entry
+ * saying both verdicts). The others (no t, another task, no kernel, a
+ * surface this host cannot judge) stay as they are, counted as `cannot`.
+ * One line per admitted card into report. `from` names whose word the file
+ * is ("skills file"). */
+struct kv_cards_rejudged {
+  int judged, agreed, disagreed, cannot;
+};
+struct kv_buf;
+void kv_rejudge_cards(json_t *cards, const struct kv_task *t, const struct kv_gate_opts *o,
+                      const char *from, struct kv_cards_rejudged *n, struct kv_buf *report);
 
 #endif

@@ -51,6 +51,11 @@ struct kv_sandbox_opts {
    * through any page protection: granted only when asked for or when dev_paths are
    * given, and withdrawn by kv_sandbox_close_proc. */
   int thread_names;
+  /* seccomp for a process that runs programs (kevo-sandbox -s: the import
+   * helper's Python): execve, execveat, fork, vfork and clone of processes
+   * stay allowed (clone still without namespaces); what they run inherits
+   * every layer. Everything else the filter denies stays denied. */
+  int allow_exec;
   uint64_t mem_limit_bytes;  /* RLIMIT_AS when > 0 */
   uint64_t data_limit_bytes; /* RLIMIT_DATA when > 0 (for CUDA, whose address space
                                 reservations rule out RLIMIT_AS) */

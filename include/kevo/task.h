@@ -184,6 +184,14 @@ int kv_task_prototype(const struct kv_task *t, enum kv_lang lang, char *out, siz
  * the others. It includes the prototype itself. Same return as above. */
 int kv_task_shim(const struct kv_task *t, enum kv_lang lang, char *out, size_t cap);
 
+/* The prototype and the shim in buffers sized from their content (a network
+ * of hundreds of packed weights lists every tensor's offset and shape), at
+ * most KV_TASK_PROTO_MAX bytes: malloc'd, or NULL past that cap (or out of
+ * memory). */
+#define KV_TASK_PROTO_MAX (16u << 20)
+char *kv_task_prototype_alloc(const struct kv_task *t, enum kv_lang lang);
+char *kv_task_shim_alloc(const struct kv_task *t, enum kv_lang lang);
+
 /* Deterministic generation. The same (seed, stream, dtype, init, n) gives the
  * same bytes on every machine. `stream` separates independent sequences
  * (kevo uses the param index and the call number). */

@@ -391,6 +391,10 @@ static void allowed_libs(const struct kv_task *t, char *out, size_t cap) {
              "every call is.\n");
 }
 
+/* Room in the task block's signature for what follows the prototype: the
+ * allowed libraries' notes and the kernel-only form. */
+#define KV_PROMPT_SIG_NOTES 8192
+
 static void render_block(const struct kv_prompts *p, int b, const struct kv_prompt_ctx *c,
                          unsigned mask, struct kv_buf *out) {
   struct vars v = {0};
@@ -398,17 +402,28 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   const struct kv_surface *sf = kv_surface_find(c->surface);
   int cuda = kv_surface_gpu(sf);
   const char *lang = kv_surface_lang_name(sf);
-  char n1[64], n2[64], n3[64], n4[64], sizes[512], sig[8192];
-  char *tmp = NULL, *tmp2 = NULL;
+  char n1[64], n2[64], n3[64], n4[64], sizes[512];
+  char *tmp = NULL, *tmp2 = NULL, *sig = NULL;
+  size_t sigcap = 0;
   struct kv_buf lb;
   kv_buf_init(&lb, 256u << 10);
   switch (b) {
   case KV_PB_TASK: {
-    if (kv_task_prototype(c->task, kv_surface_lang(sf), sig, sizeof sig) < 0)
-      snprintf(sig, sizeof sig, "(the prototype is too long to show)\n");
+    /* Sized from the prototype (a packed network's table of offsets runs
+     * to tens of KiB), with room for the notes added below. */
+    char *proto = kv_task_prototype_alloc(c->task, kv_surface_lang(sf));
+    sigcap = (proto ? strlen(proto) : 0) + KV_PROMPT_SIG_NOTES;
+    sig = malloc(sigcap);
+    if (!sig) {
+      free(proto);
+      break;
+    }
+    snprintf(sig, sigcap, "%s",
+             proto ? proto : "(the prototype is over kevo's cap to show; KV_TASK_PROTO_MAX)\n");
+    free(proto);
     if (cuda && c->task->nallow > 0) {
       size_t u = strlen(sig);
-      allowed_libs(c->task, sig + u, sizeof sig - u);
+      allowed_libs(c->task, sig + u, sigcap - u);
     }
     if (cuda) { /* the kernel-only form (kevo/launch.h), allowed wherever no host logic is needed */
       char names[512] = "";
@@ -417,7 +432,7 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
           u += snprintf(names + u, sizeof names - (size_t)u, "%s%s", u ? " " : "",
                         c->task->params[i].name);
       size_t u = strlen(sig);
-      snprintf(sig + u, sizeof sig - u,
+      snprintf(sig + u, sigcap - u,
                "// Or, when the work needs no host code, the kernel-only form (compiled in "
                "~0.1 s by NVRTC instead of ~1 s by nvcc):\n"
                "// define no entry, only __global__ kernels, and one line per launch, run in "
@@ -617,6 +632,7 @@ static void render_block(const struct kv_prompts *p, int b, const struct kv_prom
   if (out->len && out->data[out->len - 1] != '\n')
     kv_buf_append(out, "\n", 1);
   kv_buf_append(out, "\n", 1);
+  free(sig);
   free(tmp);
   free(tmp2);
   kv_buf_release(&lb);

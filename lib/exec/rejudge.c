@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -25,6 +26,10 @@ int kv_rejudge_is_remote(const char *result_json, struct kv_rejudge *r) {
   json_decref(j);
   return remote;
 }
+
+static int judge_source(const struct kv_task *t, const char *src, size_t len, const char *surface,
+                        const struct kv_gate_opts *o, struct kv_rejudge *r, char *err,
+                        size_t errlen);
 
 /* 0 when this host can judge the surface; else -1 with why. */
 static int can_judge(const char *surface, const struct kv_gate_opts *o, char *why, size_t cap) {
@@ -70,6 +75,21 @@ int kv_rejudge_local(const char *result_json, const struct kv_task *t, const cha
                      char *err, size_t errlen) {
   if (!kv_rejudge_is_remote(result_json, r))
     return 0;
+  return judge_source(t, src, len, surface, o, r, err, errlen);
+}
+
+int kv_rejudge_source(const char *from, const char *host, const struct kv_task *t, const char *src,
+                      size_t len, const char *surface, const struct kv_gate_opts *o,
+                      struct kv_rejudge *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->executor, sizeof r->executor, "%s", from ? from : "?");
+  snprintf(r->host, sizeof r->host, "%s", host && *host ? host : "?");
+  return judge_source(t, src, len, surface, o, r, err, errlen);
+}
+
+static int judge_source(const struct kv_task *t, const char *src, size_t len, const char *surface,
+                        const struct kv_gate_opts *o, struct kv_rejudge *r, char *err,
+                        size_t errlen) {
   if (can_judge(surface, o, r->why, sizeof r->why) < 0) {
     r->state = KV_REJUDGE_CANNOT;
     return 0;
@@ -86,4 +106,89 @@ int kv_rejudge_local(const char *result_json, const struct kv_task *t, const cha
   judge_here(t, path, surface, o, r);
   kv_rmtree(dir);
   return 0;
+}
+
+/* ---- skill cards ---- */
+
+static void card_log(json_t *card, const struct kv_rejudge *r, const char *remote) {
+  json_t *log = json_object_get(card, "verification_log");
+  if (!json_is_array(log)) {
+    log = json_array();
+    json_object_set_new(card, "verification_log", log);
+  }
+  json_array_append_new(log, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b,s:I}", "what", "rejudge", "from",
+                                       r->executor, "remote_verdict", remote, "verdict", r->verdict,
+                                       "detail", r->why, "agrees", r->state == KV_REJUDGE_AGREES,
+                                       "when", (json_int_t)time(NULL)));
+}
+
+/* The card rejected here: its status, and why, where a reader of it looks. */
+static void card_reject(json_t *card, const struct kv_rejudge *r) {
+  json_object_set_new(card, "status", json_string("rejected"));
+  json_object_set_new(card, "admitted", json_false());
+  json_t *risks = json_object_get(card, "risks");
+  if (!json_is_array(risks)) {
+    risks = json_array();
+    json_object_set_new(card, "risks", risks);
+  }
+  char line[1500];
+  snprintf(line, sizeof line,
+           "judged again on import: the richer kernel is %s here (%.1200s); the %s said it was "
+           "accepted",
+           r->verdict, r->why, r->executor);
+  json_array_append_new(risks, json_string(line));
+}
+
+void kv_rejudge_cards(json_t *cards, const struct kv_task *t, const struct kv_gate_opts *o,
+                      const char *from, struct kv_cards_rejudged *n, struct kv_buf *report) {
+  memset(n, 0, sizeof *n);
+  for (size_t i = 0; i < json_array_size(cards); i++) {
+    json_t *c = json_array_get(cards, i);
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *status = json_string_value(json_object_get(c, "status"));
+    if (!status || strcmp(status, "admitted") != 0)
+      continue;
+    json_t *scope = json_object_get(c, "scope");
+    const char *task = json_string_value(json_object_get(scope, "task"));
+    const char *surface = json_string_value(json_object_get(scope, "surface"));
+    const char *device = json_string_value(json_object_get(scope, "device"));
+    const char *src =
+        json_string_value(json_object_get(json_object_get(c, "carrier"), "after_src"));
+    if (!t || !task || strcmp(task, t->name) != 0 || !src || !surface) {
+      n->cannot++;
+      kv_buf_appendf(report, "skill %s: not judged here (%s): admitted by the %s's word only\n",
+                     id ? id : "?",
+                     !t     ? "no --task names its task"
+                     : !src ? "the card carries no kernel (carrier.after_src)"
+                     : !task || strcmp(task, t->name) ? "a card of another task"
+                                                      : "no surface in its scope",
+                     from);
+      continue;
+    }
+    struct kv_rejudge r;
+    char err[512];
+    if (kv_rejudge_source(from, device, t, src, strlen(src), surface, o, &r, err, sizeof err) < 0) {
+      r.state = KV_REJUDGE_CANNOT;
+      snprintf(r.why, sizeof r.why, "%s", err);
+    }
+    if (r.state == KV_REJUDGE_CANNOT) {
+      n->cannot++;
+      kv_buf_appendf(report, "skill %s: not judged here: %s; admitted by the %s's word only\n",
+                     id ? id : "?", r.why, from);
+      continue;
+    }
+    n->judged++;
+    card_log(c, &r, "ok");
+    if (r.state == KV_REJUDGE_AGREES) {
+      n->agreed++;
+      kv_buf_appendf(report, "skill %s: judged again here: ok\n", id ? id : "?");
+    } else {
+      n->disagreed++;
+      card_reject(c, &r);
+      kv_buf_appendf(report,
+                     "skill %s: the %s says its kernel was accepted, this host judges it %s: "
+                     "%.300s; stored as rejected\n",
+                     id ? id : "?", from, r.verdict, r.why);
+    }
+  }
 }

@@ -133,10 +133,9 @@ int kv_run_jailed(const struct kv_jail *j, char *const argv[], char *const envp[
   return 0;
 }
 
-int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
-               const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
-               size_t errlen) {
-  memset(b, 0, sizeof(*b));
+static int build_c(const struct kv_gate_opts *o, const char *src, const char *cache_dir,
+                   double deadline_s, struct kv_build *b, const char *proto, const char *shim,
+                   char *err, size_t errlen) {
   char *text = NULL;
   size_t len = 0;
   if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
@@ -146,12 +145,6 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
     free(text);
     return kv_error(err, errlen,
                     "cc: no C compiler found; install one (apt-get install gcc) or put cc on PATH");
-  }
-  char proto[65536], shim[65536];
-  if (kv_task_prototype(t, KV_LANG_C, proto, sizeof proto) < 0 ||
-      kv_task_shim(t, KV_LANG_C, shim, sizeof shim) < 0) {
-    free(text);
-    return kv_error(err, errlen, "%s: the task's prototype is too large", t->name);
   }
   char why[512];
   if (kv_source_files_check(text, len, why, sizeof why)) {
@@ -263,6 +256,23 @@ int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char
   }
   kv_rmtree(dir);
   b->seconds = kv_now_s() - t0;
+  return rc;
+}
+
+/* The prototype and the shim sized from the task (a network's table of
+ * packed weights runs to tens of KiB), then the build. */
+int kv_build_c(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+               const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+               size_t errlen) {
+  memset(b, 0, sizeof(*b));
+  char *proto = kv_task_prototype_alloc(t, KV_LANG_C), *shim = kv_task_shim_alloc(t, KV_LANG_C);
+  int rc = proto && shim ? build_c(o, src, cache_dir, deadline_s, b, proto, shim, err, errlen)
+                         : kv_error(err, errlen,
+                                    "%s: the task's prototype is over kevo's %u-byte cap "
+                                    "(KV_TASK_PROTO_MAX), or memory ran out",
+                                    t->name, KV_TASK_PROTO_MAX);
+  free(proto);
+  free(shim);
   return rc;
 }
 

@@ -588,8 +588,8 @@ static enum kv_layer_state apply_landlock(const struct kv_sandbox_opts *o,
 
   for (int i = 0; i < o->nread_paths && i < KV_SANDBOX_MAX_PATHS; i++)
     if (o->read_paths[i])
-      ll_allow(rfd, h, o->read_paths[i], unlisted(o->read_paths[i]) ? LL_READ_UNLISTED : LL_READ,
-               1, st);
+      ll_allow(rfd, h, o->read_paths[i], unlisted(o->read_paths[i]) ? LL_READ_UNLISTED : LL_READ, 1,
+               st);
   for (int i = 0; i < o->ndev_paths && i < KV_SANDBOX_MAX_PATHS; i++)
     if (o->dev_paths[i])
       ll_allow(rfd, h, o->dev_paths[i], LL_READ | LL_WRITE | LANDLOCK_ACCESS_FS_IOCTL_DEV, 1, st);
@@ -640,8 +640,8 @@ static const char *const sc_denied[] = {
     "setxattrat", "removexattrat", "utime", "utimes", "futimesat", "utimensat",
     /* System V IPC: objects that would outlive the evaluation (the private
      * IPC namespace given with the network's is the second layer) */
-    "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget",
-    "semop", "semtimedop", "semctl",
+    "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl",
     /* credentials and limits */
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setfsuid", "setfsgid",
     "setgroups", "capset", "setrlimit", "sched_setattr"};
@@ -712,7 +712,13 @@ static int install_raw_filter(struct kv_sandbox_status *st) {
 }
 #endif
 
-static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int private_net) {
+static int exec_call(const char *name) {
+  return !strcmp(name, "execve") || !strcmp(name, "execveat") || !strcmp(name, "fork") ||
+         !strcmp(name, "vfork");
+}
+
+static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int private_net,
+                                         int allow_exec) {
   if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL) {
     note(st, "seccomp: not supported by this kernel");
     return KV_LAYER_UNAVAILABLE;
@@ -732,7 +738,8 @@ static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int priva
   }
 
   for (size_t i = 0; i < sizeof sc_denied / sizeof sc_denied[0]; i++)
-    bad |= RULE0(sc_denied[i]);
+    if (!allow_exec || !exec_call(sc_denied[i]))
+      bad |= RULE0(sc_denied[i]);
 
   /* Sockets: only AF_UNIX stream and seqpacket ones, which libcuda's cuInit
    * insists on creating; with connect, bind, listen and accept denied they
@@ -754,8 +761,11 @@ static enum kv_layer_state apply_seccomp(struct kv_sandbox_status *st, int priva
     bad |= RULE0("accept4");
   }
 
-  /* clone: threads only, and no namespaces with them. */
-  RULE1("clone", 0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+  /* clone: threads only (processes too with allow_exec), and no namespaces. */
+  if (!allow_exec)
+    RULE1("clone", 0, SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+  else
+    note(st, "seccomp: execve and fork allowed (the process runs programs)");
   static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
                                            CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
                                            CLONE_NEWNET};
@@ -1015,6 +1025,6 @@ void kv_sandbox_enter(const struct kv_sandbox_opts *o, struct kv_sandbox_status 
   if (o->landlock)
     st->landlock = apply_landlock(o, st);
   if (o->seccomp)
-    st->seccomp = apply_seccomp(st, st->netns == KV_LAYER_ACTIVE);
+    st->seccomp = apply_seccomp(st, st->netns == KV_LAYER_ACTIVE, o->allow_exec);
   errno = saved_errno;
 }

@@ -616,12 +616,16 @@ int kv_san_build_lineinfo(const struct kv_session *s, const struct kv_build *can
   size_t len = 0;
   if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
     return -1;
-  char *proto = malloc(65536), *shim = malloc(65536 + strlen(kv_cuda_guard_cu) + 1);
+  char *proto = kv_task_prototype_alloc(s->t, KV_LANG_CUDA),
+       *shim = kv_task_shim_alloc(s->t, KV_LANG_CUDA);
+  char *grown = shim ? realloc(shim, strlen(shim) + strlen(kv_cuda_guard_cu) + 1) : NULL;
   char dir[PATH_MAX];
   int rc = -1;
-  if (!proto || !shim || kv_task_prototype(s->t, KV_LANG_CUDA, proto, 65536) < 0 ||
-      kv_task_shim(s->t, KV_LANG_CUDA, shim, 65536) < 0) {
-    kv_error(err, errlen, "%s: the task's prototype is too large", s->t->name);
+  if (grown)
+    shim = grown;
+  if (!proto || !grown) {
+    kv_error(err, errlen, "%s: the task's prototype is over kevo's %u-byte cap, or memory ran out",
+             s->t->name, KV_TASK_PROTO_MAX);
     goto done;
   }
   strcat(shim, kv_cuda_guard_cu);
@@ -726,17 +730,18 @@ static int build_asan(const struct kv_session *s, const struct kv_build *cand, c
   snprintf(so, socap, "%s/%s-asan.so", s->objdir, cand->key);
   if (kv_path_exists(so))
     return 0;
-  char *text = NULL, *proto = malloc(65536), *shim = malloc(65536);
+  char *text = NULL, *proto = kv_task_prototype_alloc(s->t, KV_LANG_C),
+       *shim = kv_task_shim_alloc(s->t, KV_LANG_C);
   size_t len = 0;
   char dir[PATH_MAX];
   int rc = -1;
-  if (!proto || !shim || kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
-    goto done;
-  if (kv_task_prototype(s->t, KV_LANG_C, proto, 65536) < 0 ||
-      kv_task_shim(s->t, KV_LANG_C, shim, 65536) < 0) {
-    kv_error(err, errlen, "%s: the task's prototype is too large", s->t->name);
+  if (!proto || !shim) {
+    kv_error(err, errlen, "%s: the task's prototype is over kevo's %u-byte cap, or memory ran out",
+             s->t->name, KV_TASK_PROTO_MAX);
     goto done;
   }
+  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
+    goto done;
   if (kv_mkdtemp(s->cache, "asan", dir, sizeof dir, err, errlen) < 0)
     goto done;
   char f[PATH_MAX + 32];

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,6 +142,77 @@ static void test_all_layers(void **state) {
   assert_int_not_equal(oc.layers.netns, KV_LAYER_OFF);
 }
 
+/* The network under a tool (issue 30): the worker's own network namespace
+ * is off for ncu and compute-sanitizer, and their seccomp layer too, so a
+ * candidate could send to the host's network (UDP: Landlock covers TCP
+ * only). The tool runs in a network namespace of its own, shared with the
+ * worker it starts: a candidate's datagram to a host port never arrives.
+ * With "tool_netns" left off too (the tool in the host's network, as before
+ * issue 30) it does: the test can tell. */
+static void test_tool_netns(void **state) {
+  struct fx *f = *state;
+  int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  assert_true(u >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  assert_int_equal(bind(u, (struct sockaddr *)&a, sizeof a), 0);
+  socklen_t alen = sizeof a;
+  assert_int_equal(getsockname(u, (struct sockaddr *)&a, &alen), 0);
+  unsigned port = ntohs(a.sin_port);
+  char src[4096], path[4300], err[2048];
+  snprintf(
+      src, sizeof src,
+      "/* rowsum that first sends a datagram to 127.0.0.1:%u by raw syscalls */\n"
+      "struct sa { unsigned short fam, port; unsigned addr; char zero[8]; };\n"
+      "static long sc(long n, long a, long b, long c, long d, long e, long g) {\n"
+      "  long r; register long r10 __asm__(\"r10\") = d; register long r8 __asm__(\"r8\") = e;\n"
+      "  register long r9 __asm__(\"r9\") = g;\n"
+      "  __asm__ volatile(\"syscall\" : \"=a\"(r) : \"a\"(n), \"D\"(a), \"S\"(b), \"d\"(c),\n"
+      "                   \"r\"(r10), \"r\"(r8), \"r\"(r9) : \"rcx\", \"r11\", \"memory\");\n"
+      "  return r;\n}\n"
+      "void rowsum(const float *x, float *y, int rows, int cols) {\n"
+      "  struct sa s = {2, (unsigned short)((%uu >> 8) | ((%uu & 0xff) << 8)), 0x0100007fu, {0}};\n"
+      "  long fd = sc(41, 2, 2, 0, 0, 0, 0);\n"
+      "  if (fd >= 0) { sc(44, fd, (long)\"leak\", 4, 0, (long)&s, 16); sc(3, fd, 0, 0, 0, 0, 0); "
+      "}\n"
+      "  for (int r = 0; r < rows; r++) {\n"
+      "    float t = 0; for (int c = 0; c < cols; c++) t += x[(long)r * cols + c];\n"
+      "    y[r] = t;\n  }\n}\n",
+      port, port, port);
+  snprintf(path, sizeof path, "%s/net.c", f->dir);
+  assert_int_equal(kv_write_file(path, src, strlen(src), err, sizeof err), 0);
+  struct kv_build b;
+  const char *cache = getenv("KEVO_CACHE_DIR"); /* where the worker reads objects (setup) */
+  if (kv_build_c(f->t, &f->o, path, cache ? cache : f->dir, 120, &b, err, sizeof err) < 0 || !b.ok)
+    fail_msg("building the sending candidate: %s %s", err, b.log ? b.log : "");
+  const char *wrap[] = {f->tool, NULL};
+  const char *ncu_like[] = {"netns", "seccomp", NULL};
+  const char *host_net[] = {"netns", "seccomp", "tool_netns", NULL};
+  for (int k = 0; k < 2; k++) {
+    struct kv_tool_run tr = {.wrap = wrap,
+                             .without = k == 0 ? host_net : ncu_like,
+                             .start_s = 20,
+                             .deadline_s = 20,
+                             .exit_s = 10};
+    struct kv_tool_outcome oc;
+    if (kv_tool_call(&f->s, b.so_path, 1, "check", 0, 7, &tr, &oc, err, sizeof err) != 0)
+      fail_msg("%s", err);
+    if (oc.call != KV_CALL_OK)
+      fail_msg("%s: the call: %s", k ? "own namespace" : "host network", oc.detail);
+    assert_int_equal(oc.layers.netns, KV_LAYER_OFF);
+    assert_int_equal(oc.tool_netns, k == 1);
+    char got[16];
+    ssize_t n = recv(u, got, sizeof got, MSG_DONTWAIT);
+    if (k == 0 && n != 4)
+      fail_msg("the tool in the host's network: the candidate's datagram did not arrive (the "
+               "test cannot tell the tool's namespace from none)");
+    if (k == 1 && n >= 0)
+      fail_msg("the tool in its own network namespace: a datagram of %zd bytes reached the host",
+               n);
+  }
+  close(u);
+  kv_build_release(&b);
+}
+
 /* A tool that never lets go: killed at its exit deadline, reported so. */
 static void test_tool_hangs(void **state) {
   struct fx *f = *state;
@@ -216,7 +290,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_call_under_tool), cmocka_unit_test(test_all_layers),
       cmocka_unit_test(test_tool_hangs),      cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_lineinfo_build),
+      cmocka_unit_test(test_lineinfo_build),  cmocka_unit_test(test_tool_netns),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

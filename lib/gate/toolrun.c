@@ -29,7 +29,14 @@
  * - ncu is killed by the lockdown after loading (it patches code);
  * - Landlock and the scratch directory are tolerated by both.
  * $KEVO_NCU_WITHOUT and $KEVO_SANITIZER_WITHOUT ("netns,seccomp"; "none":
- * every layer on) override them. */
+ * every layer on) override them.
+ *
+ * The worker's own network namespace is off, but not the network: the tool
+ * itself is started in a new, empty network namespace (kevo-sandbox -n, its
+ * loopback up), which the worker it starts shares. Their sockets meet on
+ * that loopback; the candidate reaches nothing outside it (no host port, no
+ * other machine). "tool_netns" in the variables above starts the tool in
+ * the host's network instead (said in the outcome and by kevo doctor). */
 static const char *const ncu_off[] = {"netns", "seccomp", "lock", NULL};
 static const char *const san_off[] = {"netns", "seccomp", NULL};
 /* The cpu surface's AddressSanitizer run: RLIMIT_AS only (its shadow). */
@@ -52,6 +59,40 @@ int kv_tool_layers_off(const char *tool, const char **out, int max, char *store,
   }
   out[n] = NULL;
   return n;
+}
+
+/* The tool's argv inside its own network namespace (kevo-sandbox -n, see
+ * above) into out (NULL-terminated, at most cap), kevo-sandbox's path kept
+ * in sbx; the layers for the worker, "tool_netns" left out, into
+ * worker_off. Returns 1 when wrapped, 0 when "tool_netns" is among
+ * `without` (the tool runs in the host's network), -1 with err. */
+static int tool_in_netns(const char *worker_path, const char *dir, const char *const *wrap,
+                         const char *const *without, const char **out, int cap,
+                         const char **worker_off, int offcap, char *sbx, size_t sbxcap, char *err,
+                         size_t errlen) {
+  int host_net = 0, k = 0;
+  for (int i = 0; without && without[i]; i++) {
+    if (!strcmp(without[i], "tool_netns"))
+      host_net = 1;
+    else if (k < offcap - 1)
+      worker_off[k++] = without[i];
+  }
+  worker_off[k] = NULL;
+  int n = 0;
+  if (!host_net) {
+    if (kv_helper_path("kevo-sandbox", "KEVO_SANDBOX_HELPER", worker_path, sbx, sbxcap) < 0)
+      return kv_error(err, errlen,
+                      "kevo-sandbox not found beside %s: the tool runs only in a network "
+                      "namespace of its own (rebuild kevo)",
+                      worker_path);
+    const char *pre[] = {sbx, dir, "0", "0", "-n", "--"};
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+      out[n++] = pre[i];
+  }
+  for (int i = 0; wrap[i] && n < cap - 1; i++)
+    out[n++] = wrap[i];
+  out[n] = NULL;
+  return !host_net;
 }
 
 void kv_tool_dir(const char *tool, char *out, size_t cap) {
@@ -138,6 +179,17 @@ int kv_tool_call(const struct kv_session *s, const char *so, int candidate, cons
   spec.wrap = tr->wrap;
   spec.without = tr->without;
   spec.extra_env = tr->extra_env;
+  const char *wrapped[48], *worker_off[8];
+  char sbx[PATH_MAX];
+  if (tr->wrap) {
+    int in = tool_in_netns(s->worker_path, s->scratch, tr->wrap, tr->without, wrapped, 48,
+                           worker_off, 8, sbx, sizeof sbx, err, errlen);
+    if (in < 0)
+      return -1;
+    out->tool_netns = in;
+    spec.wrap = wrapped;
+    spec.without = worker_off;
+  }
   struct kv_worker w;
   if (kv_worker_start(&w, &spec, err, errlen) < 0)
     return -1;
@@ -279,13 +331,28 @@ int kv_devtool_probe(const struct kv_gate_opts *o, const char *which, const char
   spec.sandbox = o->sandbox;
   spec.start_deadline_s = 60;
   spec.surface = s.sf->worker_runtime;
-  spec.wrap = ncu ? wrap_ncu : wrap_san;
-  spec.without = without;
+  const char *wrapped[16], *worker_off[8];
+  char sbx[PATH_MAX];
+  int in = tool_in_netns(s.worker_path, s.scratch, ncu ? wrap_ncu : wrap_san, without, wrapped, 16,
+                         worker_off, 8, sbx, sizeof sbx, err, errlen);
+  if (in < 0)
+    return -1;
+  spec.wrap = wrapped;
+  spec.without = worker_off;
   double t0 = kv_now_s();
   struct kv_worker w;
   if (kv_worker_start(&w, &spec, err, errlen) < 0)
     return -1;
   kv_sandbox_status_from_hello(w.hello, st);
+  /* The tool's network namespace, for kevo doctor (kv_devtool_probe's word
+   * on it: the first note). */
+  char note[sizeof st->note];
+  snprintf(note, sizeof note, "%s%s%s",
+           in ? "tool_netns: active (the tool and the worker share a network namespace of "
+                "their own)"
+              : "tool_netns: OFF (the tool runs in the host's network)",
+           st->note[0] ? "; " : "", st->note);
+  snprintf(st->note, sizeof st->note, "%s", note);
   json_t *c = json_object_get(w.hello, "cuda");
   int ok = json_is_true(json_object_get(c, "ok"));
   if (!ok) {

@@ -31,6 +31,7 @@ struct kv_tool_outcome {
   struct kv_sandbox_status layers; /* what the worker had on, from its HELLO */
   double seconds;                  /* start to the tool's exit */
   char *err_text; /* keep_stderr: what the worker wrote to stderr (capped; malloc'd) */
+  int tool_netns; /* the tool and the worker shared a network namespace of their own */
 };
 
 /* Starts a worker of surface `surface` under the tool, gives it the task,

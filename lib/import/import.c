@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "kevo/import.h"
 #include "kevo/task.h"
 #include "kevo/util.h"
@@ -28,6 +29,8 @@ void kv_import_opts_default(struct kv_import_opts *o) {
     o->max_bytes = (int64_t)16 << 30;
   o->check_bytes = (int64_t)64 << 20;
   o->threads = 1;
+  const char *u = getenv("KEVO_IMPORT_ALLOW_UNSANDBOXED");
+  o->allow_unsandboxed = u && !strcmp(u, "1");
 }
 
 int kv_import_parse_allow(struct kv_import_opts *o, const char *list, const char *flag, char *err,
@@ -129,7 +132,7 @@ static int find_sandbox(const struct kv_import_opts *o, char *out, size_t cap, c
  * Python installation (the interpreter's prefix, and a virtual
  * environment's), PYTHONPATH, the user's site-packages, the helper's and
  * the module's directories. Paths are kept in `store`; returns the count. */
-#define MAX_READS 12
+#define MAX_READS KV_IMPORT_MAX_READS
 static int helper_reads(const char *py, const char *helper, const char *module,
                         char store[MAX_READS][PATH_MAX], const char *reads[MAX_READS]) {
   int n = 0;
@@ -176,6 +179,17 @@ static int helper_reads(const char *py, const char *helper, const char *module,
   for (int i = 0; i < n; i++)
     reads[i] = store[i];
   return n;
+}
+
+int kv_import_sandbox_path(const struct kv_import_opts *o, char *out, size_t cap, char *err,
+                           size_t errlen) {
+  return find_sandbox(o, out, cap, err, errlen);
+}
+
+int kv_import_helper_reads(const char *py, const char *helper, const char *module,
+                           char store[KV_IMPORT_MAX_READS][PATH_MAX],
+                           const char *reads[KV_IMPORT_MAX_READS]) {
+  return helper_reads(py, helper, module, store, reads);
 }
 
 int kv_import_find_helper(char *out, size_t cap, char *err, size_t errlen) {
@@ -238,32 +252,26 @@ static void tail_of(const char *s, size_t n, char *out, size_t cap) {
 }
 
 /* The entries a candidate defines, for the task's README: what the model or
- * the user writes (kevo task check prints it too). Returns the bytes written
- * into out (nothing when the task does not load). */
-#define KV_README_PROTO_MAX (1 << 16)
-static size_t readme_entries(const char *dir, char *out, size_t cap) {
+ * the user writes (kevo task check prints it too), appended to b (nothing
+ * when the task does not load). The headers are sized from the task. */
+static void readme_entries(const char *dir, struct kv_buf *b) {
   struct kv_task *t;
   char err[512];
-  if (cap == 0 || kv_task_load(dir, &t, err, sizeof err) < 0)
-    return 0;
-  char *c = malloc(KV_README_PROTO_MAX), *cu = malloc(KV_README_PROTO_MAX);
-  size_t n = 0;
-  if (c && cu && kv_task_prototype(t, KV_LANG_C, c, KV_README_PROTO_MAX) > 0 &&
-      kv_task_prototype(t, KV_LANG_CUDA, cu, KV_README_PROTO_MAX) > 0) {
-    int w = snprintf(out, cap,
-                     "\n## What a candidate defines\n\n"
-                     "kevo includes this header before the candidate (C, `--surface cpu`, "
-                     "candidate.c):\n\n```c\n%s```\n\n"
-                     "and this one on the cuda surface (candidate.cu, its work launched on "
-                     "`stream`):\n\n```cuda\n%s```\n\n"
-                     "`kevo task check` prints the declaration too.\n",
-                     c, cu);
-    n = w < 0 ? 0 : (size_t)w < cap ? (size_t)w : cap - 1;
-  }
+  if (kv_task_load(dir, &t, err, sizeof err) < 0)
+    return;
+  char *c = kv_task_prototype_alloc(t, KV_LANG_C), *cu = kv_task_prototype_alloc(t, KV_LANG_CUDA);
+  if (c && cu)
+    kv_buf_appendf(b,
+                   "\n## What a candidate defines\n\n"
+                   "kevo includes this header before the candidate (C, `--surface cpu`, "
+                   "candidate.c):\n\n```c\n%s```\n\n"
+                   "and this one on the cuda surface (candidate.cu, its work launched on "
+                   "`stream`):\n\n```cuda\n%s```\n\n"
+                   "`kevo task check` prints the declaration too.\n",
+                   c, cu);
   free(c);
   free(cu);
   kv_task_free(t);
-  return n;
 }
 
 static int write_task(const char *dir, const char *name, const char *json, const char *src,
@@ -284,18 +292,17 @@ static int write_task(const char *dir, const char *name, const char *json, const
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(when, sizeof when, "%Y-%m-%d", &tm);
-  size_t cap = 3 * KV_README_PROTO_MAX + PATH_MAX + 2048, n;
-  char *readme = malloc(cap);
-  if (!readme)
-    return kv_error(err, errlen, "out of memory");
-  n = (size_t)snprintf(readme, cap,
-                       "%s: imported by `kevo import` on %s from %s (sha256 %.16s); reference.py "
-                       "is that file verbatim%s.\n",
-                       name, when, abs, hex, readme_extra);
-  n += readme_entries(dir, readme + n, cap - n);
+  struct kv_buf b;
+  kv_buf_init(&b, 3 * (size_t)KV_TASK_PROTO_MAX);
+  kv_buf_appendf(&b,
+                 "%s: imported by `kevo import` on %s from %s (sha256 %.16s); reference.py "
+                 "is that file verbatim%s.\n",
+                 name, when, abs, hex, readme_extra);
+  readme_entries(dir, &b);
   snprintf(p, sizeof p, "%s/README.md", dir);
-  int rc = kv_write_file(p, readme, n < cap ? n : cap - 1, err, errlen);
-  free(readme);
+  int rc = b.data && !b.truncated ? kv_write_file(p, b.data, b.len, err, errlen)
+                                  : kv_error(err, errlen, "%s: the README is over its cap", p);
+  kv_buf_release(&b);
   return rc;
 }
 
@@ -325,6 +332,11 @@ static void readme_caps(const struct kv_import_opts *o, char *out, size_t cap) {
   }
   snprintf(out, cap, "%s", b.data ? b.data : "");
   kv_buf_release(&b);
+}
+
+int64_t kv_import_data_cap(const struct kv_import_opts *o) {
+  int64_t m = o->max_bytes > 0 ? o->max_bytes : (int64_t)2 << 30;
+  return 2 * m + KV_IMPORT_DATA_BASE;
 }
 
 int kv_import_module(const struct kv_import_opts *o, const char *py_path, const char *outdir,
@@ -412,7 +424,7 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
   double dl = o->deadline_s > 0 ? o->deadline_s : 120;
   snprintf(cpu, sizeof cpu, "%d", (int)(dl * (thr > 0 ? thr : 1)) + 10);
   int nr = helper_reads(py, helper, abs, rstore, reads);
-  char *argv[16 + 2 * MAX_READS];
+  char *argv[24 + 2 * MAX_READS];
   int a = 0;
   argv[a++] = sbx;
   argv[a++] = scratch;
@@ -422,6 +434,15 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
     argv[a++] = "-r";
     argv[a++] = (char *)reads[i];
   }
+  /* seccomp (programs may still run), the data cap, and every layer
+   * required unless the user accepted less (kevo/import.h). */
+  char datab[32];
+  snprintf(datab, sizeof datab, "%lld", (long long)kv_import_data_cap(o));
+  argv[a++] = "-s";
+  argv[a++] = "-d";
+  argv[a++] = datab;
+  if (!o->allow_unsandboxed)
+    argv[a++] = "-R";
   argv[a++] = "--";
   char *tail_args[] = {pyexe,           "-B", helper,      abs,   "--max-bytes", maxb,
                        "--check-bytes", chkb, "--threads", e_thr, NULL};
@@ -440,8 +461,14 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
   kv_rmtree(scratch);
   /* A sandbox layer that failed is kevo's failure, never the module's. */
   if (pr.exited && pr.status == 125 && out.data && strstr(out.data, "kevo-sandbox: ")) {
-    kv_error(err, errlen, "%s: the module's sandbox could not be set up: %s", py_path,
-             strstr(out.data, "kevo-sandbox: ") + 14);
+    const char *why = strstr(out.data, "kevo-sandbox: ") + 14;
+    kv_error(err, errlen, "%s: the module's sandbox could not be set up: %.*s%s", py_path,
+             (int)strcspn(why, "\n"), why,
+             strstr(why, "unavailable here")
+                 ? "; kevo runs no module with a layer missing: allow unprivileged user "
+                   "namespaces (netns) or use a kernel with Landlock and seccomp, or accept the "
+                   "risk with KEVO_IMPORT_ALLOW_UNSANDBOXED=1"
+                 : "");
     kv_buf_release(&out);
     free(src);
     return -1;
@@ -509,7 +536,7 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
   char extra[1024];
   readme_caps(o, extra, sizeof extra);
   if (write_task(tdir, r->name, json, src, srclen, py_path, extra, werr, sizeof werr) < 0 ||
-      chmod(tdir, 0755) < 0) {
+      kv_import_readme_starter(o, tdir, werr, sizeof werr) < 0 || chmod(tdir, 0755) < 0) {
     kv_rmtree(tdir);
     rc = kv_error(err, errlen, "%s: cannot write the task: %s", py_path, werr);
     goto done;

@@ -710,6 +710,14 @@ int kv_lineage_save(struct kv_store *s, const struct kv_task *t, const struct kv
     rc = kv_store_lineage_put(s, &rec, r, (int)json_array_size(cards), lineage_id, err, errlen);
     free_recs(r, own, nown);
   }
+  /* The first step's richer kernel (the expert resolved) by its hash too, as
+   * every simpler one is: kevo skills export carries each card's kernels, so
+   * that an importing host judges them itself (issue 30, lib/exec/rejudge.c). */
+  if (rc == 0 && L->expert_resolved) {
+    char rh[65];
+    kv_sha256_hex(L->expert_resolved, strlen(L->expert_resolved), rh);
+    rc = kv_store_put_source(s, rh, L->expert_resolved, strlen(L->expert_resolved), err, errlen);
+  }
   for (int i = 0; i < L->nsteps; i++)
     free(paired[i]);
   return rc;

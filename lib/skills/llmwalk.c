@@ -122,8 +122,9 @@ static void clean_name(const char *in, char *out, size_t cap) {
 static char *deopt_prompt(const struct walk_prompts *wp, const struct kv_task *t,
                           const char *surface, const char *cur, const struct kv_lineage *L,
                           int attempt, int attempts, const char *feedback) {
-  char proto[8192], removed[2048] = "", na[16], nb[16], fb[1024] = "";
-  kv_task_prototype(t, kv_surface_lang(kv_surface_find(surface)), proto, sizeof proto);
+  char removed[2048] = "", na[16], nb[16], fb[1024] = "";
+  /* sized from the prototype: a packed network's table of offsets is long */
+  char *proto = kv_task_prototype_alloc(t, kv_surface_lang(kv_surface_find(surface)));
   for (int i = 0; i < L->nsteps; i++)
     if (L->steps[i].accepted) {
       size_t u = strlen(removed);
@@ -139,7 +140,7 @@ static char *deopt_prompt(const struct walk_prompts *wp, const struct kv_task *t
   const char *vars[] = {"name",     t->name,
                         "surface",  surface,
                         "summary",  t->summary ? t->summary : "",
-                        "entry",    proto,
+                        "entry",    proto ? proto : "(the prototype is over kevo's cap)",
                         "lang",     kv_surface_lang_name(kv_surface_find(surface)),
                         "code",     cur,
                         "removed",  removed[0] ? removed : "none",
@@ -148,7 +149,9 @@ static char *deopt_prompt(const struct walk_prompts *wp, const struct kv_task *t
                         "feedback", fb,
                         "features", feats,
                         NULL};
-  return kv_prompt_fill(wp->deopt, vars);
+  char *prompt = kv_prompt_fill(wp->deopt, vars);
+  free(proto);
+  return prompt;
 }
 
 static char *rederive_prompt(const struct walk_prompts *wp, const struct kv_task *t,

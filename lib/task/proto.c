@@ -3,6 +3,7 @@
 #include "task_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct wbuf {
@@ -175,4 +176,29 @@ int kv_task_shim(const struct kv_task *t, enum kv_lang lang, char *out, size_t c
     put(&w, "%sstream", t->nparams ? ",\n    " : "");
   put(&w, ");\n}\n");
   return finish(&w);
+}
+
+/* gen into a buffer that doubles from 16 KiB until the text fits, up to
+ * KV_TASK_PROTO_MAX. */
+static char *grown(const struct kv_task *t, enum kv_lang lang,
+                   int (*gen)(const struct kv_task *, enum kv_lang, char *, size_t)) {
+  for (size_t cap = 16u << 10; cap <= KV_TASK_PROTO_MAX; cap *= 2) {
+    char *out = malloc(cap);
+    if (!out)
+      return NULL;
+    if (gen(t, lang, out, cap) >= 0)
+      return out;
+    free(out);
+    if (!t || !t->entry)
+      return NULL;
+  }
+  return NULL;
+}
+
+char *kv_task_prototype_alloc(const struct kv_task *t, enum kv_lang lang) {
+  return grown(t, lang, kv_task_prototype);
+}
+
+char *kv_task_shim_alloc(const struct kv_task *t, enum kv_lang lang) {
+  return grown(t, lang, kv_task_shim);
 }

@@ -1,0 +1,198 @@
+/* kevo task starter: a minimal correct candidate of an imported task, written
+ * by python/kevo_starter.py from the task's reference.py (traced by torch.fx
+ * in kevo-sandbox, like kevo import's helper). */
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kevo/import.h"
+#include "kevo/util.h"
+
+void kv_starter_release(struct kv_starter *s) {
+  free(s->source);
+  free(s->entry);
+  s->source = s->entry = NULL;
+}
+
+static int find_starter_helper(char *out, size_t cap, char *err, size_t errlen) {
+  const char *e = getenv("KEVO_STARTER_HELPER");
+  if (e && *e) {
+    if (!kv_path_exists(e))
+      return kv_error(err, errlen,
+                      "KEVO_STARTER_HELPER=%s: not found; point it at python/kevo_starter.py", e);
+    snprintf(out, cap, "%s", e);
+    return 0;
+  }
+  if (kv_find_shipped("kevo_starter.py", NULL, 1, out, cap) == 0)
+    return 0;
+  return kv_error(err, errlen,
+                  "kevo_starter.py: not found beside the kevo executable nor in the source tree; "
+                  "rebuild kevo or set KEVO_STARTER_HELPER to python/kevo_starter.py");
+}
+
+static const char *str_of(json_t *j, const char *key) {
+  const char *v = json_string_value(json_object_get(j, key));
+  return v ? v : "";
+}
+
+/* The helper's reply line into s. */
+static int parse_reply(const char *dir, const struct kv_buf *out, const char *how,
+                       struct kv_starter *s, char *err, size_t errlen) {
+  const char *m = out->data ? strstr(out->data, KV_STARTER_MARK) : NULL;
+  if (!m) {
+    char tail[400] = "";
+    size_t n = out->len, from = n > 300 ? n - 300 : 0;
+    snprintf(tail, sizeof tail, "%s", out->data ? out->data + from : "");
+    for (char *c = tail; *c; c++)
+      if (*c == '\n')
+        *c = ' ';
+    return kv_error(err, errlen, "%s: the starter helper %s without a reply%s; its last output: %s",
+                    dir, how, out->truncated ? " (over its output cap)" : "",
+                    tail[0] ? tail : "(none)");
+  }
+  json_error_t je;
+  json_t *j =
+      json_loadb(m + strlen(KV_STARTER_MARK), strcspn(m, "\n") - strlen(KV_STARTER_MARK), 0, &je);
+  if (!j)
+    return kv_error(err, errlen, "%s: the starter helper's reply is not JSON (%s)", dir, je.text);
+  s->ok = json_is_true(json_object_get(j, "ok"));
+  const char *src = json_string_value(json_object_get(j, "source"));
+  const char *entry = json_string_value(json_object_get(j, "entry"));
+  snprintf(s->what, sizeof s->what, "%s", str_of(j, "what"));
+  snprintf(s->cause, sizeof s->cause, "%s", str_of(j, "cause"));
+  snprintf(s->detail, sizeof s->detail, "%s", str_of(j, "detail"));
+  if (s->ok && src && (!(s->source = strdup(src)) || !(s->entry = strdup(entry ? entry : "")))) {
+    json_decref(j);
+    return kv_error(err, errlen, "out of memory");
+  }
+  json_decref(j);
+  if (s->ok && !s->source)
+    return kv_error(err, errlen, "%s: the starter helper said ok without a source", dir);
+  return 0;
+}
+
+int kv_import_starter(const struct kv_import_opts *o, const char *task_dir, const char *surface,
+                      struct kv_starter *s, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  char helper[PATH_MAX], sbx[PATH_MAX], pyexe[PATH_MAX], ref[PATH_MAX + 16], dir[PATH_MAX];
+  if (!realpath(task_dir, dir))
+    return kv_error(err, errlen, "%s: not found; give an imported task's directory", task_dir);
+  snprintf(ref, sizeof ref, "%s/reference.py", dir);
+  if (!kv_path_exists(ref))
+    return kv_error(err, errlen,
+                    "%s: no reference.py; kevo task starter writes candidates of tasks made by "
+                    "kevo import (a C reference is itself a candidate to start from)",
+                    task_dir);
+  const char *py = o->python && *o->python ? o->python : kv_python();
+  if (find_starter_helper(helper, sizeof helper, err, errlen) < 0 ||
+      kv_import_sandbox_path(o, sbx, sizeof sbx, err, errlen) < 0)
+    return -1;
+  if (kv_which(py, pyexe, sizeof pyexe) < 0)
+    return kv_error(err, errlen, "%s: not found; install Python 3 with torch or set KEVO_PYTHON",
+                    py);
+  char scratch[PATH_MAX];
+  const char *tmp = getenv("TMPDIR");
+  if (kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-starter-", scratch, sizeof scratch, err,
+                 errlen) < 0)
+    return -1;
+  char e_path[4200], e_home[4200], e_tmp[4200], e_pp[4200];
+  const char *v = getenv("PATH");
+  snprintf(e_path, sizeof e_path, "PATH=%s", v && *v ? v : "/usr/local/bin:/usr/bin:/bin");
+  snprintf(e_home, sizeof e_home, "HOME=%s", scratch);
+  snprintf(e_tmp, sizeof e_tmp, "TMPDIR=%s", scratch);
+  v = getenv("PYTHONPATH");
+  snprintf(e_pp, sizeof e_pp, "PYTHONPATH=%s", v ? v : "");
+  char *envp[] = {e_path,
+                  e_home,
+                  e_tmp,
+                  e_pp,
+                  "OMP_NUM_THREADS=1",
+                  "LANG=C.UTF-8",
+                  "CUDA_VISIBLE_DEVICES=",
+                  "PYTHONDONTWRITEBYTECODE=1",
+                  "PYTHONWARNINGS=ignore",
+                  NULL};
+  char rstore[KV_IMPORT_MAX_READS][PATH_MAX], cpu[32];
+  const char *reads[KV_IMPORT_MAX_READS];
+  int nr = kv_import_helper_reads(py, helper, ref, rstore, reads);
+  double dl = o->deadline_s > 0 ? o->deadline_s : 120;
+  snprintf(cpu, sizeof cpu, "%d", (int)dl + 10);
+  char *argv[16 + 2 * KV_IMPORT_MAX_READS];
+  int a = 0;
+  argv[a++] = sbx;
+  argv[a++] = scratch;
+  argv[a++] = cpu;
+  argv[a++] = "0";
+  for (int i = 0; i < nr; i++) {
+    argv[a++] = "-r";
+    argv[a++] = (char *)reads[i];
+  }
+  char *tail[] = {"--", pyexe, "-B", helper, dir, "--surface", (char *)surface, NULL};
+  for (size_t i = 0; tail[i]; i++)
+    argv[a++] = tail[i];
+  argv[a] = NULL;
+  struct kv_buf out;
+  kv_buf_init(&out, KV_STARTER_MAX_OUTPUT);
+  struct kv_proc_result pr;
+  int rc = kv_run(argv, envp, scratch, dl, NULL, NULL, &out, &pr, err, errlen);
+  kv_rmtree(scratch);
+  if (rc == 0) {
+    char how[128];
+    kv_proc_describe(&pr, how, sizeof how);
+    if (pr.timed_out)
+      rc = kv_error(err, errlen, "%s: the starter helper did not finish in %.0f s", task_dir, dl);
+    else if (pr.exited && pr.status == 125 && out.data && strstr(out.data, "kevo-sandbox: "))
+      rc = kv_error(err, errlen, "%s: the helper's sandbox could not be set up: %.200s", task_dir,
+                    strstr(out.data, "kevo-sandbox: ") + 14);
+    else
+      rc = parse_reply(task_dir, &out, how, s, err, errlen);
+  }
+  kv_buf_release(&out);
+  return rc;
+}
+
+/* The README's section on the starter (appended to DIR/README.md). */
+int kv_import_readme_starter(const struct kv_import_opts *o, const char *dir, char *err,
+                             size_t errlen) {
+  struct kv_starter st;
+  char serr[1024];
+  struct kv_buf b;
+  kv_buf_init(&b, KV_STARTER_MAX_OUTPUT);
+  kv_buf_appendf(&b, "\n## A minimal correct candidate\n\n");
+  if (kv_import_starter(o, dir, "cpu", &st, serr, sizeof serr) < 0)
+    kv_buf_appendf(&b, "`kevo task starter` could not run here: %s.\n", serr);
+  else if (!st.ok)
+    kv_buf_appendf(&b,
+                   "`kevo task starter` cannot write one for this task: %s. Write the candidate "
+                   "by hand (the entry above) or use an LLM strategy (`kevo run --strategy "
+                   "greedy`).\n",
+                   st.detail);
+  else
+    kv_buf_appendf(&b,
+                   "`kevo task starter DIR -o starter.c` writes one (`--surface cuda -o "
+                   "starter.cu` for the cuda surface), and `kevo run DIR` without an LLM starts "
+                   "from it when DIR has no starter of its own. On the cpu surface it %s. Its "
+                   "entry (the runtime of plain loops pasted before it, kevo_starter_rt.h, "
+                   "left out here):\n\n```c\n%s```\n",
+                   st.what, st.entry);
+  kv_starter_release(&st);
+  char p[PATH_MAX + 16];
+  snprintf(p, sizeof p, "%s/README.md", dir);
+  char *old = NULL;
+  size_t n = 0;
+  int rc = kv_read_file(p, KV_STARTER_MAX_OUTPUT, &old, &n, err, errlen);
+  if (rc == 0 && b.data) {
+    struct kv_buf all;
+    kv_buf_init(&all, 2 * (size_t)KV_STARTER_MAX_OUTPUT);
+    kv_buf_append(&all, old, n);
+    kv_buf_append(&all, b.data, b.len);
+    rc = kv_write_file(p, all.data, all.len, err, errlen);
+    kv_buf_release(&all);
+  }
+  free(old);
+  kv_buf_release(&b);
+  return rc;
+}
