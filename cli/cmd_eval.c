@@ -208,7 +208,9 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
              t->cand.mean_us, t->ref.mean_us);
     printf("           speedup   %10.2fx%s%s", t->speedup,
            t->nsizes > 1 ? " (geometric mean over the sizes)" : "",
-           !strcmp(t->method, "kernelbench") ? " (KernelBench's timing)" : " (kevo's timing)");
+           !strcmp(t->method, "kernelbench") ? " (KernelBench's timing)"
+           : !strcmp(t->method, "do_bench")  ? " (kevo's timing, do_bench's flush before each call)"
+                                             : " (kevo's timing)");
     if (t->roofline > 0)
       printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
              t->gflops);

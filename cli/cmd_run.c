@@ -408,8 +408,9 @@ void cli_run_args_init(struct cli_run_args *r) {
 int cli_timing_method(const char *text, int *out) {
   if (kv_timing_method_parse(text, out) < 0)
     return cli_fail("--timing: '%s' is not a timing method; use kevo (the default: fresh inputs, "
-                    "a cold cache, medians) or kernelbench (KernelBench's protocol: %d warm-ups, "
-                    "%d trials on the same inputs, no flush, the mean)",
+                    "a cold cache, medians), kernelbench (KernelBench's protocol: %d warm-ups, "
+                    "%d trials on the same inputs, no flush, the mean) or do_bench (cuda: "
+                    "kevo's, with triton's do_bench flush before every call)",
                     text ? text : "", KV_KB_WARMUP, KV_KB_TRIALS);
   return 0;
 }

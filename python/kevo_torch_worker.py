@@ -640,7 +640,7 @@ class Reference:
                                                         int(lay.nelem[p])))
         return binds, [(n, w) for n, w in weights if n in byname]
 
-    def call(self, lay, raws, events=None, lead_cycles=0):
+    def call(self, lay, raws, events=None, lead_cycles=0, flush_each=0):
         """One forward on the buffers raws[p] (uint8 tensors, on the surface's
         device), then its outputs written into the output buffers. Returns
         (host_ns, event_ns): the host clock around forward (cuda: and a
@@ -648,8 +648,10 @@ class Reference:
         torch.cuda.Event) recorded around forward on the current stream,
         else the host clock again. The copy of the outputs is outside both.
         With lead_cycles (cuda, events of three: lead start, start, end), a
-        lead kernel runs before the start event; the host time then leaves
-        the lead's GPU time out, and covered (the third value returned) says
+        lead kernel runs before the start event (after an L2 flush, a fill
+        with the value flush_each, where that is not 0: --timing do_bench);
+        the host time then leaves the flush's and the lead's GPU time out,
+        and covered (the third value returned) says
         whether the start event was still pending when forward returned,
         the fourth the lead's GPU time and the fifth forward's host dispatch
         (ns)."""
@@ -665,6 +667,8 @@ class Reference:
             t0 = time.perf_counter_ns()
             if events and lead_cycles:
                 events[2].record()
+                if flush_each and flush is not None:  # --timing do_bench: a fill first
+                    flush.fill_(flush_each & 0x7FFFFFFF)
                 torch.cuda._sleep(lead_cycles)
             td = time.perf_counter_ns()
             if events:
@@ -942,6 +946,7 @@ def cuda_time(req, lay, ref, m):
     if req.get("flush", True) is not False:
         flush.fill_((seed * 2654435761) & 0x7FFFFFFF)
     use_lead = req.get("lead", True) is not False
+    each = bool(req.get("flush_each")) and req.get("flush", True) is not False  # do_bench
     torch.cuda.synchronize()
     prep_ns = time.perf_counter_ns() - t_prep  # the parent sizes phases without it
     events = tuple(torch.cuda.Event(enable_timing=True) for _ in range(3))
@@ -962,7 +967,8 @@ def cuda_time(req, lay, ref, m):
             host.append(h)
             ev.append(e)
         else:
-            h, e, covered, ln, td = ref.call(lay, phase["bufs"][c], events, lead["cycles"][slot])
+            h, e, covered, ln, td = ref.call(lay, phase["bufs"][c], events, lead["cycles"][slot],
+                                             (seed + c) * 2654435761 | 1 if each else 0)
             host.append(h)
             ev.append(e)
             lead_ns += ln

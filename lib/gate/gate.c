@@ -53,6 +53,11 @@ int kv_session_init(struct kv_session *s, const struct kv_task *t, const struct 
   if (!s->sf)
     return kv_error(err, errlen, "--surface %s: not a surface; use one of %s", o->surface,
                     kv_surface_names());
+  if (o->timing_method == KV_TIMING_DOBENCH && !s->sf->device_in_worker)
+    return kv_error(err, errlen,
+                    "--timing do_bench: triton's do_bench is a GPU method; on the %s surface use "
+                    "kevo (the default) or kernelbench",
+                    s->sf->name);
   if (o->cache_dir)
     snprintf(s->cache, sizeof s->cache, "%s", o->cache_dir);
   else if (kv_cache_dir(s->cache, sizeof s->cache) < 0)

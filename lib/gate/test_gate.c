@@ -452,6 +452,47 @@ static void test_implausible_against_ceilings(void **state) {
   kv_task_free(t);
 }
 
+/* Timing methods by name, and --timing do_bench refused on the cpu surface
+ * (triton's do_bench is a GPU method) with the fix named. */
+static void test_timing_methods(void **state) {
+  (void)state;
+  const char *names[] = {"kevo", "kernelbench", "do_bench"};
+  for (int i = 0; i < 3; i++) {
+    int m = -1;
+    assert_int_equal(kv_timing_method_parse(names[i], &m), 0);
+    assert_int_equal(m, i);
+    assert_string_equal(kv_timing_method_name(m), names[i]);
+  }
+  int m = 7;
+  assert_int_equal(kv_timing_method_parse("dobench", &m), -1);
+  assert_int_equal(kv_timing_method_parse(NULL, &m), -1);
+  assert_int_equal(m, 7);
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char dir[4096], cand[4200], err[1024] = "";
+  snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", src);
+  snprintf(cand, sizeof cand, "%s/tests/adversarial/cands/good.c", src);
+  struct kv_task *t;
+  assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  o.time_budget_s = 0.1;
+  o.timing_method = KV_TIMING_DOBENCH;
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  int rc = kv_gate_eval(t, cand, &o, r, err, sizeof err);
+  print_message("do_bench on cpu: rc %d, %s: %s / %s\n", rc, kv_verdict_name(r->verdict), r->detail,
+                err);
+  assert_int_equal(rc, -1); /* before anything is built */
+  assert_non_null(strstr(err, "do_bench is a GPU method"));
+  assert_false(r->timed);
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
+}
+
 /* The compile pool: prebuilt candidates are then judged from the cache. */
 static void test_prebuild_fills_the_cache(void **state) {
   (void)state;
@@ -981,6 +1022,7 @@ int main(void) {
       cmocka_unit_test(test_sample_catches_skipped_elements),
       cmocka_unit_test(test_perturb_roundtrip),
       cmocka_unit_test(test_verdict_names),
+      cmocka_unit_test(test_timing_methods),
       cmocka_unit_test(test_result_json_survives_binary_output),
       cmocka_unit_test(test_result_json_out_of_memory),
       cmocka_unit_test(test_implausible_against_ceilings),

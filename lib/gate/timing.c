@@ -84,15 +84,19 @@ struct side {
   double fill_per_call; /* cpu, candidate: the parent's writing of fresh inputs, ns */
 };
 
+static const char *const method_names[] = {"kevo", "kernelbench", "do_bench"};
+
 const char *kv_timing_method_name(int method) {
-  return method == KV_TIMING_KERNELBENCH ? "kernelbench" : "kevo";
+  return method > 0 && method <= KV_TIMING_DOBENCH ? method_names[method] : "kevo";
 }
 
 int kv_timing_method_parse(const char *name, int *method) {
-  if (!name || (strcmp(name, "kevo") && strcmp(name, "kernelbench")))
-    return -1;
-  *method = strcmp(name, "kevo") ? KV_TIMING_KERNELBENCH : KV_TIMING_KEVO;
-  return 0;
+  for (int i = 0; name && i <= KV_TIMING_DOBENCH; i++)
+    if (!strcmp(name, method_names[i])) {
+      *method = i;
+      return 0;
+    }
+  return -1;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -487,6 +491,9 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   if (tm->kb)
     json_object_update_new(
         req, json_pack("{s:b,s:b,s:b}", "keep_inputs", kb_kept, "flush", 0, "lead", 0));
+  /* do_bench: a flush before every call, the start event behind it. */
+  if (tm->cuda && tm->s->o->timing_method == KV_TIMING_DOBENCH)
+    json_object_set_new(req, "flush_each", json_true());
   if (side == SIDE_CAND && lend_phase(tm, m, req) < 0) {
     json_decref(req);
     return KV_CALL_ERROR; /* tm->kevo_err */

@@ -113,6 +113,8 @@ static const struct {
     {"good", 1u << KV_V_OK},
 };
 
+static int eval_method; /* eval_timed's kv_gate_opts.timing_method */
+
 static void eval_timed(const struct kv_task *t, const char *path, struct kv_gate_result *r) {
   struct kv_calib cal = {"cuda:kevo fake GPU sm_90 x4", 1e6, 1e9, 1 << 20, 4, 0};
   struct kv_gate_opts o;
@@ -127,6 +129,7 @@ static void eval_timed(const struct kv_task *t, const char *path, struct kv_gate
   o.calib = &cal;
   o.time_budget_s = 0.2;
   o.job_deadline_s = 60;
+  o.timing_method = eval_method;
   if (kv_gate_eval(t, path, &o, r, err, sizeof err) != 0)
     fail_msg("%s: kv_gate_eval: %s", path, err);
 }
@@ -187,6 +190,34 @@ static void test_fakedrv_no_lend_said(void **state) {
   assert_int_equal(r->verdict, KV_V_OK);
   assert_non_null(strstr(r->detail, "through the candidate's own process"));
   assert_non_null(strstr(r->detail, "KEVO_NO_LEND"));
+  kv_gate_result_release(r);
+  free(r);
+  kv_task_free(t);
+}
+
+/* --timing do_bench: the worker flushes before every timed call (an event
+ * before the fill, the fill, then the start event: the stand-in runs them
+ * all) and the verdict names the method; the honest kernel stays ok. */
+static void test_fakedrv_do_bench(void **state) {
+  (void)state;
+  if (!nvrtc_found())
+    skip();
+  char dir[PATH_MAX * 2], path[PATH_MAX * 3], err[2048];
+  snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
+  snprintf(path, sizeof path, "%s/cands/good.cu", dir);
+  struct kv_task *t;
+  if (kv_task_load(dir, &t, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  eval_method = KV_TIMING_DOBENCH;
+  eval_timed(t, path, r);
+  eval_method = KV_TIMING_KEVO;
+  printf("do_bench: %s: %s; %.1f us vs %.1f us\n", kv_verdict_name(r->verdict), r->detail,
+         r->timing.cand.median_us, r->timing.ref.median_us);
+  assert_int_equal(r->verdict, KV_V_OK);
+  assert_true(r->timed);
+  assert_string_equal(r->timing.method, "do_bench");
   kv_gate_result_release(r);
   free(r);
   kv_task_free(t);
@@ -350,8 +381,8 @@ int main(void) {
   setenv("KEVO_CUDA_ARCH", "sm_90", 1);
   kv_rmtree(cache); /* built afresh: what is judged is this build's */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fakedrv), cmocka_unit_test(test_fakedrv_timed),
-      cmocka_unit_test(test_fakedrv_attacks), cmocka_unit_test(test_fakedrv_no_lend_said),
-      cmocka_unit_test(test_prebuild_analyses)};
+      cmocka_unit_test(test_fakedrv),          cmocka_unit_test(test_fakedrv_timed),
+      cmocka_unit_test(test_fakedrv_attacks),  cmocka_unit_test(test_fakedrv_no_lend_said),
+      cmocka_unit_test(test_fakedrv_do_bench), cmocka_unit_test(test_prebuild_analyses)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
