@@ -10,7 +10,7 @@ with do_bench (median; it flushes the L2 before every call too). Reported:
 kevo's median (the median over runs), the run-to-run coefficient of variation
 of kevo's median, do_bench's median, and their ratio.
 
-usage: bench/gpu_fidelity.py BUILD_DIR [OUT_MD]   (needs torch and triton)
+usage: [METHODS=kevo,do_bench] bench/gpu_fidelity.py BUILD_DIR [OUT_MD]   (needs torch and triton)
 """
 import ctypes
 import datetime
@@ -28,6 +28,9 @@ B = sys.argv[1] if len(sys.argv) > 1 else "build"
 OUTMD = sys.argv[2] if len(sys.argv) > 2 else None
 RUNS = int(os.environ.get("RUNS", "3"))
 BUDGET = os.environ.get("BUDGET", "0.5")
+# kevo's timing methods to compare in one run (METHODS=kevo,do_bench: the A/B
+# of kevo's default against its do_bench cache regime, --timing do_bench).
+METHODS = os.environ.get("METHODS", "kevo").split(",")
 KEVO = os.path.join(B, "kevo")
 TASKS = ["rowsum", "softmax", "layernorm", "transpose", "matmul", "conv1d"]
 TORCH_DT = {"f32": torch.float32, "f64": torch.float64, "i32": torch.int32, "i64": torch.int64,
@@ -105,30 +108,36 @@ def main():
         d = os.path.join("examples/tasks", name)
         task = json.load(open(os.path.join(d, "task.json")))
         sizes = task["bench"][0]
-        kc, kr, cvin = [], [], []
+        kc = {m: [] for m in METHODS}
+        kr = {m: [] for m in METHODS}
+        cvin = {m: [] for m in METHODS}
         for _ in range(RUNS):
-            p = subprocess.run([KEVO, "eval", "--surface", "cuda", "--json", "--budget", BUDGET, d,
-                                os.path.join(d, "good.cu")], capture_output=True, text=True, env=env)
-            j = json.loads(p.stdout)
-            kc.append(j["timing"]["median_us"])
-            kr.append(j["timing"]["reference_median_us"])
-            cvin.append(j["timing"]["candidate"]["cv"])
-        for who, src, ks in (("good", "good.cu", kc), ("reference", "reference.cu", kr)):
+            for m in METHODS:  # interleaved: drift falls on every method alike
+                p = subprocess.run([KEVO, "eval", "--surface", "cuda", "--json", "--budget", BUDGET,
+                                    "--timing", m, d, os.path.join(d, "good.cu")],
+                                   capture_output=True, text=True, env=env)
+                j = json.loads(p.stdout)
+                kc[m].append(j["timing"]["median_us"])
+                kr[m].append(j["timing"]["reference_median_us"])
+                cvin[m].append(j["timing"]["candidate"]["cv"])
+        for who, src, kk in (("good", "good.cu", kc), ("reference", "reference.cu", kr)):
             lib = build(os.path.join(d, src), os.path.join(tmp, name + "-" + who + ".so"), arch)
             db = do_bench_us(lib, task["entry"], task, sizes)
-            km = st.median(ks)
-            rr = st.pstdev(ks) / st.mean(ks) if len(ks) > 1 else 0
-            rows.append((name, who, km, 100 * rr, 100 * st.median(cvin) if who == "good" else None, db,
-                         km / db))
-            print(rows[-1], flush=True)
+            for m in METHODS:
+                ks = kk[m]
+                km = st.median(ks)
+                rr = st.pstdev(ks) / st.mean(ks) if len(ks) > 1 else 0
+                rows.append((name, who, m, km, 100 * rr,
+                             100 * st.median(cvin[m]) if who == "good" else None, db, km / db))
+                print(rows[-1], flush=True)
     dev = torch.cuda.get_device_name(0)
     out = ["### Timing fidelity, cuda surface (%s, %s, kevo budget %s s per side, %d kevo runs, "
            "do_bench median of 3)" % (datetime.date.today().isoformat(), dev, BUDGET, RUNS), "",
-           "| task | kernel | kevo median us | kevo run-to-run CV | kevo in-run CV | do_bench us | kevo / do_bench |",
-           "|---|---|---|---|---|---|---|"]
+           "| task | kernel | kevo --timing | kevo median us | kevo run-to-run CV | kevo in-run CV | do_bench us | kevo / do_bench |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append("| %s | %s | %.1f | %.2f%% | %s | %.1f | %.3f |" % (
-            r[0], r[1], r[2], r[3], "%.2f%%" % r[4] if r[4] is not None else "", r[5], r[6]))
+        out.append("| %s | %s | %s | %.1f | %.2f%% | %s | %.1f | %.3f |" % (
+            r[0], r[1], r[2], r[3], r[4], "%.2f%%" % r[5] if r[5] is not None else "", r[6], r[7]))
     text = "\n".join(out)
     print(text)
     if OUTMD:
