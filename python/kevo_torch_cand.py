@@ -409,25 +409,34 @@ def call(lay, raws):
     clock (informative only)."""
     model, fin, binds, outs = model_for(lay)
     dev = state["dev"]
-    args = []
+    args, back = [], []  # back (GPU): (kevo's bytes, the device copy) of each input
     for p in fin:
         if p in ktw.scalars:
             args.append(ktw.scalar_arg(p))
         else:
             t = typed(raws[p], p, lay)
             args.append(t if dev is None else t.to(dev))  # the candidate's own copy (GPU)
+            if dev is not None:
+                back.append((t, args[-1]))
     for w, p, shape, off in binds:
         t = typed(raws[p], p, lay)
         if off is not None:
             t = t.view(-1)[off:off + w.numel()]
         t = t if tuple(t.shape) == shape else t.view(shape)
         w.data = t if dev is None else t.to(dev)
+        if dev is not None:
+            back.append((t, w.data))
     with torch.no_grad():
         t0 = _ns()
         res = model(*args)
         if dev is not None:
             torch.cuda.synchronize()
         t1 = _ns()
+    # GPU: the inputs and weights as the call left them go back too, so that
+    # an input changed on the device is the input_mutated it would be in
+    # kevo's own memory.
+    for host, d in back:
+        host.copy_(d)
     res = list(res) if isinstance(res, (list, tuple)) else [res]
     if len(res) != len(outs):
         raise Fail("ModelNew.forward returned %d outputs, task.json has %d" % (len(res), len(outs)))

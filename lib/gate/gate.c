@@ -191,6 +191,8 @@ static int worker_spawn(struct kv_session *s, struct kv_worker *w, int *up, char
     spec.script = s->tp.cand;
     spec.rtlib = s->tp.rtlib;
   }
+  if (s->sf->lang == KV_LANG_PYTHON) /* every torch worker on the surface's device */
+    spec.surface = kv_torch_device();
   if (kv_worker_spawn(w, &spec, err, errlen) < 0)
     return -1;
   *up = 1;

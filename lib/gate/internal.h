@@ -136,6 +136,9 @@ int kv_torch_surface_reference(const struct kv_task *t, char *path, size_t cap);
  * issue 29 item 3). */
 int kv_torch_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
                      size_t errlen);
+/* The torch surface's device: "cuda" when KEVO_TORCH_DEVICE=cuda (checks
+ * only: the workers' --surface cuda), else "cpu". */
+const char *kv_torch_device(void);
 int kv_build_torch(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
                    const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
                    size_t errlen);

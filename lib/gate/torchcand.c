@@ -25,14 +25,27 @@ int kv_torch_surface_reference(const struct kv_task *t, char *path, size_t cap) 
   return 1;
 }
 
+const char *kv_torch_device(void) {
+  const char *d = getenv("KEVO_TORCH_DEVICE");
+  return d && !strcmp(d, "cuda") ? "cuda" : "cpu";
+}
+
 int kv_torch_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
                      size_t errlen) {
-  (void)o;
-  (void)err;
-  (void)errlen;
+  const char *d = getenv("KEVO_TORCH_DEVICE");
+  if (d && *d && strcmp(d, "cpu") && strcmp(d, "cuda"))
+    return kv_error(err, errlen, "KEVO_TORCH_DEVICE=%s: use cpu (the default) or cuda", d);
+  /* The GPU: checks only, until its timed calls run on device buffers a
+   * clean worker owns (CUDA IPC, issue 28; kevo_torch_cand.py's
+   * gpu_time_hook). */
+  if (!strcmp(kv_torch_device(), "cuda") && o && o->timing)
+    return kv_error(err, errlen,
+                    "KEVO_TORCH_DEVICE=cuda: the torch surface checks on the GPU but does not "
+                    "time there yet (its timed calls need device buffers a clean worker owns, "
+                    "issue 28); pass --no-timing, or time on the CPU");
   /* Python, the workers and the generator are found with the task
    * (kv_torch_worker_paths), which names what is missing. */
-  snprintf(desc, cap, "%s with torch", kv_python());
+  snprintf(desc, cap, "%s with torch on the %s", kv_python(), kv_torch_device());
   return 0;
 }
 

@@ -11,15 +11,18 @@ A = [
     ("steal_ref_output", {"wrong_output"}, "", "steal: listing /proc", "ESCAPED"),
     ("cache_ptr", {"stale_output"}, "cached by address", "", None),
     ("cache_alloc", {"stale_output", "wrong_output"}, "", "", None),
-    ("cache_last", {"stale_output"}, "", "", None),
+    # its cache is primed by the LOAD's warm-up call: wrong at the first check
+    ("cache_last", {"wrong_output", "stale_output"}, "", "", None),
     ("mutate_input", {"input_mutated"}, "input x", "", None),
+    ("mutate_weight", {"input_mutated"}, "input fc_bias", "", None),
 ]
 B = [
-    ("mutate_weight", {"input_mutated"}, "input fc_bias", "", None),
     ("defer_thread", {"wrong_output"}, "", "", None),
-    ("defer_lazy", {"crash"}, "not a plain torch.Tensor", "", None),
+    # refused at the LOAD's warm-up call already
+    ("defer_lazy", {"load_error", "crash"}, "not a plain torch.Tensor", "", None),
     ("write_past_out", {"wrong_output"}, "past the end", "", None),
-    ("write_before_in", {"input_mutated"}, "x: the candidate wrote before its first element", "", None),
+    ("write_before_in", {"input_mutated"}, "x: the candidate wrote before its first element", "",
+     None),
     ("side_import", {"ok"}, "", "blocked: tcp 1.1.1.1", "ESCAPED"),
     ("side_ctor", {"ok"}, "", "blocked: subprocess from forward", "ESCAPED"),
     ("side_daemon", {"load_error"}, "left 1 process running", "", None),
@@ -92,11 +95,18 @@ def main():
     if not results["ok_torch"].get("compile", {}).get("jit_s", 0) > 0:
         print("FAIL: ok_torch: no jit_s (the LOAD's time, reported apart)")
         bad += 1
+    # The forgers do 40x the honest work and forge the clocks they can reach.
+    # What must hold is about the candidate's own time (the reference's is
+    # the host's noise to bear): its median, as kevo took it, at least 5x the
+    # honest ok_torch's (kevo's clock raises a forged median to what its
+    # phases took), or the verdict implausible.
+    honest = (results["ok_torch"].get("timing") or {}).get("median_us", 0)
     for name in ("clock_patch", "event_patch"):
         r = results[name]
-        sp = (r.get("timing") or {}).get("speedup", 0)
-        if r["verdict"] == "ok" and not sp < 0.5:
-            print("FAIL: %s: its forged clock made it %.2fx the reference" % (name, sp))
+        t = r.get("timing") or {}
+        if r["verdict"] == "ok" and not t.get("median_us", 0) > 5 * honest:
+            print("FAIL: %s: taken as %.1f us a call, the honest ok_torch %.1f us: its forged "
+                  "clock flattered it (%s)" % (name, t.get("median_us", 0), honest, t.get("clock")))
             bad += 1
     print("%d of %d candidates as expected" % (len(results) - bad, len(results)))
     return 1 if bad else 0
