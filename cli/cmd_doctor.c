@@ -182,6 +182,75 @@ static void probe_torch(const char *base, char *line, size_t cap) {
   json_decref(j);
 }
 
+/* The torch surface's candidate worker (kevo_torch_cand.py): its three
+ * stages applied to a Python process that then tries to write beside its
+ * scratch, in /dev/shm and /tmp, and to fork once the third is on. */
+static void probe_torch_cand(const char *base, char *line, size_t cap) {
+  char script[PATH_MAX], dir[PATH_MAX], py[PATH_MAX], scratch[PATH_MAX + 16], out[1024];
+  if (kv_find_shipped("kevo_torch_cand.py", NULL, 1, script, sizeof script) < 0) {
+    snprintf(line, cap, "kevo_torch_cand.py not found (rebuild kevo)");
+    return;
+  }
+  if (kv_which(kv_python(), py, sizeof py) < 0) {
+    snprintf(line, cap, "not tried: no %s (set KEVO_PYTHON)", kv_python());
+    return;
+  }
+  snprintf(dir, sizeof dir, "%s", script);
+  *strrchr(dir, '/') = 0;
+  snprintf(scratch, sizeof scratch, "%s/c", base);
+  mkdir(scratch, 0700);
+  char *argv[] = {py,
+                  "-B",
+                  "-c",
+                  "import sys, os, json\n"
+                  "sys.path.insert(0, sys.argv[1]); s = sys.argv[2]\n"
+                  "import kevo_torch_cand as c\n"
+                  "w = c.ktw\n"
+                  "st = {'netns': 'off', 'landlock': 'off', 'seccomp': 'off', 'scratch': 'off',\n"
+                  "      'no_process': 'off'}\n"
+                  "why = w.sb_start(st, [])\n"
+                  "def tryw(p):\n"
+                  "  try: open(p, 'w').close(); os.unlink(p); return 'OPEN'\n"
+                  "  except OSError: return 'closed'\n"
+                  "if why: st['refused'] = why\n"
+                  "else:\n"
+                  "  c.sb_scratch(st, [], s)\n"
+                  "  w.jail.update({'on': True, 'st': st, 'notes': [], 'scratch': s, 'cuda': False})\n"
+                  "  c.sb_lock2(None)\n"
+                  "  st['write'] = tryw(os.path.join(s, '..', 'outside'))\n"
+                  "  st['shm_w'] = tryw('/dev/shm/kevo-doctor-%d' % os.getpid())\n"
+                  "  st['tmp_w'] = tryw('/tmp/kevo-doctor-%d' % os.getpid())\n"
+                  "  c.sb_lock3()\n"
+                  "  try: pid = os.fork()\n"
+                  "  except OSError: st['fork'] = 'closed'\n"
+                  "  else:\n"
+                  "    if pid == 0: os._exit(0)\n"
+                  "    os.waitpid(pid, 0); st['fork'] = 'OPEN'\n"
+                  "print(json.dumps(st))\n",
+                  dir,
+                  scratch,
+                  NULL};
+  if (probe_run(argv, scratch, out, sizeof out) < 0) {
+    snprintf(line, cap, "FAILED: %s", out);
+    return;
+  }
+  json_t *j = json_loads(out, 0, NULL);
+#define S(k)                                                                                       \
+  (json_string_value(json_object_get(j, k)) ? json_string_value(json_object_get(j, k)) : "?")
+  if (json_object_get(j, "refused"))
+    snprintf(line, cap, "REFUSES to run: %s", S("refused"));
+  else
+    snprintf(line, cap,
+             "netns %s, no_new_privs %s, rlimits %s, scratch %s (a private tmpfs: Triton's and "
+             "torch's caches) at start; at LOAD landlock %s (writes beside scratch %s, in "
+             "/dev/shm %s, in /tmp %s), seccomp %s; once ModelNew is built no new processes %s "
+             "(fork %s)",
+             S("netns"), S("no_new_privs"), S("rlimits"), S("scratch"), S("landlock"), S("write"),
+             S("shm_w"), S("tmp_w"), S("seccomp"), S("no_process"), S("fork"));
+#undef S
+  json_decref(j);
+}
+
 /* "closed" when the worker's escape probe `name` was blocked. */
 static const char *probe_word(const struct kv_probe *p, const char *name) {
   for (int i = 0; i < p->nprobes; i++)
@@ -204,7 +273,7 @@ static void children(const struct kv_probe *p, int probed) {
   printf("  candidate worker        %s; exec_lock %s\n", worker,
          probed ? kv_layer_state_name(p->layers.exec_lock) : "?");
   printf("  reference worker        %s; exec_lock off (it runs the task's own objects)\n", worker);
-  char base[PATH_MAX], err[256], sbx[1024], helper[1024], torch[1024], datab[32];
+  char base[PATH_MAX], err[256], sbx[1024], helper[1024], torch[1024], datab[32], tcand[1024];
   const char *tmp = getenv("TMPDIR");
   if (kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-doctor", base, sizeof base, err, sizeof err) <
       0) {
@@ -220,6 +289,7 @@ static void children(const struct kv_probe *p, int probed) {
   probe_kevo_sandbox(base, "s", NULL, &caps, sbx, sizeof sbx);
   probe_kevo_sandbox(base, "h", helper_args, NULL, helper, sizeof helper);
   probe_torch(base, torch, sizeof torch);
+  probe_torch_cand(base, tcand, sizeof tcand);
   kv_rmtree(base);
   printf("  compilers               %s (seccomp off: the compiler driver runs cc1, as and ld)\n",
          sbx);
@@ -228,6 +298,7 @@ static void children(const struct kv_probe *p, int probed) {
          io.allow_unsandboxed ? "NOT required: KEVO_IMPORT_ALLOW_UNSANDBOXED=1"
                               : "required: a host without one imports nothing");
   printf("  torch reference worker  %s\n", torch);
+  printf("  torch candidate worker  %s\n", tcand);
 }
 
 static void limits(void) {
