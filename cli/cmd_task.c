@@ -97,8 +97,8 @@ static int cmd_task_starter(int argc, char **argv) {
     return cli_usage("task");
   }
   const struct kv_surface *sf = kv_surface_find(surface);
-  if (!sf || (kv_surface_lang(sf) != KV_LANG_C && kv_surface_lang(sf) != KV_LANG_CUDA))
-    return cli_fail("--surface %s: kevo task starter writes cpu (C) or cuda candidates", surface);
+  if (!sf)
+    return cli_fail("--surface %s: not a surface; use one of %s", surface, kv_surface_names());
   char err[2048];
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) < 0)

@@ -33,6 +33,73 @@ static int find_starter_helper(char *out, size_t cap, char *err, size_t errlen) 
                   "rebuild kevo or set KEVO_STARTER_HELPER to python/kevo_starter.py");
 }
 
+#define TORCH_STARTER_MAX (4u << 20) /* a reference.py larger than this is refused */
+
+static int is_word(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* src with every whole word Model as ModelNew (malloc'd; NULL when out of
+ * memory): `class Model(...)`, `super(Model, self)` and the docstrings'
+ * mentions alike. */
+static char *rename_model(const char *src, size_t n) {
+  size_t hits = 0;
+  for (const char *p = src; (p = strstr(p, "Model")) != NULL; p += 5)
+    hits++;
+  char *out = malloc(n + 3 * hits + 1);
+  if (!out)
+    return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < n;) {
+    if (!strncmp(src + i, "Model", 5) && (i == 0 || !is_word((unsigned char)src[i - 1])) &&
+        !is_word((unsigned char)src[i + 5])) {
+      memcpy(out + o, "ModelNew", 8);
+      o += 8;
+      i += 5;
+    } else {
+      out[o++] = src[i++];
+    }
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* The torch surface's starter: the task's own Model, renamed ModelNew: the
+ * reference's computation, correct by construction, as KernelBench's
+ * ModelNew starts (no helper process: nothing of the module is run). */
+static int torch_starter(const char *ref, struct kv_starter *s, char *err, size_t errlen) {
+  char *src = NULL;
+  size_t len = 0;
+  if (kv_read_file(ref, TORCH_STARTER_MAX, &src, &len, err, errlen) < 0)
+    return -1;
+  if (!strstr(src, "class Model")) {
+    free(src);
+    snprintf(s->cause, sizeof s->cause, "unsupported");
+    snprintf(s->detail, sizeof s->detail, "%s defines no class Model to rename", ref);
+    return 0;
+  }
+  static const char head[] =
+      "# kevo task starter (torch surface): the task's Model renamed ModelNew, correct and as\n"
+      "# fast as the reference; replace its operators with Triton or inline CUDA kernels.\n";
+  char *body = rename_model(src, len);
+  free(src);
+  size_t hl = sizeof head - 1, bl = body ? strlen(body) : 0;
+  s->source = body ? malloc(hl + bl + 1) : NULL;
+  s->entry = strdup("ModelNew");
+  if (!s->source || !s->entry) {
+    free(body);
+    kv_starter_release(s);
+    return kv_error(err, errlen, "out of memory");
+  }
+  memcpy(s->source, head, hl);
+  memcpy(s->source + hl, body, bl + 1);
+  free(body);
+  s->ok = 1;
+  snprintf(s->what, sizeof s->what,
+           "keeps the task's Model, renamed ModelNew: PyTorch's own operators, 1.0x the reference");
+  return 0;
+}
+
 static const char *str_of(json_t *j, const char *key) {
   const char *v = json_string_value(json_object_get(j, key));
   return v ? v : "";
@@ -86,6 +153,8 @@ int kv_import_starter(const struct kv_import_opts *o, const char *task_dir, cons
                     "%s: no reference.py; kevo task starter writes candidates of tasks made by "
                     "kevo import (a C reference is itself a candidate to start from)",
                     task_dir);
+  if (surface && !strcmp(surface, "torch"))
+    return torch_starter(ref, s, err, errlen);
   const char *py = o->python && *o->python ? o->python : kv_python();
   if (find_starter_helper(helper, sizeof helper, err, errlen) < 0 ||
       kv_import_sandbox_path(o, sbx, sizeof sbx, err, errlen) < 0)
