@@ -70,9 +70,10 @@ KPID=$!
 victim=
 i=0
 while [ -z "$victim" ] && [ $i -lt 600 ] && kill -0 "$KPID" 2>/dev/null; do
-  # a gate server (a child of kevo) that has a child of its own (a compiler
-  # or a worker) is in the middle of a job
-  for s in $(ps -o pid= --ppid "$KPID" 2>/dev/null); do
+  # a gate server (a child of kevo running `kevo gate serve`; kevo's other
+  # children are its compile pool's compilers) that has a child of its own
+  # (a worker) is in the middle of a job
+  for s in $(ps -o pid=,args= --ppid "$KPID" 2>/dev/null | awk '/gate serve/ {print $1}'); do
     if [ -n "$(ps -o pid= --ppid "$s" 2>/dev/null)" ]; then
       victim=$s
       break
@@ -92,8 +93,8 @@ if [ -n "$victim" ] && [ "$code" = 0 ]; then ok "the run survives a gate server 
   bad "run through local servers: exit $code (victim '$victim')"
   tail -20 "$T/run.out" | sed 's/^/    /'
 fi
-grep -q "2 of 2 gate servers up, 2 jobs at once" "$T/run.out" && ok "two servers, two jobs at once" ||
-  bad "the run did not say it judges two at once"
+grep -q "2 of 2 gate servers up, [0-9]* jobs kept submitted, compile pool: [1-9][0-9]* compilers" "$T/run.out" &&
+  ok "two servers and a compile pool" || bad "the run did not say it has two servers and a compile pool"
 grep -q "goes to another server" "$T/run.out" && ok "the killed job is retried elsewhere" ||
   { bad "no retry noted"; tail -20 "$T/run.out" | sed 's/^/    /'; }
 run=$(q "SELECT max(id) FROM runs")
@@ -109,6 +110,36 @@ retried=$(q "SELECT count(*) FROM evaluations WHERE json_extract(result_json, '$
 hosts=$(q "SELECT count(*) FROM evaluations WHERE json_extract(result_json, '$.executor.name') = 'local' AND json_extract(result_json, '$.executor.host') != ''")
 [ "$hosts" = 5 ] && ok "every evaluation names the executor and host that judged it" ||
   bad "evaluations naming their host: $hosts"
+# the pipeline: each candidate built by the compile pool before it went to a
+# server, which found it built (its compile a cache hit)
+ahead=$(q "SELECT count(*) FROM evaluations WHERE json_extract(result_json, '$.executor.compiled_ahead') = 1 AND json_extract(result_json, '$.compile.cached') = 1 AND json_extract(result_json, '$.executor.at.sent') >= json_extract(result_json, '$.executor.at.compile_end')")
+[ "$ahead" = 5 ] && grep -q "5 jobs sent (5 built ahead by the compile pool" "$T/run.out" &&
+  ok "every candidate was built ahead by the compile pool and reached its server built" ||
+  { bad "built ahead and found built by the server: $ahead of 5"; grep "kevo: executor:" "$T/run.out" | sed 's/^/    /'; }
+
+# ---- a bench over a suite shares one executor across its tasks ----
+# Two tasks, two at once (--jobs 2 is the default with an executor), two
+# servers: while one task's run starts or ends the other's candidates keep
+# the servers busy; each task's steps recorded once each.
+mkdir -p "$T/suite"
+cp -r "$RS" "$T/suite/rowsum"
+cp -r "$EX/transpose" "$T/suite/transpose"
+expect "bench through one executor" 0 "" -- "$K" bench --executor local --concurrency 2 --steps 4 \
+  --budget 0.2 "$T/suite"
+b=$(q "SELECT max(id) FROM benches")
+runs=$(q "SELECT count(*) FROM bench_tasks WHERE bench_id=$b AND run_id IS NOT NULL")
+nodes=$(q "SELECT count(*) || ' ' || count(DISTINCT n.run_id || ':' || n.step) || ' ' || count(DISTINCT n.eval_id) FROM nodes n JOIN bench_tasks bt ON bt.run_id = n.run_id WHERE bt.bench_id=$b AND n.eval_id IS NOT NULL")
+[ "$runs" = 2 ] && [ "$nodes" = "8 8 8" ] && ok "the bench's two tasks: 8 steps, each judged once" ||
+  bad "bench through one executor: $runs runs, nodes/steps/evaluations '$nodes'"
+# the tasks overlapped on the servers: a verdict of one task's arrived while
+# the other task had a job at a server (times from the shared executor's start)
+over=$(q "SELECT count(*) FROM evaluations a JOIN nodes na ON na.eval_id = a.id JOIN bench_tasks ta ON ta.run_id = na.run_id,
+              evaluations c JOIN nodes nc ON nc.eval_id = c.id JOIN bench_tasks tc ON tc.run_id = nc.run_id
+          WHERE ta.bench_id=$b AND tc.bench_id=$b AND ta.run_id < tc.run_id
+            AND json_extract(a.result_json, '$.executor.at.sent') < json_extract(c.result_json, '$.executor.at.verdict')
+            AND json_extract(c.result_json, '$.executor.at.sent') < json_extract(a.result_json, '$.executor.at.verdict')")
+[ "${over:-0}" -ge 1 ] && ok "the two tasks' jobs were on the servers at once ($over overlapping pairs)" ||
+  bad "the bench's tasks never overlapped on the servers"
 
 # ---- an LLM strategy through the executor ----
 if [ -n "$STANDIN" ]; then
@@ -237,6 +268,42 @@ if [ "$code" = 0 ] && grep -q "judged again here: ok" "$T/honest.out" &&
 else
   bad "an honest remote's best: exit $code"
   tail -15 "$T/honest.out" | sed 's/^/    /'
+fi
+
+# ---- a node lost mid-job costs only its job ----
+# A stand-in srun whose first step is a node that dies (SIGKILL) in the middle
+# of a job, once the gate server has a worker: the job is re-queued on the
+# next allocation and every step recorded once, no evaluation twice.
+cat >"$T/fakebin/srun-lost" <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+if [ ! -e "$KEVO_TEST_LOST" ]; then
+  : >"$KEVO_TEST_LOST"
+  me=$$
+  (
+    i=0
+    while [ $i -lt 600 ] && [ -z "$(ps -o pid= --ppid "$me" 2>/dev/null)" ]; do sleep 0.05; i=$((i + 1)); done
+    sleep 0.3
+    echo "stand-in node: lost mid-job" >>"$KEVO_TEST_LOST"
+    kill -9 "$me"
+  ) </dev/null >/dev/null 2>&1 &
+fi
+exec "$@"
+SH
+chmod +x "$T/fakebin/srun-lost"
+mkdir -p "$T/lostbin" && cp "$T/fakebin/srun-lost" "$T/lostbin/srun"
+PATH="$T/lostbin:$PATH" KEVO_TEST_LOST="$T/lost.mark" "$K" run --executor slurm \
+  --executor-config "$T/slurm.json" --steps 3 --budget 0.5 "$RS" >"$T/lost.out" 2>&1
+code=$?
+run=$(q "SELECT max(id) FROM runs")
+nodes=$(q "SELECT count(*) || ' ' || count(DISTINCT step) || ' ' || count(DISTINCT eval_id) FROM nodes WHERE run_id=$run AND eval_id IS NOT NULL")
+retried=$(q "SELECT count(*) FROM nodes n JOIN evaluations e ON e.id = n.eval_id WHERE n.run_id=$run AND json_extract(e.result_json, '$.executor.attempts') = 2")
+if [ "$code" = 0 ] && grep -q "lost mid-job" "$T/lost.mark" && grep -q "goes to another server" "$T/lost.out" &&
+  [ "$nodes" = "3 3 3" ] && [ "$retried" = 1 ]; then
+  ok "a node lost mid-job: its job re-queued, 3 steps judged once each (one in 2 tries)"
+else
+  bad "a node lost mid-job: exit $code, nodes/steps/evaluations '$nodes', retried $retried"
+  tail -15 "$T/lost.out" | sed 's/^/    /'
 fi
 
 echo "exec_e2e: $pass passed, $fail failed"
