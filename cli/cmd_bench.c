@@ -128,12 +128,15 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
   for (int i = 0; i < n; i++) {
     const struct kv_bench_task_row *t = &rows[i];
     char sp[32] = "-", bs[32] = "-", run[32] = "-";
+    /* a side off do_bench (kv_side_note): "!" beside its speedup, the words after */
+    int nr = t->detail && strstr(t->detail, "vs reference (kevo's"),
+        nb = t->detail && strstr(t->detail, "vs baseline (kevo's");
     if (t->correct && t->speedup > 0)
-      snprintf(sp, sizeof sp, "%.2fx", t->speedup);
+      snprintf(sp, sizeof sp, "%.2fx%s", t->speedup, nr ? "!" : "");
     else if (t->correct)
       snprintf(sp, sizeof sp, "untimed");
     if (t->speedup_baseline > 0)
-      snprintf(bs, sizeof bs, "%.2fx", t->speedup_baseline);
+      snprintf(bs, sizeof bs, "%.2fx%s", t->speedup_baseline, nb ? "!" : "");
     if (t->run_id > 0)
       snprintf(run, sizeof run, "%lld", (long long)t->run_id);
     printf("%-*.*s  %-7s  %-7s  %8s", w, w, t->name, t->status,
@@ -141,10 +144,17 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
     if (any_base)
       printf("  %11s", bs);
     printf("  %5s", run);
-    if (t->detail && strcmp(t->status, "done"))
+    if (t->detail && (strcmp(t->status, "done") || nr || nb))
       printf("  %s", t->detail);
     putchar('\n');
   }
+  for (int i = 0; i < n; i++)
+    if (rows[i].detail && strstr(rows[i].detail, " (kevo's ")) {
+      printf("!: kevo's time of that side is more than %.0f%% off triton's do_bench: that "
+             "speedup, and the scores below, are not comparable with the field's\n",
+             100 * KV_DO_BENCH_TOL);
+      break;
+    }
   printf("\n%d tasks: %d done, %d failed, %d skipped, %d not yet run\n", sm->n, sm->done,
          sm->failed, sm->skipped, sm->pending);
   printf("%-8s %6s %8s", "level", "tasks", "correct");

@@ -105,6 +105,24 @@ struct shown {
   int compile, checks, timing, verdict, stat; /* printed already */
 };
 
+/* The do_bench cross-check of the torch sides (cuda, issue 27 item 4): each
+ * side's do_bench time and kevo's time over it. */
+static void print_do_bench(const struct kv_timing *t) {
+  if (t->ref_do_bench_us > 0) {
+    printf("           do_bench  eager %.1f us (kevo/do_bench %.3f)", t->ref_do_bench_us,
+           t->ref.median_us / t->ref_do_bench_us);
+    if (t->has_baseline && t->base_do_bench_us > 0)
+      printf(", compile %.1f us (kevo/do_bench %.3f)", t->base_do_bench_us,
+             t->base.median_us / t->base_do_bench_us);
+    printf(": a speedup is comparable against a side within %.0f%%\n", 100 * KV_DO_BENCH_TOL);
+  }
+  if (t->do_bench_why[0] && strstr(t->do_bench_why, "stand-in"))
+    printf("           note: do_bench: %s\n", t->do_bench_why);
+  else if (t->do_bench_why[0])
+    printf("           note: no do_bench cross-check of %s: %s\n",
+           t->ref_do_bench_us > 0 ? "the baseline" : "the torch sides", t->do_bench_why);
+}
+
 static void print_compile(const struct kv_gate_result *r) {
   printf("  compile  %6.2f s%s\n", r->compile_s, r->compile_cached ? " (cached)" : "");
   for (int i = 0; i < r->nkernels && i < 8; i++) {
@@ -173,14 +191,18 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
       printf("           clock     %10.1f us  per call by kevo's clock (reported/kevo %.2f; %d "
              "phases of %d calls, %d checked)\n",
              t->parent_us, t->clock_ratio, t->phases, t->calls_per_phase, t->validated_calls);
+    char bnote[160], rnote[160];
+    kv_side_note(t, 1, bnote, sizeof bnote);
+    kv_side_note(t, 0, rnote, sizeof rnote);
     if (t->has_baseline) {
-      printf("           baseline  %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d): %.2fx of it, %s",
+      printf("           baseline  %10.1f us  (IQR %.1f us, CV %.1f%%, n=%d): %.2fx of it%s, %s",
              t->base.median_us, t->base.iqr_us, 100 * t->base.cv, t->base.n, t->speedup_vs_baseline,
-             t->baseline_kind);
+             bnote, t->baseline_kind);
       if (t->baseline_compile_s > 0)
         printf(" (compiled in %.1f s, not timed)", t->baseline_compile_s);
       putchar('\n');
     }
+    print_do_bench(t);
     if (t->cand_host_timer)
       printf("           note: the candidate's work ran outside the stream's events; timed by "
              "the host clock\n");
@@ -211,6 +233,7 @@ static void print_verdict(const struct kv_gate_result *r, struct shown *sh) {
            !strcmp(t->method, "kernelbench") ? " (KernelBench's timing)"
            : !strcmp(t->method, "do_bench")  ? " (kevo's timing, do_bench's flush before each call)"
                                              : " (kevo's timing)");
+    printf("%s", rnote);
     if (t->roofline > 0)
       printf("   %.0f%% of roofline (%.1f GB/s, %.1f GFLOP/s)", 100 * t->roofline, t->gbs,
              t->gflops);

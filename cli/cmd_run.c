@@ -357,10 +357,14 @@ static int print_best(struct kv_store *s, int64_t run_id, const char *out_path, 
     char date[32];
     time_t now = (time_t)(have_ev ? ev.created_unix : kv_unix_time());
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    char head[1024], speed[128] = "not timed";
-    if (run.best_speedup > 0 && have_ev && ev.median_us > 0)
-      snprintf(speed, sizeof speed, "%.2fx the reference (median %.1f us)", run.best_speedup,
-               ev.median_us);
+    char head[1024], speed[320] = "not timed", note[160] = "";
+    if (run.best_speedup > 0 && have_ev && ev.median_us > 0) {
+      json_t *rj = json_loads(ev.result_json ? ev.result_json : "", 0, NULL);
+      kv_side_note_json(json_object_get(rj, "timing"), 0, note, sizeof note);
+      json_decref(rj);
+      snprintf(speed, sizeof speed, "%.2fx the reference%s (median %.1f us)", run.best_speedup,
+               note, ev.median_us);
+    }
     char word[512] = "verdict ok";
     int refused = src && have_ev && rejudge_best(s, &run, &ev, src, len, word, sizeof word);
     snprintf(head, sizeof head, "/* kevo best of run %lld: task %s, %s, %s, device %s, %s */\n",

@@ -906,8 +906,8 @@ def emit_weights(g, task):
     """Pointers into the packs (each after the one before), wrapped as kt."""
     out = {}
     for p in task["params"]:
-        if not p.get("pack"):
-            continue
+        if not p.get("pack") or p["dtype"] != "f32":
+            continue  # another dtype's pack (num_batches_tracked): unused by forward
         prev = None
         for k, m in enumerate(p["pack"]):
             ptr = "%s_%d" % (p["name"], k)
@@ -923,9 +923,11 @@ def emit_weights(g, task):
     for qual, (p, m) in list(g.weights.items()):
         if m is None:
             g.weights[qual] = ("lazy", p["name"], p["shape"], p["dtype"])
-        else:
+        elif m["name"] in out:
             ptr, shape, dt = out[m["name"]]
             g.weights[qual] = ("lazy", ptr, shape, dt)
+        else:
+            g.weights[qual] = ("lazy", p["name"], m["shape"], p["dtype"])  # refused if used
 
 
 class LazyWeights(dict):

@@ -122,6 +122,12 @@ struct kv_timing {
    * latency; the lead doubles after each). */
   double torch_lead_us;
   int torch_uncovered;
+  /* cuda, a torch reference: the eager and torch.compile sides at the first
+   * bench size timed again by triton.testing.do_bench (L2 flushed, median),
+   * the cross-check of kevo's own times of them (issue 27 item 4); 0 where
+   * not measured (do_bench_why says why, "" when not asked). */
+  double ref_do_bench_us, base_do_bench_us;
+  char do_bench_why[160];
   /* cuda: kevo's empty phases (parent's clock, median per phase) while the
    * candidate's process existed and once it was gone (interference check). */
   double empty_beside_us, empty_alone_us;
@@ -328,6 +334,18 @@ char *kv_gate_log_own_names(const char *log, const char *user_path);
  * counts bounded, an unknown verdict refused. 0, or -1 with err (r is then
  * empty). Release with kv_gate_result_release. */
 int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err, size_t errlen);
+
+/* A speedup against a torch side is printed bare only where kevo's time of
+ * that side is within KV_DO_BENCH_TOL of triton's do_bench
+ * (kv_timing.ref_do_bench_us, base_do_bench_us: issue 27 item 4). Else
+ * kv_side_note writes the words that go after it, e.g. " (kevo's compile
+ * time 11.6% above do_bench: not comparable)", and returns 1; 0 and "" when
+ * the side agrees or was not cross-checked. baseline: the torch.compile side,
+ * else the eager reference. */
+#define KV_DO_BENCH_TOL 0.05
+int kv_side_note(const struct kv_timing *t, int baseline, char *out, size_t cap);
+/* The same from a stored result's "timing" object (kv_gate_result_json). */
+int kv_side_note_json(struct json_t *timing, int baseline, char *out, size_t cap);
 
 #define KV_TASK_MAX_FINDINGS 32
 struct kv_task_report {

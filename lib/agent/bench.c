@@ -300,6 +300,14 @@ static int take_result(struct kv_store *s, struct kv_bench_task_row *row, char *
           json_real_value(json_object_get(json_object_get(j, "timing"), "speedup_vs_baseline"));
       if (b > 0 && isfinite(b))
         row->speedup_baseline = b;
+      /* a side whose time by kevo is off do_bench's: its speedup is said so */
+      char note[160];
+      for (int side = 0; side < 2; side++)
+        if (kv_side_note_json(json_object_get(j, "timing"), side, note, sizeof note)) {
+          size_t u = strlen(detail);
+          snprintf(detail + u, sizeof detail - u, "; vs %s%s", side ? "baseline" : "reference",
+                   note);
+        }
       json_decref(j);
       kv_eval_row_release(&ev);
     }

@@ -957,21 +957,25 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
        * torch.compile. */
       const char *base = basesrc[0] ? bas->so_path : s.torch && o->torch_compile ? refsrc : NULL;
       int tr = kv_time_candidate(&s, base, cand->so_path, calp, r, err, errlen);
+      if (tr == 0)
+        kv_torch_do_bench(&s, r);
       kv_devlock_release(&lock);
       kv_gate_mark(r, "timed");
       if (tr < 0)
         goto out;
     }
     r->time_s = kv_now_s() - t2;
+    char rnote[160]; /* the reference's time off do_bench's: said with its speedup */
+    kv_side_note(&r->timing, 0, rnote, sizeof rnote);
     if (r->verdict == KV_V_OK && r->timed && r->timing.nsizes > 1)
       kv_set_verdict(r, KV_V_OK,
                      "passed %d checks; %.2fx the reference (geometric mean over %d sizes; "
-                     "%.2fx at %s)",
+                     "%.2fx at %s)%s",
                      r->nchecks, r->timing.speedup, r->timing.nsizes, r->timing.size[0].speedup,
-                     r->timing.sizes);
+                     r->timing.sizes, rnote);
     else if (r->verdict == KV_V_OK && r->timed)
-      kv_set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s", r->nchecks,
-                     r->timing.speedup, r->timing.sizes);
+      kv_set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s%s", r->nchecks,
+                     r->timing.speedup, r->timing.sizes, rnote);
   }
   rc = 0;
 out:
@@ -1060,6 +1064,28 @@ static json_t *safe_string(const char *s) {
   j = json_string(c);
   free(c);
   return j ? j : json_string("");
+}
+
+/* The do_bench cross-check beside kevo's own times of the torch sides. */
+static json_t *do_bench_json(const struct kv_timing *t) {
+  json_t *d = json_object();
+  char note[160];
+  if (t->ref_do_bench_us > 0) {
+    json_object_set_new(d, "reference_us", json_real(t->ref_do_bench_us));
+    json_object_set_new(d, "reference_ratio", json_real(t->ref.median_us / t->ref_do_bench_us));
+    json_object_set_new(d, "reference_comparable",
+                        json_boolean(!kv_side_note(t, 0, note, sizeof note)));
+  }
+  if (t->has_baseline && t->base_do_bench_us > 0) {
+    json_object_set_new(d, "baseline_us", json_real(t->base_do_bench_us));
+    json_object_set_new(d, "baseline_ratio", json_real(t->base.median_us / t->base_do_bench_us));
+    json_object_set_new(d, "baseline_comparable",
+                        json_boolean(!kv_side_note(t, 1, note, sizeof note)));
+  }
+  if (t->do_bench_why[0])
+    json_object_set_new(d, "why", json_string(t->do_bench_why));
+  json_object_set_new(d, "tolerance", json_real(KV_DO_BENCH_TOL));
+  return d;
 }
 
 static json_t *stats_json(const struct kv_stats *s) {
@@ -1189,6 +1215,8 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
           tj, "empty_phase_us",
           json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone", t->empty_alone_us));
     }
+    if (t->ref_do_bench_us > 0 || t->do_bench_why[0])
+      json_object_set_new(tj, "do_bench", do_bench_json(t));
     json_object_set_new(tj, "method", json_string(t->method[0] ? t->method : "kevo"));
     if (!strcmp(t->method, "kernelbench"))
       json_object_set_new(tj, "kernelbench",

@@ -527,5 +527,11 @@ int kv_gate_lock_device(const struct kv_surface *sf, const struct kv_gate_opts *
 int kv_time_candidate(struct kv_session *s, const char *base_so, const char *cand_so,
                       const struct kv_calib *cal, struct kv_gate_result *r, char *err,
                       size_t errlen);
+/* cuda, a torch reference timed by kevo's method: its eager and compiled
+ * sides timed again by triton's do_bench into r->timing (dobench.c); a side
+ * it could not time stays 0, do_bench_why saying why. KEVO_NO_DO_BENCH=1
+ * skips it. */
+#define KV_DO_BENCH_DEADLINE_S 120
+void kv_torch_do_bench(struct kv_session *s, struct kv_gate_result *r);
 
 #endif

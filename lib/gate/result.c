@@ -2,6 +2,7 @@
  * a gate server on another host sent, or what the store recorded (kevo
  * resume, kevo analyze). Outside input: strings are capped, counts bounded,
  * unknown verdicts refused. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,12 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
       tm->baseline_compile_s = num(t, "baseline_compile_s");
       tm->speedup_vs_baseline = num(t, "speedup_vs_baseline");
     }
+    json_t *db = json_object_get(t, "do_bench");
+    if (json_is_object(db)) {
+      tm->ref_do_bench_us = num(db, "reference_us");
+      tm->base_do_bench_us = num(db, "baseline_us");
+      str_into(db, "why", tm->do_bench_why, sizeof tm->do_bench_why);
+    }
     json_t *cl = json_object_get(t, "clock");
     tm->phases = (int)json_integer_value(json_object_get(cl, "phases"));
     tm->calls_per_phase = (int)json_integer_value(json_object_get(cl, "calls_per_phase"));
@@ -197,4 +204,35 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
   r->stderr_truncated = json_is_true(json_object_get(j, "stderr_truncated"));
   json_decref(j);
   return 0;
+}
+
+int kv_side_note(const struct kv_timing *t, int baseline, char *out, size_t cap) {
+  if (cap)
+    out[0] = 0;
+  double db = baseline ? t->base_do_bench_us : t->ref_do_bench_us;
+  double us = baseline ? t->base.median_us : t->ref.median_us;
+  if (!(db > 0) || !(us > 0) || (baseline && !t->has_baseline))
+    return 0;
+  double off = us / db - 1;
+  if (fabs(off) <= KV_DO_BENCH_TOL)
+    return 0;
+  snprintf(out, cap, " (kevo's %s time %.1f%% %s do_bench: not comparable)",
+           baseline ? "compile" : "eager", 100 * fabs(off), off > 0 ? "above" : "below");
+  return 1;
+}
+
+int kv_side_note_json(struct json_t *timing, int baseline, char *out, size_t cap) {
+  struct kv_timing t;
+  memset(&t, 0, sizeof t);
+  json_t *db = json_object_get(timing, "do_bench");
+  if (cap)
+    out[0] = 0;
+  if (!json_is_object(timing) || !json_is_object(db))
+    return 0;
+  t.ref.median_us = num(timing, "reference_median_us");
+  t.base.median_us = num(timing, "baseline_median_us");
+  t.has_baseline = json_is_object(json_object_get(timing, "baseline"));
+  t.ref_do_bench_us = num(db, "reference_us");
+  t.base_do_bench_us = num(db, "baseline_us");
+  return kv_side_note(&t, baseline, out, cap);
 }

@@ -323,6 +323,11 @@ static void distill_result(json_t *o, const char *result_json, int64_t eval_id,
     set_real(tm, "sp", json_number_value(json_object_get(t, "speedup")));
     if (json_object_get(t, "speedup_vs_baseline"))
       set_real(tm, "sb", json_number_value(json_object_get(t, "speedup_vs_baseline")));
+    char note[160]; /* a torch side off do_bench: its speedup is said so */
+    if (kv_side_note_json(t, 0, note, sizeof note))
+      set_str(tm, "sn", note, sizeof note, b);
+    if (kv_side_note_json(t, 1, note, sizeof note))
+      set_str(tm, "bn", note, sizeof note, b);
     set_real(tm, "rf", json_number_value(json_object_get(t, "roofline_fraction")));
     set_real(tm, "gbs", json_number_value(json_object_get(t, "gbs")));
     set_real(tm, "gf", json_number_value(json_object_get(t, "gflops")));

@@ -304,8 +304,8 @@
       if (o.tm) {
         var tm = o.tm;
         var parts = [];
-        if (typeof tm.sp === 'number') parts.push(fmtX(tm.sp) + ' the reference');
-        if (typeof tm.sb === 'number') parts.push(fmtX(tm.sb) + ' the baseline');
+        if (typeof tm.sp === 'number') parts.push(fmtX(tm.sp) + ' the reference' + (txt(tm, 'sn') || ''));
+        if (typeof tm.sb === 'number') parts.push(fmtX(tm.sb) + ' the baseline' + (txt(tm, 'bn') || ''));
         if (typeof tm.rf === 'number') parts.push((tm.rf * 100).toFixed(0) + '% of roofline');
         if (typeof tm.gbs === 'number') parts.push(tm.gbs.toFixed(1) + ' GB/s');
         if (typeof tm.gf === 'number') parts.push(tm.gf.toFixed(1) + ' GFLOP/s');

@@ -71,8 +71,19 @@ if [ -n "$NVCC" ]; then
     "$T/3_Small_ConvNet" "$OUT/conv.cu" >"$OUT/conv.log" 2>&1
   grep -q "conv.cu compiles (the compile step needs no GPU)\|^verdict: ok" "$OUT/conv.log" ||
     { cat "$OUT/conv.log"; fail "the cuda starter does not compile on the gate's cuda path"; }
+  # A network of 626 packed tensors (ResNet101): its starter is whole (every
+  # layer, the entry's last line) and compiles against the generated header.
+  B=$SRC/tests/import/big/10_ResNet101
+  "$KEVO" task starter --surface cuda "$B" -o "$OUT/rn.cu" 2>"$OUT/rn.gen" ||
+    { cat "$OUT/rn.gen"; fail "kevo task starter of ResNet101"; }
+  grep -q "const float \*weights_12_2 = weights_12_1 + " "$OUT/rn.cu" && tail -2 "$OUT/rn.cu" | grep -q "kt_free_all" ||
+    fail "the ResNet101 starter is cut short"
+  PATH=$(dirname "$NVCC"):$PATH KEVO_CUDA_ARCH=sm_90 "$KEVO" eval --surface cuda "$B" \
+    "$OUT/rn.cu" >"$OUT/rn.log" 2>&1
+  grep -q "rn.cu compiles (the compile step needs no GPU)\|^verdict: ok" "$OUT/rn.log" ||
+    { tail -20 "$OUT/rn.log"; fail "the ResNet101 starter does not compile against its header"; }
 else
-  echo "note: no nvcc here; the cuda starter's compile was not checked"
+  echo "note: no nvcc here; the cuda starters' compile was not checked"
 fi
 
 # Refused, with the reason: training-mode Dropout is random.
