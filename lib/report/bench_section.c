@@ -159,14 +159,14 @@ static void tasks(struct rep_out *o, const struct rep_bench *b) {
     const char *nr = t->detail ? strstr(t->detail, "vs reference (kevo's") : NULL,
                *nb = t->detail ? strstr(t->detail, "vs baseline (kevo's") : NULL;
     if (t->correct && t->speedup > 0)
-      rep_printf(o, "<td class=\"num\" data-v=\"%.6g\">%.2f\xC3\x97%s</td>", t->speedup,
-                 t->speedup, nr ? " (not comparable: kevo's eager time is off do_bench's)" : "");
+      rep_printf(o, "<td class=\"num\" data-v=\"%.6g\">%.2f\xC3\x97%s</td>", t->speedup, t->speedup,
+                 nr ? " (not comparable: kevo's eager time is off do_bench's)" : "");
     else
       rep_puts(o, "<td class=\"num\" data-v=\"-1\">-</td>");
     if (any_base) {
       if (t->speedup_baseline > 0)
-        rep_printf(o, "<td class=\"num\" data-v=\"%.6g\">%.2f\xC3\x97%s</td>",
-                   t->speedup_baseline, t->speedup_baseline,
+        rep_printf(o, "<td class=\"num\" data-v=\"%.6g\">%.2f\xC3\x97%s</td>", t->speedup_baseline,
+                   t->speedup_baseline,
                    nb ? " (not comparable: kevo's compile time is off do_bench's)" : "");
       else
         rep_puts(o, "<td class=\"num\" data-v=\"-1\">-</td>");
