@@ -927,8 +927,11 @@ def do_bench_side(req, lay, ref):
         reply({"do_bench_us": 0, "why": "triton.testing.do_bench: %s" % str(e)[:200]})
         return
     run, fin, binds, _ = ref.model_for(lay)
-    raws = buffers(lay, dev)
-    fresh(lay, raws, int(req.get("seed", 1)), 0)
+    if phase["key"] == lay.key and phase["bufs"]:
+        raws = phase["bufs"][0]  # the last phase's inputs at this size: no second set
+    else:
+        raws = buffers(lay, dev)
+        fresh(lay, raws, int(req.get("seed", 1)), 0)
     for w, p, shape, off in binds:
         t = typed(raws[p], p, lay)
         if off is not None:
