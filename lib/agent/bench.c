@@ -419,11 +419,12 @@ static int run_task(struct bench_ctx *c, const struct kv_bench_opts *o, int *con
     const char *starter = starter_of(row->dir, o, sp, sizeof sp, &missing);
     if (missing) {
       kv_task_free(t);
-      char why[PATH_MAX + 200];
+      char why[3 * PATH_MAX + 256];
       snprintf(why, sizeof why,
                "%s: no starter kernel, which the %s strategy needs (an imported "
-               "module has none: use an LLM strategy)",
-               sp, o->run.strategy);
+               "module has none: write one with kevo task starter %s -o %s, or use an LLM "
+               "strategy)",
+               sp, o->run.strategy, row->dir, sp);
       return set_state(row, "skipped", why) < 0
                  ? kv_error(c->err, c->errlen, "out of memory")
                  : kv_store_bench_task_update(c->s, row, c->err, c->errlen);
