@@ -39,21 +39,6 @@ char *cli_entry_declaration(const struct kv_task *t, const char *surface) {
   return out;
 }
 
-/* Finding i as shown: the tolerance is not what to change when the reference
- * itself gives different answers on the same inputs (the reordered-sum test
- * then differs for that reason, not for rounding). */
-static const char *shown(const struct kv_task_report *r, int i) {
-  if (!strstr(r->findings[i], "loosen \"tolerance\""))
-    return r->findings[i];
-  for (int k = 0; k < r->nfindings; k++)
-    if (strstr(r->findings[k], "it is not deterministic"))
-      return "warning: the tolerance was not judged: the reference itself gives different "
-             "answers on the same inputs (above), so its reordered sums differ for that reason "
-             "and no tolerance makes it a judge; make the reference deterministic (seed its "
-             "random draws, no training-mode Dropout), then check again";
-  return r->findings[i];
-}
-
 /* The reference's compiler log names kevo's copy (candidate.c): the
  * reference's own name instead (malloc'd), or NULL to keep it as it is. */
 static char *own_log(const struct kv_task_report *r) {
@@ -195,7 +180,7 @@ int cmd_task(int argc, char **argv) {
                           r.ncalls, "compile_s", r.compile_s, "bench_reference_ms", r.bench_ref_ms);
     json_t *f = json_array(), *w = json_array();
     for (int i = 0; i < r.nfindings; i++)
-      json_array_append_new(is_warning(r.findings[i]) ? w : f, json_string(shown(&r, i)));
+      json_array_append_new(is_warning(r.findings[i]) ? w : f, json_string(r.findings[i]));
     json_object_set_new(j, "findings", f);
     json_object_set_new(j, "warnings", w);
     if (!r.ok && r.compile_log)
@@ -210,7 +195,7 @@ int cmd_task(int argc, char **argv) {
     printf("%s (%s, %s surface): %d check sizes, %d reference calls\n", t->name, dir, o.surface,
            t->ncheck, r.ncalls);
     for (int i = 0; i < r.nfindings; i++)
-      printf(is_warning(r.findings[i]) ? "  %s\n" : "  problem: %s\n", shown(&r, i));
+      printf(is_warning(r.findings[i]) ? "  %s\n" : "  problem: %s\n", r.findings[i]);
     if (r.bench_ref_ms >= 0)
       printf("  reference at the bench size: %.2f ms per call\n", r.bench_ref_ms);
     if (!r.ok && r.compile_log && r.compile_log[0])

@@ -734,64 +734,37 @@ int kv_build_cuda(const struct kv_task *t, const struct kv_gate_opts *o, const c
   return rc;
 }
 
-int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
-                       const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
-                       size_t errlen) {
-  /* A kernel-only candidate (launch lines, no entry) goes to NVRTC. */
-  int ko = kv_build_cuda_kernels(t, o, src, cache_dir, deadline_s, b, err, errlen);
-  if (ko <= 0)
-    return ko;
-  memset(b, 0, sizeof(*b));
-  double t0 = kv_now_s(), t_end = t0 + deadline_s;
-  const struct nvcc_info *nvi = nvcc_info(o);
-  if (!nvi->ver[0])
-    return kv_error(err, errlen,
-                    "--surface cuda: nvcc not found; install the CUDA toolkit, put nvcc on PATH "
-                    "or set KEVO_NVCC to its path");
-  char arch[32], aflag[96];
-  if (kv_cuda_arch(o, arch, sizeof arch, err, errlen) < 0)
-    return -1;
-  kv_cuda_arch_flag(arch, aflag, sizeof aflag);
-  char *text = NULL;
-  size_t len = 0;
-  if (kv_read_file(src, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
-    return -1;
-  char why[512];
-  if (kv_source_files_check(text, len, why, sizeof why)) {
-    free(text);
-    kv_source_files_refusal(why, &b->log);
-    b->seconds = kv_now_s() - t0;
-    return 0;
-  }
-  char *p_proto = malloc(65536), *p_shim = malloc(65536 + sizeof kv_cuda_guard_cu);
-  if (!p_proto || !p_shim || kv_task_prototype(t, KV_LANG_CUDA, p_proto, 65536) < 0 ||
-      kv_task_shim(t, KV_LANG_CUDA, p_shim, 65536) < 0) {
-    free(text);
-    free(p_proto);
-    free(p_shim);
-    return kv_error(err, errlen, "%s: the task's prototype is too large", t->name);
-  }
-  strcat(p_shim, kv_cuda_guard_cu);
-  const char *flags[] = {"-O3", aflag, "-Xcompiler", "-fPIC"};
-  /* The shim object: per task, toolkit and architecture. */
+/* The object cache's files of a host-entry build, a refused one, a shim. */
+static const char *const cu_sfx_ok[] = {".so", ".o", ".log", NULL};
+static const char *const cu_sfx_fail[] = {".log", NULL};
+static const char *const cu_sfx_shim[] = {".o", NULL};
+
+/* One nvcc build: what kv_build_cuda_code's stages share. */
+struct nvcc_job {
+  const struct kv_task *t;
+  const struct kv_gate_opts *o;
+  char *nv; /* nvcc */
+  char aflag[96];
+  char *proto, *shim; /* the prototype header, the call shim and its guard */
+  struct kv_vendor *ven;
   char shim_key[65];
+  double t_end;
+  char objdir[3100], logp[PATH_MAX], shim_o[PATH_MAX], shim_entry[80], dir[PATH_MAX];
+};
+
+/* The shim's key (per task, toolkit and architecture) and the candidate's
+ * (everything that goes into its build) into b->key. */
+static void nvcc_keys(struct nvcc_job *j, const struct nvcc_info *nvi, const char *text, size_t len,
+                      struct kv_build *b) {
+  const char *flags[] = {"-O3", j->aflag, "-Xcompiler", "-fPIC"};
   struct kv_sha256 *h = kv_sha256_new();
   kv_sha256_update(h, "kevo-cuda-shim-v1", 18);
   kv_sha256_update(h, nvi->full, strlen(nvi->full) + 1);
   for (size_t i = 0; i < KV_ARRAY_LEN(flags); i++)
     kv_sha256_update(h, flags[i], strlen(flags[i]) + 1);
-  kv_sha256_update(h, p_shim, strlen(p_shim) + 1);
-  kv_sha256_final(h, shim_key);
-  struct kv_vendor *ven = malloc(sizeof *ven);
-  if (!ven || kv_vendor_find(t, o, ven, err, errlen) < 0) {
-    if (!ven)
-      kv_error(err, errlen, "%s: out of memory", t->name);
-    free(ven);
-    free(text);
-    free(p_proto);
-    free(p_shim);
-    return -1;
-  }
+  kv_sha256_update(h, j->shim, strlen(j->shim) + 1);
+  kv_sha256_final(h, j->shim_key);
+  struct kv_vendor *ven = j->ven;
   h = kv_sha256_new();
   kv_sha256_update(h, "kevo-cuda-v1", 13);
   kv_sha256_update(h, nvi->full, strlen(nvi->full) + 1);
@@ -803,155 +776,224 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     kv_sha256_update(h, ven->cargs[i], strlen(ven->cargs[i]) + 1);
   for (int i = 0; i < ven->nlargs; i++)
     kv_sha256_update(h, ven->largs[i], strlen(ven->largs[i]) + 1);
-  kv_sha256_update(h, p_proto, strlen(p_proto) + 1);
-  kv_sha256_update(h, shim_key, strlen(shim_key) + 1);
+  kv_sha256_update(h, j->proto, strlen(j->proto) + 1);
+  kv_sha256_update(h, j->shim_key, strlen(j->shim_key) + 1);
   kv_sha256_update(h, text, len);
   kv_sha256_final(h, b->key);
+}
 
+/* The shim object, built and cached once per key, then put in the build
+ * directory: the link runs sandboxed (reads only system directories and the
+ * build directory), so it goes in as a hard link (or a copy). 0, or -1 with
+ * err. */
+static int nvcc_shim(struct nvcc_job *j, int *killed, char *err, size_t errlen) {
   int rc = 0;
-  char objdir[3100], logp[PATH_MAX], shim_o[PATH_MAX], shim_entry[80];
-  static const char *const sfx_ok[] = {".so", ".o", ".log", NULL},
-                           *const sfx_fail[] = {".log", NULL}, *const sfx_shim[] = {".o", NULL};
-  if (kv_obj_dir(cache_dir, objdir, sizeof objdir, err, errlen) < 0) {
-    rc = -1;
-    goto done;
-  }
-  snprintf(b->so_path, sizeof b->so_path, "%s/%s.so", objdir, b->key);
-  snprintf(b->obj_path, sizeof b->obj_path, "%s/%s.o", objdir, b->key);
-  snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
-  snprintf(shim_entry, sizeof shim_entry, "shim-%s", shim_key);
-  snprintf(shim_o, sizeof shim_o, "%s/%s.o", objdir, shim_entry);
-  int hit = kv_obj_lookup(objdir, b->key, sfx_ok);
-  if (hit != KV_OBJ_MISS) {
-    b->ok = hit == KV_OBJ_OK;
-    b->cached = 1;
-    size_t ll;
-    if (kv_read_file(logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
-      b->log = strdup("");
-    goto done;
-  }
-
-  char dir[PATH_MAX];
-  if (kv_mkdtemp(cache_dir, "build", dir, sizeof dir, err, errlen) < 0) {
-    rc = -1;
-    goto done;
-  }
-  char f_src[PATH_MAX + 32], f_proto[PATH_MAX + 32], f_shim[PATH_MAX + 32];
-  snprintf(f_src, sizeof f_src, "%s/candidate.cu", dir);
-  snprintf(f_proto, sizeof f_proto, "%s/proto.h", dir);
-  snprintf(f_shim, sizeof f_shim, "%s/kevo_shim.cu", dir);
-  if (kv_write_file(f_src, text, len, err, errlen) < 0 ||
-      kv_write_file(f_proto, p_proto, strlen(p_proto), err, errlen) < 0 ||
-      kv_write_file(f_shim, p_shim, strlen(p_shim), err, errlen) < 0 ||
-      kv_vendor_stage(ven, dir, err, errlen) < 0) {
-    rc = -1;
-    goto cleanup;
-  }
-  struct kv_buf log;
-  kv_buf_init(&log, KV_LOG_CAP);
-  int killed = 0;
-  char *nv = (char *)kv_nvcc_path(o);
-  if (kv_obj_lookup(objdir, shim_entry, sfx_shim) != KV_OBJ_OK) {
-    char *argv[] = {nv,      "-c",           "-O3", aflag,    "-Xcompiler",
+  if (kv_obj_lookup(j->objdir, j->shim_entry, cu_sfx_shim) != KV_OBJ_OK) {
+    char *argv[] = {j->nv,   "-c",           "-O3", j->aflag, "-Xcompiler",
                     "-fPIC", "kevo_shim.cu", "-o",  "shim.o", NULL};
     struct kv_buf slog;
     kv_buf_init(&slog, KV_LOG_CAP);
-    int ok = run_nvcc(o, argv, dir, t_end, NULL, &slog, &killed, err, errlen);
+    int ok = run_nvcc(j->o, argv, j->dir, j->t_end, NULL, &slog, killed, err, errlen);
     char built[PATH_MAX + 16];
-    snprintf(built, sizeof built, "%s/shim.o", dir);
+    snprintf(built, sizeof built, "%s/shim.o", j->dir);
     if (ok < 0)
       rc = -1;
     else if (!ok)
       rc = kv_error(err, errlen, "%s: kevo's generated call shim does not compile with %s: %.1500s",
-                    t->name, nv, slog.data ? slog.data : "");
-    else if (rename(built, shim_o) < 0)
-      rc = kv_error(err, errlen, "%s: cannot store the shim: %s", shim_o, strerror(errno));
+                    j->t->name, j->nv, slog.data ? slog.data : "");
+    else if (rename(built, j->shim_o) < 0)
+      rc = kv_error(err, errlen, "%s: cannot store the shim: %s", j->shim_o, strerror(errno));
     else
-      rc = kv_obj_record(objdir, shim_entry, 1, sfx_shim, err, errlen);
+      rc = kv_obj_record(j->objdir, j->shim_entry, 1, cu_sfx_shim, err, errlen);
     kv_buf_release(&slog);
-    if (rc < 0) {
-      kv_buf_release(&log);
-      goto cleanup;
-    }
+    if (rc < 0)
+      return -1;
   }
-  /* The link runs sandboxed (reads only system directories and the build
-   * directory): the shim goes in as a hard link (or a copy). */
   char local_shim[PATH_MAX + 32];
-  snprintf(local_shim, sizeof local_shim, "%s/kevo_shim.o", dir);
-  if (link(shim_o, local_shim) < 0) {
-    char *bytes = NULL;
-    size_t blen = 0;
-    if (kv_read_file(shim_o, 64 << 20, &bytes, &blen, err, errlen) < 0 ||
-        kv_write_file(local_shim, bytes, blen, err, errlen) < 0) {
-      free(bytes);
-      kv_buf_release(&log);
-      rc = -1;
-      goto cleanup;
-    }
-    free(bytes);
-  }
-  char *cargv[16 + 2] = {nv,           "-c", "-O3",      aflag,     "-Xcompiler",   "-fPIC",
-                         "-Xptxas",    "-v", "-include", "proto.h", "candidate.cu", "-o",
-                         "candidate.o"};
+  snprintf(local_shim, sizeof local_shim, "%s/kevo_shim.o", j->dir);
+  if (link(j->shim_o, local_shim) == 0)
+    return 0;
+  char *bytes = NULL;
+  size_t blen = 0;
+  if (kv_read_file(j->shim_o, 64 << 20, &bytes, &blen, err, errlen) < 0 ||
+      kv_write_file(local_shim, bytes, blen, err, errlen) < 0)
+    rc = -1;
+  free(bytes);
+  return rc;
+}
+
+/* The candidate compiled (-Xptxas -v: its kernels' resources in the log)
+ * and linked with the shim and the allowed vendor libraries into out.so.
+ * 1 built, 0 refused by nvcc (*compiled: whether the compile step passed),
+ * -1 with err. */
+static int nvcc_candidate(struct nvcc_job *j, struct kv_buf *log, int *killed, int *compiled,
+                          char *err, size_t errlen) {
+  struct kv_vendor *ven = j->ven;
+  char *cargv[16 + 2] = {j->nv,          "-c",      "-O3",        j->aflag,   "-Xcompiler",
+                         "-fPIC",        "-Xptxas", "-v",         "-include", "proto.h",
+                         "candidate.cu", "-o",      "candidate.o"};
   for (int i = 0, c = 13; i < ven->ncargs; i++)
     cargv[c++] = ven->cargs[i];
-  int ok = run_nvcc(o, cargv, dir, t_end, ven, &log, &killed, err, errlen);
-  int compiled = ok > 0;
+  int ok = run_nvcc(j->o, cargv, j->dir, j->t_end, ven, log, killed, err, errlen);
+  *compiled = ok > 0;
   if (ok == 0) { /* a vendor header the task does not allow: say so first */
     char hint[512];
-    kv_vendor_log_hint(t, log.data, hint, sizeof hint);
+    kv_vendor_log_hint(j->t, log->data, hint, sizeof hint);
     if (hint[0])
-      prepend(&log, hint);
+      prepend(log, hint);
   }
-  if (ok > 0) {
-    char *largv[16 + KV_VENDOR_MAX_ARGS];
-    int a = 0;
-    largv[a++] = nv;
-    largv[a++] = "-shared";
-    largv[a++] = aflag;
-    largv[a++] = "-Xcompiler";
-    largv[a++] = "-fPIC";
-    largv[a++] = "candidate.o";
-    largv[a++] = "kevo_shim.o";
-    largv[a++] = "-o";
-    largv[a++] = "out.so";
-    for (int i = 0; i < ven->nlargs && a < (int)KV_ARRAY_LEN(largv) - 1; i++)
-      largv[a++] = ven->largs[i];
-    largv[a] = NULL;
-    ok = run_nvcc(o, largv, dir, t_end, ven, &log, &killed, err, errlen);
-  }
-  if (ok < 0) {
-    kv_buf_release(&log);
-    rc = -1;
-    goto cleanup;
-  }
+  if (ok <= 0)
+    return ok;
+  char *largv[16 + KV_VENDOR_MAX_ARGS];
+  int a = 0;
+  largv[a++] = j->nv;
+  largv[a++] = "-shared";
+  largv[a++] = j->aflag;
+  largv[a++] = "-Xcompiler";
+  largv[a++] = "-fPIC";
+  largv[a++] = "candidate.o";
+  largv[a++] = "kevo_shim.o";
+  largv[a++] = "-o";
+  largv[a++] = "out.so";
+  for (int i = 0; i < ven->nlargs && a < (int)KV_ARRAY_LEN(largv) - 1; i++)
+    largv[a++] = ven->largs[i];
+  largv[a] = NULL;
+  return run_nvcc(j->o, largv, j->dir, j->t_end, ven, log, killed, err, errlen);
+}
+
+/* A cache miss: the sources staged in a fresh build directory, the shim,
+ * the candidate; its log into b->log and the cache, the build stored when
+ * it built; a compile error (not a cap, a signal or the deadline, which are
+ * not the source's) recorded as one. 0, or -1 with err. */
+static int nvcc_compile(struct nvcc_job *j, const char *cache_dir, const char *text, size_t len,
+                        struct kv_build *b, char *err, size_t errlen) {
+  if (kv_mkdtemp(cache_dir, "build", j->dir, sizeof j->dir, err, errlen) < 0)
+    return -1;
+  char f_src[PATH_MAX + 32], f_proto[PATH_MAX + 32], f_shim[PATH_MAX + 32];
+  snprintf(f_src, sizeof f_src, "%s/candidate.cu", j->dir);
+  snprintf(f_proto, sizeof f_proto, "%s/proto.h", j->dir);
+  snprintf(f_shim, sizeof f_shim, "%s/kevo_shim.cu", j->dir);
+  int rc = -1, killed = 0, compiled = 0, ok = 0;
+  struct kv_buf log;
+  kv_buf_init(&log, KV_LOG_CAP);
+  if (kv_write_file(f_src, text, len, err, errlen) < 0 ||
+      kv_write_file(f_proto, j->proto, strlen(j->proto), err, errlen) < 0 ||
+      kv_write_file(f_shim, j->shim, strlen(j->shim), err, errlen) < 0 ||
+      kv_vendor_stage(j->ven, j->dir, err, errlen) < 0 || nvcc_shim(j, &killed, err, errlen) < 0 ||
+      (ok = nvcc_candidate(j, &log, &killed, &compiled, err, errlen)) < 0)
+    goto out;
   char out_so[PATH_MAX + 16], cand_o[PATH_MAX + 16];
-  snprintf(out_so, sizeof out_so, "%s/out.so", dir);
-  snprintf(cand_o, sizeof cand_o, "%s/candidate.o", dir);
+  snprintf(out_so, sizeof out_so, "%s/out.so", j->dir);
+  snprintf(cand_o, sizeof cand_o, "%s/candidate.o", j->dir);
   b->ok = ok > 0 && kv_path_exists(out_so) && kv_path_exists(cand_o);
   if (log.truncated)
     kv_buf_appendf(&log, "\n[log truncated]\n");
   b->log = kv_buf_detach(&log);
-  kv_write_file(logp, b->log, strlen(b->log), NULL, 0);
+  kv_write_file(j->logp, b->log, strlen(b->log), NULL, 0);
+  rc = 0;
   if (b->ok) {
     if (rename(cand_o, b->obj_path) < 0 || rename(out_so, b->so_path) < 0)
       rc = kv_error(err, errlen, "%s: cannot store the build: %s", b->so_path, strerror(errno));
     else
-      rc = kv_obj_record(objdir, b->key, 1, sfx_ok, err, errlen);
+      rc = kv_obj_record(j->objdir, b->key, 1, cu_sfx_ok, err, errlen);
   } else if (!killed && !compiled) {
     /* a compile error is a property of the source */
-    kv_obj_record(objdir, b->key, 0, sfx_fail, NULL, 0);
+    kv_obj_record(j->objdir, b->key, 0, cu_sfx_fail, NULL, 0);
   }
+out:
   kv_buf_release(&log);
-cleanup:
-  kv_rmtree(dir);
-done:
+  kv_rmtree(j->dir);
+  return rc;
+}
+
+/* The prototype, the call shim with its guard and the vendor libraries
+ * into j. 0, or -1 with err. */
+static int nvcc_setup(struct nvcc_job *j, char *err, size_t errlen) {
+  j->nv = (char *)kv_nvcc_path(j->o);
+  j->proto = malloc(65536);
+  j->shim = malloc(65536 + sizeof kv_cuda_guard_cu);
+  if (!j->proto || !j->shim || kv_task_prototype(j->t, KV_LANG_CUDA, j->proto, 65536) < 0 ||
+      kv_task_shim(j->t, KV_LANG_CUDA, j->shim, 65536) < 0)
+    return kv_error(err, errlen, "%s: the task's prototype is too large", j->t->name);
+  strcat(j->shim, kv_cuda_guard_cu);
+  j->ven = malloc(sizeof *j->ven);
+  if (!j->ven)
+    return kv_error(err, errlen, "%s: out of memory", j->t->name);
+  return kv_vendor_find(j->t, j->o, j->ven, err, errlen);
+}
+
+/* Before any build: nvcc and the architecture, the source read (*text,
+ * malloc'd) and checked for files it may not include, the prototype, the
+ * shim and the libraries, the cache directory. 1 go on, 0 refused (why in
+ * b->log), -1 with err. */
+static int nvcc_prepare(struct nvcc_job *j, const struct nvcc_info *nvi, const char *src,
+                        const char *cache_dir, char **text, size_t *len, struct kv_build *b,
+                        char *err, size_t errlen) {
+  if (!nvi->ver[0])
+    return kv_error(err, errlen,
+                    "--surface cuda: nvcc not found; install the CUDA toolkit, put nvcc on PATH "
+                    "or set KEVO_NVCC to its path");
+  char arch[32], why[512];
+  if (kv_cuda_arch(j->o, arch, sizeof arch, err, errlen) < 0)
+    return -1;
+  kv_cuda_arch_flag(arch, j->aflag, sizeof j->aflag);
+  if (kv_read_file(src, KV_SOURCE_MAX, text, len, err, errlen) < 0)
+    return -1;
+  if (kv_source_files_check(*text, *len, why, sizeof why)) {
+    kv_source_files_refusal(why, &b->log);
+    return 0;
+  }
+  if (nvcc_setup(j, err, errlen) < 0 ||
+      kv_obj_dir(cache_dir, j->objdir, sizeof j->objdir, err, errlen) < 0)
+    return -1;
+  return 1;
+}
+
+int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
+                       const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
+                       size_t errlen) {
+  /* A kernel-only candidate (launch lines, no entry) goes to NVRTC. */
+  int ko = kv_build_cuda_kernels(t, o, src, cache_dir, deadline_s, b, err, errlen);
+  if (ko <= 0)
+    return ko;
+  memset(b, 0, sizeof(*b));
+  double t0 = kv_now_s();
+  const struct nvcc_info *nvi = nvcc_info(o);
+  struct nvcc_job *j = calloc(1, sizeof *j);
+  if (!j)
+    return kv_error(err, errlen, "%s: out of memory", t->name);
+  j->t = t;
+  j->o = o;
+  j->t_end = t0 + deadline_s;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = nvcc_prepare(j, nvi, src, cache_dir, &text, &len, b, err, errlen);
+  if (rc > 0) {
+    rc = 0;
+    nvcc_keys(j, nvi, text, len, b);
+    snprintf(b->so_path, sizeof b->so_path, "%s/%s.so", j->objdir, b->key);
+    snprintf(b->obj_path, sizeof b->obj_path, "%s/%s.o", j->objdir, b->key);
+    snprintf(j->logp, sizeof j->logp, "%s/%s.log", j->objdir, b->key);
+    snprintf(j->shim_entry, sizeof j->shim_entry, "shim-%s", j->shim_key);
+    snprintf(j->shim_o, sizeof j->shim_o, "%s/%s.o", j->objdir, j->shim_entry);
+    int hit = kv_obj_lookup(j->objdir, b->key, cu_sfx_ok);
+    if (hit != KV_OBJ_MISS) {
+      b->ok = hit == KV_OBJ_OK;
+      b->cached = 1;
+      size_t ll;
+      if (kv_read_file(j->logp, KV_LOG_CAP + 1, &b->log, &ll, NULL, 0) < 0)
+        b->log = strdup("");
+    } else {
+      rc = nvcc_compile(j, cache_dir, text, len, b, err, errlen);
+    }
+  }
   if (b->log)
     b->nkernels = kv_parse_ptxas(b->log, b->kernels, KV_MAX_KERNELS);
   free(text);
-  free(p_proto);
-  free(p_shim);
-  free(ven);
+  free(j->proto);
+  free(j->shim);
+  free(j->ven);
+  free(j);
   b->seconds = kv_now_s() - t0;
   return rc;
 }

@@ -37,29 +37,9 @@ static void stats_of(json_t *o, struct kv_stats *s) {
   s->mean_us = num(o, "mean_us");
 }
 
-int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err, size_t errlen) {
-  memset(r, 0, sizeof *r);
-  json_error_t je;
-  json_t *j = json_loads(json ? json : "", 0, &je);
-  if (!json_is_object(j)) {
-    json_decref(j);
-    return kv_error(err, errlen, "a verdict's result is not a JSON object (%s)", je.text);
-  }
-  const char *v = json_string_value(json_object_get(j, "verdict"));
-  int vi = v ? kv_verdict_from_name(v) : -1;
-  if (vi < 0) {
-    kv_error(err, errlen,
-             "a verdict's result has no verdict kevo knows (\"%.40s\"): it was written by "
-             "another kevo version; run the same kevo version on every host",
-             v ? v : "");
-    json_decref(j);
-    return -1;
-  }
-  r->verdict = (enum kv_verdict)vi;
-  str_into(j, "detail", r->detail, sizeof r->detail);
-  str_into(j, "surface", r->surface, sizeof r->surface);
-  str_into(j, "device", r->device, sizeof r->device);
-  str_into(j, "source_sha256", r->source_hash, sizeof r->source_hash);
+/* "compile": its seconds, log and each kernel's resources; "static": the
+ * static analysis. */
+static void compile_of(json_t *j, struct kv_gate_result *r) {
   json_t *c = json_object_get(j, "compile");
   r->compile_s = num(c, "seconds");
   r->compile_cached = json_is_true(json_object_get(c, "cached"));
@@ -88,10 +68,12 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     str_into(sa, "note", r->static_note, sizeof r->static_note);
     r->sass = str_dup_capped(sa, "sass", KV_SASS_RAW_CAP);
   }
-  /* The profiler's and the debugger's (kevo/ncu.h, kevo/sanitize.h). */
-  r->profile = kv_ncu_from_json(json_object_get(j, "profile"));
-  r->profile_ref = kv_ncu_from_json(json_object_get(j, "profile_ref"));
-  r->debug = kv_san_from_json(json_object_get(j, "debug"));
+}
+
+/* "checks", "seconds" and "timeline". */
+static void checks_of(json_t *j, struct kv_gate_result *r) {
+  size_t i;
+  json_t *k;
   json_array_foreach(json_object_get(j, "checks"), i, k) {
     if (r->nchecks >= KV_GATE_MAX_CHECKS)
       break;
@@ -116,82 +98,119 @@ int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *e
     snprintf(m->what, sizeof m->what, "%s", w);
     m->at_s = json_number_value(json_array_get(k, 1));
   }
-  json_t *t = json_object_get(j, "timing");
-  if (json_is_object(t)) {
-    struct kv_timing *tm = &r->timing;
-    r->timed = 1;
-    str_into(t, "sizes", tm->sizes, sizeof tm->sizes);
-    str_into(t, "method", tm->method, sizeof tm->method);
-    tm->kb_kept = json_is_true(json_object_get(json_object_get(t, "kernelbench"), "inputs_kept"));
-    stats_of(json_object_get(t, "candidate"), &tm->cand);
-    stats_of(json_object_get(t, "reference"), &tm->ref);
-    stats_of(json_object_get(t, "reference_alone"), &tm->ref_alone);
-    tm->ref_from_alone = json_is_true(json_object_get(t, "reference_from_alone"));
-    tm->ref_beside_us = tm->ref_from_alone ? num(t, "reference_beside_median_us") : 0;
-    tm->cand.median_us = num(t, "median_us");
-    tm->ref.median_us = num(t, "reference_median_us");
-    tm->speedup = num(t, "speedup");
-    tm->bytes = num(t, "bytes");
-    tm->flops = num(t, "flops");
-    tm->gbs = num(t, "gbs");
-    tm->gflops = num(t, "gflops");
-    tm->roofline = num(t, "roofline_fraction");
-    tm->wall_s = num(t, "wall_s");
-    tm->covered_s = num(t, "covered_s");
-    json_t *b = json_object_get(t, "baseline");
-    if (json_is_object(b)) {
-      tm->has_baseline = 1;
-      stats_of(b, &tm->base);
-      str_into(t, "baseline_kind", tm->baseline_kind, sizeof tm->baseline_kind);
-      tm->baseline_compile_s = num(t, "baseline_compile_s");
-      tm->speedup_vs_baseline = num(t, "speedup_vs_baseline");
-    }
-    json_t *db = json_object_get(t, "do_bench");
-    if (json_is_object(db)) {
-      tm->ref_do_bench_us = num(db, "reference_us");
-      tm->base_do_bench_us = num(db, "baseline_us");
-      str_into(db, "why", tm->do_bench_why, sizeof tm->do_bench_why);
-    }
-    json_t *cl = json_object_get(t, "clock");
-    tm->phases = (int)json_integer_value(json_object_get(cl, "phases"));
-    tm->calls_per_phase = (int)json_integer_value(json_object_get(cl, "calls_per_phase"));
-    tm->validated_calls = (int)json_integer_value(json_object_get(cl, "validated_calls"));
-    tm->parent_us = num(cl, "parent_us_per_call");
-    tm->clock_ratio = num(cl, "reported_over_parent");
-    tm->clock_slack_us = num(cl, "slack_us_per_call");
-    tm->cand_clamped = json_is_true(json_object_get(cl, "median_raised"));
-    json_t *ci = json_object_get(t, "ci"); /* the speedup's interval (kevo/timeci.h) */
-    tm->ci_level = num(ci, "level");
-    tm->speedup_lo = num(ci, "low");
-    tm->speedup_hi = num(ci, "high");
-    tm->ci_half_width = num(ci, "half_width");
-    tm->ci_clock_half_width =
-        json_is_number(json_object_get(ci, "clock_half_width")) ? num(ci, "clock_half_width") : -1;
-    tm->ci_target = num(ci, "target");
-    str_into(ci, "stop", tm->stop, sizeof tm->stop);
-    tm->min_phases = (int)json_integer_value(json_object_get(ci, "min_phases"));
-    tm->max_phases = (int)json_integer_value(json_object_get(ci, "max_phases"));
-    json_t *tl = json_object_get(t, "torch_lead");
-    tm->torch_lead_us = num(tl, "us");
-    tm->torch_uncovered = (int)json_integer_value(json_object_get(tl, "uncovered_calls"));
-    json_t *sg = json_object_get(t, "stages");
-    tm->stage_warmup_s = num(sg, "warmup");
-    tm->stage_loop_s = num(sg, "loop");
-    tm->stage_validate_s = num(sg, "validate");
-    tm->stage_alone_s = num(sg, "alone");
-    json_array_foreach(json_object_get(t, "per_size"), i, k) {
-      if (tm->nsizes >= KV_MAX_BENCH)
-        break;
-      struct kv_size_timing *z = &tm->size[tm->nsizes++];
-      str_into(k, "sizes", z->sizes, sizeof z->sizes);
-      z->cand_us = num(k, "median_us");
-      z->ref_us = num(k, "reference_median_us");
-      z->speedup = num(k, "speedup");
-      z->lo = num(k, "low");
-      z->hi = num(k, "high");
-      z->stages_s = num(k, "seconds");
-    }
+}
+
+/* timing's "clock" (kevo's bound on the candidate's times), "ci" (the
+ * speedup's interval, kevo/timeci.h), "torch_lead" and "stages". */
+static void clock_of(json_t *t, struct kv_timing *tm) {
+  json_t *cl = json_object_get(t, "clock");
+  tm->phases = (int)json_integer_value(json_object_get(cl, "phases"));
+  tm->calls_per_phase = (int)json_integer_value(json_object_get(cl, "calls_per_phase"));
+  tm->validated_calls = (int)json_integer_value(json_object_get(cl, "validated_calls"));
+  tm->parent_us = num(cl, "parent_us_per_call");
+  tm->clock_ratio = num(cl, "reported_over_parent");
+  tm->clock_slack_us = num(cl, "slack_us_per_call");
+  tm->cand_clamped = json_is_true(json_object_get(cl, "median_raised"));
+  json_t *ci = json_object_get(t, "ci");
+  tm->ci_level = num(ci, "level");
+  tm->speedup_lo = num(ci, "low");
+  tm->speedup_hi = num(ci, "high");
+  tm->ci_half_width = num(ci, "half_width");
+  tm->ci_clock_half_width =
+      json_is_number(json_object_get(ci, "clock_half_width")) ? num(ci, "clock_half_width") : -1;
+  tm->ci_target = num(ci, "target");
+  str_into(ci, "stop", tm->stop, sizeof tm->stop);
+  tm->min_phases = (int)json_integer_value(json_object_get(ci, "min_phases"));
+  tm->max_phases = (int)json_integer_value(json_object_get(ci, "max_phases"));
+  json_t *tl = json_object_get(t, "torch_lead");
+  tm->torch_lead_us = num(tl, "us");
+  tm->torch_uncovered = (int)json_integer_value(json_object_get(tl, "uncovered_calls"));
+  json_t *sg = json_object_get(t, "stages");
+  tm->stage_warmup_s = num(sg, "warmup");
+  tm->stage_loop_s = num(sg, "loop");
+  tm->stage_validate_s = num(sg, "validate");
+  tm->stage_alone_s = num(sg, "alone");
+}
+
+/* "timing", where the candidate was timed. */
+static void timing_of(json_t *t, struct kv_gate_result *r) {
+  struct kv_timing *tm = &r->timing;
+  r->timed = 1;
+  str_into(t, "sizes", tm->sizes, sizeof tm->sizes);
+  str_into(t, "method", tm->method, sizeof tm->method);
+  tm->kb_kept = json_is_true(json_object_get(json_object_get(t, "kernelbench"), "inputs_kept"));
+  stats_of(json_object_get(t, "candidate"), &tm->cand);
+  stats_of(json_object_get(t, "reference"), &tm->ref);
+  stats_of(json_object_get(t, "reference_alone"), &tm->ref_alone);
+  tm->ref_from_alone = json_is_true(json_object_get(t, "reference_from_alone"));
+  tm->ref_beside_us = tm->ref_from_alone ? num(t, "reference_beside_median_us") : 0;
+  tm->cand.median_us = num(t, "median_us");
+  tm->ref.median_us = num(t, "reference_median_us");
+  tm->speedup = num(t, "speedup");
+  tm->bytes = num(t, "bytes");
+  tm->flops = num(t, "flops");
+  tm->gbs = num(t, "gbs");
+  tm->gflops = num(t, "gflops");
+  tm->roofline = num(t, "roofline_fraction");
+  tm->wall_s = num(t, "wall_s");
+  tm->covered_s = num(t, "covered_s");
+  json_t *b = json_object_get(t, "baseline");
+  if (json_is_object(b)) {
+    tm->has_baseline = 1;
+    stats_of(b, &tm->base);
+    str_into(t, "baseline_kind", tm->baseline_kind, sizeof tm->baseline_kind);
+    tm->baseline_compile_s = num(t, "baseline_compile_s");
+    tm->speedup_vs_baseline = num(t, "speedup_vs_baseline");
   }
+  clock_of(t, tm);
+  size_t i;
+  json_t *k;
+  json_array_foreach(json_object_get(t, "per_size"), i, k) {
+    if (tm->nsizes >= KV_MAX_BENCH)
+      break;
+    struct kv_size_timing *z = &tm->size[tm->nsizes++];
+    str_into(k, "sizes", z->sizes, sizeof z->sizes);
+    z->cand_us = num(k, "median_us");
+    z->ref_us = num(k, "reference_median_us");
+    z->speedup = num(k, "speedup");
+    z->lo = num(k, "low");
+    z->hi = num(k, "high");
+    z->stages_s = num(k, "seconds");
+  }
+}
+
+int kv_gate_result_from_json(const char *json, struct kv_gate_result *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof *r);
+  json_error_t je;
+  json_t *j = json_loads(json ? json : "", 0, &je);
+  if (!json_is_object(j)) {
+    json_decref(j);
+    return kv_error(err, errlen, "a verdict's result is not a JSON object (%s)", je.text);
+  }
+  const char *v = json_string_value(json_object_get(j, "verdict"));
+  int vi = v ? kv_verdict_from_name(v) : -1;
+  if (vi < 0) {
+    kv_error(err, errlen,
+             "a verdict's result has no verdict kevo knows (\"%.40s\"): it was written by "
+             "another kevo version; run the same kevo version on every host",
+             v ? v : "");
+    json_decref(j);
+    return -1;
+  }
+  r->verdict = (enum kv_verdict)vi;
+  str_into(j, "detail", r->detail, sizeof r->detail);
+  str_into(j, "surface", r->surface, sizeof r->surface);
+  str_into(j, "device", r->device, sizeof r->device);
+  str_into(j, "source_sha256", r->source_hash, sizeof r->source_hash);
+  compile_of(j, r);
+  /* The profiler's and the debugger's (kevo/ncu.h, kevo/sanitize.h). */
+  r->profile = kv_ncu_from_json(json_object_get(j, "profile"));
+  r->profile_ref = kv_ncu_from_json(json_object_get(j, "profile_ref"));
+  r->debug = kv_san_from_json(json_object_get(j, "debug"));
+  checks_of(j, r);
+  json_t *t = json_object_get(j, "timing");
+  if (json_is_object(t))
+    timing_of(t, r);
   json_t *ce = json_object_get(j, "ceilings");
   if (json_is_object(ce)) {
     str_into(ce, "device", r->calib.device, sizeof r->calib.device);
