@@ -162,6 +162,12 @@ static void timing_of(json_t *t, struct kv_gate_result *r) {
     tm->baseline_compile_s = num(t, "baseline_compile_s");
     tm->speedup_vs_baseline = num(t, "speedup_vs_baseline");
   }
+  json_t *db = json_object_get(t, "do_bench");
+  if (json_is_object(db)) {
+    tm->ref_do_bench_us = num(db, "reference_us");
+    tm->base_do_bench_us = num(db, "baseline_us");
+    str_into(db, "why", tm->do_bench_why, sizeof tm->do_bench_why);
+  }
   clock_of(t, tm);
   size_t i;
   json_t *k;
