@@ -31,6 +31,27 @@ void cli_on_sigint(int sig) {
   cli_stop_flag = 1;
 }
 
+/* The live line's best: its speedup, and why it may not be the best, as
+ * the run's last words say it ("best by luck?"): "2.42x (luck? ties 2.30x,
+ * CV 34%)", "0.94x (slower than the reference)". */
+static void best_words(const struct kv_run_progress *p, char *out, size_t cap) {
+  int f = kv_run_luck(p);
+  int n = snprintf(out, cap, "%.2fx", p->best_speedup);
+  if (!f || n < 0 || (size_t)n >= cap)
+    return;
+  char why[96] = "";
+  if (f & KV_LUCK_OVERLAP)
+    snprintf(why, sizeof why, "ties %.2fx", p->second_speedup);
+  if (f & KV_LUCK_NOISY) {
+    size_t at = strlen(why);
+    snprintf(why + at, sizeof why - at, "%sCV %.0f%%", at ? ", " : "", 100 * p->best_cv);
+  }
+  if (f & (KV_LUCK_OVERLAP | KV_LUCK_NOISY))
+    n += snprintf(out + n, cap - (size_t)n, " (luck? %s)", why);
+  if ((f & KV_LUCK_SLOWER) && n >= 0 && (size_t)n < cap)
+    snprintf(out + n, cap - (size_t)n, " (slower than the reference)");
+}
+
 void cli_run_progress(void *ud, const struct kv_run_progress *p) {
   (void)ud;
   int bad = 0;
@@ -41,9 +62,9 @@ void cli_run_progress(void *ud, const struct kv_run_progress *p) {
   if (p->llm_calls > 0 || p->usd > 0)
     snprintf(spend, sizeof spend, "  $%.4f (%lld calls, %d in flight)", p->usd,
              (long long)p->llm_calls, p->in_flight);
-  char best[32];
+  char best[128];
   if (p->best_speedup > 0)
-    snprintf(best, sizeof best, "%.2fx", p->best_speedup);
+    best_words(p, best, sizeof best);
   else /* nothing accepted yet, or accepted without timing (--no-timing) */
     snprintf(best, sizeof best, "%s", p->counts[KV_V_OK] ? "untimed" : "-");
   char line[512];
@@ -235,9 +256,16 @@ static void luck_warning(struct kv_store *s, int64_t run_id, const char *best_ha
         strcmp(nodes[i].source_hash, nodes[b].source_hash) &&
         (r < 0 || nodes[i].speedup > nodes[r].speedup))
       r = i;
-  struct timed_node tb, tr;
+  struct timed_node tb, tr = {0};
   if (b >= 0 && !strcmp(nodes[b].source_hash, best_hash) && timed_of(s, &nodes[b], &tb) == 0) {
-    if (r >= 0 && timed_of(s, &nodes[r], &tr) == 0 && tb.lo > 0 && tr.hi > 0 && tb.lo <= tr.hi)
+    /* the live line's rule (kv_run_luck), on the best and the runner-up */
+    struct kv_run_progress p;
+    memset(&p, 0, sizeof p);
+    if (r >= 0 && timed_of(s, &nodes[r], &tr) == 0)
+      kv_run_progress_accepted(&p, nodes[r].source_hash, tr.speedup, tr.lo, tr.hi, tr.cv);
+    kv_run_progress_accepted(&p, nodes[b].source_hash, tb.speedup, tb.lo, tb.hi, tb.cv);
+    int luck = kv_run_luck(&p);
+    if (luck & KV_LUCK_OVERLAP)
       fprintf(stderr,
               "kevo: best by luck? the best, %.2fx [%.2f, %.2f] (node %lld), and the runner-up, "
               "%.2fx [%.2f, %.2f] (node %lld): their 95%% intervals overlap, so this host does "
@@ -245,13 +273,13 @@ static void luck_warning(struct kv_store *s, int64_t run_id, const char *best_ha
               "order\n",
               tb.speedup, tb.lo, tb.hi, (long long)tb.node_id, tr.speedup, tr.lo, tr.hi,
               (long long)tr.node_id);
-    if (tb.cv > 0.10)
+    if (luck & KV_LUCK_NOISY)
       fprintf(
           stderr,
           "kevo: best by luck? the best's times varied: CV %.0f%% over its calls (above 10%%: a "
           "noisy host); its %.2fx may not hold\n",
           100 * tb.cv, tb.speedup);
-    if (tb.speedup < 1)
+    if (luck & KV_LUCK_SLOWER)
       fprintf(stderr,
               "kevo: the best kernel is slower than the reference (%.2fx%s): no candidate of this "
               "run beat it\n",

@@ -67,8 +67,31 @@ struct kv_run_progress {
   int in_flight;
   const char *stop_reason; /* NULL, or why the run ended early ("USD budget reached") */
   const char *note;        /* NULL, or a decision this step caused (online attribution) */
+  /* The best's 95% interval and the CV of its times, and the runner-up's
+   * (the fastest accepted kernel with other source) speedup and interval;
+   * 0 where unknown (not timed, or resumed from a store without them).
+   * Kept by kv_run_progress_accepted, read by kv_run_luck. */
+  double best_lo, best_hi, best_cv;
+  double second_speedup, second_lo, second_hi;
+  char best_hash[65]; /* the best's source (sha256 hex) */
 };
 typedef void (*kv_run_progress_fn)(void *ud, const struct kv_run_progress *p);
+
+/* An accepted and timed kernel (its source's hash, speedup, 95% interval
+ * and the CV of its times; lo, hi and cv 0 where unknown) taken into p's
+ * best and runner-up. The same source again is the same kernel: never its
+ * own runner-up. */
+void kv_run_progress_accepted(struct kv_run_progress *p, const char *hash, double speedup,
+                              double lo, double hi, double cv);
+
+/* Why the kernel p names "best" on noisy timing may not be: its 95%
+ * interval overlaps the runner-up's (the timing does not tell them apart),
+ * its own times varied (CV above 10%), or it is slower than the reference.
+ * A set of KV_LUCK_* flags, 0 for none; what kevo's live line and its last
+ * words after a run say ("best by luck?"). */
+enum { KV_LUCK_OVERLAP = 1, KV_LUCK_NOISY = 2, KV_LUCK_SLOWER = 4 };
+#define KV_LUCK_CV 0.10
+int kv_run_luck(const struct kv_run_progress *p);
 
 struct kv_run_hooks {
   kv_run_progress_fn progress;

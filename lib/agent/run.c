@@ -254,6 +254,42 @@ static int load_tunables(struct search *s, char *err, size_t errlen) {
   return 0;
 }
 
+void kv_run_progress_accepted(struct kv_run_progress *p, const char *hash, double speedup,
+                              double lo, double hi, double cv) {
+  if (!(speedup > 0))
+    return;
+  int same = hash && *hash && !strcmp(hash, p->best_hash);
+  if (speedup > p->best_speedup) {
+    if (!same && p->best_speedup > 0) { /* the old best is now the runner-up */
+      p->second_speedup = p->best_speedup;
+      p->second_lo = p->best_lo;
+      p->second_hi = p->best_hi;
+    }
+    p->best_speedup = speedup;
+    p->best_lo = lo;
+    p->best_hi = hi;
+    p->best_cv = cv;
+    snprintf(p->best_hash, sizeof p->best_hash, "%s", hash ? hash : "");
+  } else if (!same && speedup > p->second_speedup) {
+    p->second_speedup = speedup;
+    p->second_lo = lo;
+    p->second_hi = hi;
+  }
+}
+
+int kv_run_luck(const struct kv_run_progress *p) {
+  if (!(p->best_speedup > 0))
+    return 0;
+  int f = 0;
+  if (p->second_speedup > 0 && p->best_lo > 0 && p->second_hi > 0 && p->best_lo <= p->second_hi)
+    f |= KV_LUCK_OVERLAP;
+  if (p->best_cv > KV_LUCK_CV)
+    f |= KV_LUCK_NOISY;
+  if (p->best_speedup < 1)
+    f |= KV_LUCK_SLOWER;
+  return f;
+}
+
 /* Step `step` judged into r (NULL: unjudged): its point's speedup and the
  * run's progress. */
 static void note_step(struct search *s, int step, const struct kv_gate_result *r,
@@ -264,8 +300,9 @@ static void note_step(struct search *s, int step, const struct kv_gate_result *r
   pr->step = step + 1;
   if (r)
     pr->counts[r->verdict]++;
-  if (pt->speedup > pr->best_speedup)
-    pr->best_speedup = pt->speedup;
+  if (pt->speedup > 0)
+    kv_run_progress_accepted(pr, r->source_hash, pt->speedup, r->timing.speedup_lo,
+                             r->timing.speedup_hi, r->timing.cand.cv);
   pr->last_verdict = r ? kv_verdict_name(r->verdict) : "unjudged";
   /* The progress outlives the step: it points at the search's copy, not at
    * the caller's. */
@@ -851,6 +888,24 @@ static int resume_llm(struct kv_store *st, int64_t run_id, const struct kv_run_r
   return rc;
 }
 
+/* A recorded accepted node into the progress's best and runner-up, with
+ * the interval and CV its evaluation recorded (unknown where it has none). */
+static void progress_from_eval(struct kv_store *st, const struct kv_node_row *n,
+                               struct kv_run_progress *pr) {
+  double lo = 0, hi = 0, cv = 0;
+  struct kv_eval_row ev;
+  if (n->eval_id > 0 && kv_store_get_eval(st, n->eval_id, &ev, NULL, 0) == 0) {
+    json_t *j = json_loads(ev.result_json ? ev.result_json : "", 0, NULL);
+    json_t *tj = json_object_get(j, "timing"), *ci = json_object_get(tj, "ci");
+    lo = json_number_value(json_object_get(ci, "low"));
+    hi = json_number_value(json_object_get(ci, "high"));
+    cv = json_number_value(json_object_get(json_object_get(tj, "candidate"), "cv"));
+    json_decref(j);
+    kv_eval_row_release(&ev);
+  }
+  kv_run_progress_accepted(pr, n->source_hash, n->speedup, lo, hi, cv);
+}
+
 /* tune goes on from the points the store holds, rebuilt in step order. */
 static int resume_tune(struct kv_store *st, int64_t run_id, const struct kv_run_row *run,
                        json_t *cfg, const struct strategy *strat, const char *starter,
@@ -893,8 +948,8 @@ static int resume_tune(struct kv_store *st, int64_t run_id, const struct kv_run_
     int vi = kv_verdict_from_name(nodes[i].verdict);
     if (vi >= 0)
       pr.counts[vi]++;
-    if (pt->speedup > pr.best_speedup)
-      pr.best_speedup = pt->speedup;
+    if (pt->speedup > 0)
+      progress_from_eval(st, &nodes[i], &pr);
     s.npts++;
   }
   pr.step = s.npts;

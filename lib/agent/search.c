@@ -544,7 +544,8 @@ static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_r
   nr.params = pd->params;
   nr.plan = plan;
   int rc = 0, verdict = -1;
-  double speedup = -1;
+  double speedup = -1, lo = 0, hi = 0, cv = 0; /* an accepted kernel's interval and CV */
+  char hash_ok[65] = "";
   struct feedback *fb = NULL;
   char *code = NULL;
   int64_t node_id = 0, eval_id = 0;
@@ -562,6 +563,10 @@ static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_r
     } else if (rc == 0) {
       verdict = (int)r->verdict;
       speedup = r->verdict == KV_V_OK && r->timed ? r->timing.speedup : -1;
+      lo = r->timing.speedup_lo;
+      hi = r->timing.speedup_hi;
+      cv = r->timing.cand.cv;
+      snprintf(hash_ok, sizeof hash_ok, "%s", r->source_hash);
       fb = feedback_of(r);
       code = strdup(rp.code);
       node_id = out.node_id;
@@ -596,8 +601,8 @@ static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_r
                      parent >= 0 ? s->nodes[parent].speedup : -1);
   if (verdict >= 0 && verdict < KV_V_COUNT)
     s->pr.counts[verdict]++;
-  if (verdict == KV_V_OK && speedup > s->pr.best_speedup)
-    s->pr.best_speedup = speedup;
+  if (verdict == KV_V_OK)
+    kv_run_progress_accepted(&s->pr, hash_ok, speedup, lo, hi, cv);
   char note[512] = "";
   if (s->attr_on && pd->randomised && (!parsed || verdict >= 0) && /* unjudged: no outcome */
       kv_attr_observe(&s->attr, pd->players, s->tree[s->nn - 1].reward, nr.step, note,
@@ -756,8 +761,8 @@ static int load_nodes(struct kva_search *s, const struct kv_node_row *rows, int 
       return -1;
     if (verdict >= 0 && verdict < KV_V_COUNT)
       s->pr.counts[verdict]++;
-    if (verdict == KV_V_OK && w->speedup > s->pr.best_speedup)
-      s->pr.best_speedup = w->speedup;
+    if (verdict == KV_V_OK) /* its interval is not read back: unknown, never "luck" */
+      kv_run_progress_accepted(&s->pr, w->source_hash, w->speedup, 0, 0, 0);
     /* Online attribution: its judged randomised steps again (the fit does
      * not depend on their order), and its decisions as recorded, where they
      * were taken: live, steps are observed in the order they were judged,

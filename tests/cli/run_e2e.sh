@@ -102,6 +102,10 @@ grep -qE "^kevo: best by luck\? the best, [0-9.]+x \[[0-9.]+, [0-9.]+\] \(node [
   ok "tune: a best not told apart from the runner-up is called best by luck?" || bad "no luck warning: $(cat "$T/luck.out")"
 grep -qE "^kevo: the best kernel is slower than the reference \(0\.[0-9]+x" "$T/luck.out" &&
   ok "tune: a best slower than the reference is labelled so" || bad "slower best not labelled: $(cat "$T/luck.out")"
+# The live line says so as it happens, where the last words do (one line per
+# step in a log): the last step's best ties the runner-up and is slower.
+grep -qE "^run [0-9]+  step 3/3  best 0\.[0-9]+x \(luck\? ties [0-9.]+x[^)]*\) \(slower than the reference\)" "$T/luck.out" &&
+  ok "tune: the live line says best by luck? and slower" || bad "live line without luck: $(grep '^run ' "$T/luck.out")"
 KEVO_DB="$T/luck.db" expect "kevo best says it too" 0 "best by luck\?" -- "$K" best -o "$T/luck-best.c"
 
 echo "run e2e: $pass passed, $fail failed"
