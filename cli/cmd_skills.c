@@ -147,9 +147,13 @@ static int extract_preset(struct extract_args *x, const char *name) {
   int n = p ? kv_preset_args(p, "lineage", args, 62) : -1;
   if (n <= 0)
     return cli_fail("--preset %s: kevo lineage extract takes kevo or klineage", name);
-  char *argv[66] = {"kevo", "extract"};
-  for (int i = 0; i < n; i++)
+  char *argv[66] = {"kevo", "extract"}, said[1024] = "";
+  for (int i = 0; i < n; i++) {
     argv[2 + i] = (char *)args[i];
+    size_t u = strlen(said);
+    snprintf(said + u, sizeof said - u, " %s", args[i]);
+  }
+  fprintf(stderr, "kevo: --preset %s:%s (an option you give wins)\n", name, said);
   for (int i = 2; i < n + 2; i++)
     if (extract_option(x, n + 2, argv, &i) < 0)
       return 2;
@@ -252,9 +256,9 @@ static int extract_output(const struct extract_args *x, const struct kv_task *t,
   }
   int few = x->o.pairs >= 2 && x->o.pairs < kv_paired_min_pairs() && x->g.timing;
   printf("lineage %lld of %s (%s, %s, %s): %d steps, %zu accepted, %d admitted as skills%s%s%s\n",
-         (long long)lid, t->name, L->mode, L->surface, L->device, L->nsteps,
-         json_array_size(cards), admitted, few ? " (too few pairs to admit any)" : "",
-         x->outfile ? "; cards in " : "", x->outfile ? x->outfile : "");
+         (long long)lid, t->name, L->mode, L->surface, L->device, L->nsteps, json_array_size(cards),
+         admitted, few ? " (too few pairs to admit any)" : "", x->outfile ? "; cards in " : "",
+         x->outfile ? x->outfile : "");
   if (L->termination[0])
     printf("termination: %s (%s)\n", L->termination, L->stop);
   return 0;
@@ -273,8 +277,8 @@ static int extract_walk(struct extract_args *x, struct kv_task *t, struct kv_sto
     rc = kv_lineage_resume_llm(t, x->checkpoint, &x->o, llm, x->retries, x->max_steps, L, err,
                                sizeof err);
   else if (llm)
-    rc = kv_lineage_walk_llm(t, x->pos[1], &x->o, llm, x->retries, x->max_steps, L, err,
-                             sizeof err);
+    rc =
+        kv_lineage_walk_llm(t, x->pos[1], &x->o, llm, x->retries, x->max_steps, L, err, sizeof err);
   else
     rc = kv_lineage_walk(t, x->pos[1], &x->o, L, err, sizeof err);
   if (rc < 0) {
@@ -366,8 +370,7 @@ static int lineage_extract(int argc, char **argv) {
   x.o.progress = x.json ? NULL : progress;
   struct kv_llm *llm = NULL;
   int code = 2;
-  if (x.llm_flags &&
-      cli_make_llm(&x.f, x.config, 1, s, &llm, NULL, 0) != 0)
+  if (x.llm_flags && cli_make_llm(&x.f, x.config, 1, s, &llm, NULL, 0) != 0)
     goto out;
   code = extract_walk(&x, t, s, llm, ckdir);
 out:

@@ -86,20 +86,20 @@ int kv_annot_find(const struct kv_annot *a, const char *name);
  * carrier, as KLineage keeps "supporting instructions and compiler choices"). */
 enum kv_feat_kind { KV_FEAT_PATTERN, KV_FEAT_STRATEGY, KV_FEAT_SUPPORT };
 enum {
-  KV_FEAT_REDUCTION,     /* pattern: x op= ...[...], x = x op ...[...], x = f(x, ...[...]) */
-  KV_FEAT_SMEM,          /* __shared__ */
-  KV_FEAT_SMEM_DB,       /* __shared__ ...[2]...: double-buffered tiles */
-  KV_FEAT_VECTOR,        /* float4, float2, half2, int4 ..., ld.global.v4 */
-  KV_FEAT_SIMD,          /* _mm..., __m256 ..., vld1q */
-  KV_FEAT_OMP_SIMD,      /* #pragma omp ... simd */
-  KV_FEAT_OMP_THREADS,   /* #pragma omp parallel / for */
-  KV_FEAT_MULTI_ACC,     /* a local array updated with += (independent accumulators, register tiles) */
-  KV_FEAT_SHUFFLE,       /* __shfl*, __reduce_*_sync */
-  KV_FEAT_ATOMICS,       /* atomicAdd ..., __atomic_*, _Atomic, #pragma omp atomic */
-  KV_FEAT_TENSOR,        /* wmma, mma_sync, mma.sync, wgmma */
-  KV_FEAT_ASYNC,         /* cp.async, __pipeline_memcpy_async, memcpy_async, cuda::pipeline */
-  KV_FEAT_UNROLL,        /* support: #pragma unroll, #pragma GCC unroll */
-  KV_FEAT_BARRIER,       /* support: __syncthreads, __syncwarp, bar.sync */
+  KV_FEAT_REDUCTION,   /* pattern: x op= ...[...], x = x op ...[...], x = f(x, ...[...]) */
+  KV_FEAT_SMEM,        /* __shared__ */
+  KV_FEAT_SMEM_DB,     /* __shared__ ...[2]...: double-buffered tiles */
+  KV_FEAT_VECTOR,      /* float4, float2, half2, int4 ..., ld.global.v4 */
+  KV_FEAT_SIMD,        /* _mm..., __m256 ..., vld1q */
+  KV_FEAT_OMP_SIMD,    /* #pragma omp ... simd */
+  KV_FEAT_OMP_THREADS, /* #pragma omp parallel / for */
+  KV_FEAT_MULTI_ACC, /* a local array updated with += (independent accumulators, register tiles) */
+  KV_FEAT_SHUFFLE,   /* __shfl*, __reduce_*_sync */
+  KV_FEAT_ATOMICS,   /* atomicAdd ..., __atomic_*, _Atomic, #pragma omp atomic */
+  KV_FEAT_TENSOR,    /* wmma, mma_sync, mma.sync, wgmma */
+  KV_FEAT_ASYNC,     /* cp.async, __pipeline_memcpy_async, memcpy_async, cuda::pipeline */
+  KV_FEAT_UNROLL,    /* support: #pragma unroll, #pragma GCC unroll */
+  KV_FEAT_BARRIER,   /* support: __syncthreads, __syncwarp, bar.sync */
   KV_FEAT_GRID_STRIDE,   /* support: a for header with gridDim */
   KV_FEAT_LDG,           /* support: __ldg */
   KV_FEAT_RESTRICT,      /* support: restrict, __restrict__ */
@@ -108,8 +108,8 @@ enum {
   KV_FEAT_N
 };
 struct kv_features {
-  uint32_t bits;          /* bit k: feature k seen */
-  int line[KV_FEAT_N];    /* the first line (1-based) that shows it */
+  uint32_t bits;       /* bit k: feature k seen */
+  int line[KV_FEAT_N]; /* the first line (1-based) that shows it */
 };
 int kv_features_scan(const char *src, size_t len, struct kv_features *f);
 const char *kv_feature_name(int k);
@@ -153,7 +153,7 @@ int kv_audit_check(const char *reply, const char *richer, const char *simpler,
  * both by construction and is not timed. */
 #define KV_ROUNDTRIP_MIN_RATIO 0.99
 struct kv_roundtrip {
-  int checked;   /* 1 judged (passed or not), 0 not judged */
+  int checked; /* 1 judged (passed or not), 0 not judged */
   int passed;
   int identical; /* the same code as the richer kernel */
   int n;
@@ -286,10 +286,10 @@ struct kv_lineage_opts {
   const char *prompt_dir;
   /* LLM mode, KLineage's checks (kevo lineage extract turns them on;
    * --preset klineage sets KLineage's constants: lib/agent/preset.c) */
-  int audit;              /* each accepted proposal is audited (lineage:audit) */
-  int roundtrip;          /* a failed round trip refuses the step (else: a risk on its card) */
-  double roundtrip_ratio; /* 0: KV_ROUNDTRIP_MIN_RATIO */
-  int max_rejections;     /* refused proposals in the whole walk (0: no limit) */
+  int audit;                 /* each accepted proposal is audited (lineage:audit) */
+  int roundtrip;             /* a failed round trip refuses the step (else: a risk on its card) */
+  double roundtrip_ratio;    /* 0: KV_ROUNDTRIP_MIN_RATIO */
+  int max_rejections;        /* refused proposals in the whole walk (0: no limit) */
   int require_preconditions; /* a proposal without every precondition line is refused */
   const char *checkpoint;    /* the walk's state is written there after every proposal */
 };

@@ -139,9 +139,9 @@ static const struct kv_preset_row klineage_rows[] = {
      "an independent call (observe_features.j4) reports each {locus, name} feature of both "
      "kernels present, absent or unknown, 1-4 citations of at most 12 lines each; the verifier "
      "re-reads the ranges (check_evidence); unknown or an ungrounded finding fails",
-     "on: role lineage:audit, Verdict removed|kept|unknown, 1-4 Present and Absent citations of "
-     "at most 12 lines with a quote kevo finds in the lines it re-reads; a Present quote must be "
-     "gone from the simpler kernel",
+     "on: role lineage:audit, Verdict removed, kept or unknown, 1-4 Present and Absent citations "
+     "of at most 12 lines with a quote kevo finds in the lines it re-reads (in code, not a "
+     "comment); a Present quote must be gone from the simpler kernel",
      "kevo audits the claimed mechanism and checks the feature set itself (a lexical scan) "
      "rather than asking the model for every feature"},
     {"lineage", NULL, NULL, "one mechanism per step",

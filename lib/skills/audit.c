@@ -123,9 +123,21 @@ static int parse_cite(const char *v, int *a, int *b, char *quote, size_t cap) {
 
 struct cite_ctx {
   const char *kernel, *other, *name; /* other: the kernel a Present quote must be gone from */
+  const char *code;                  /* kernel with comments blanked: a Present quote is code */
   json_t *arr;
   int n;
 };
+
+/* The squashed quote qq is in lines a..b of code (comments blanked). */
+static int in_code(const char *code, int a, int b, const char *qq) {
+  int nl;
+  char *t = lines_of(code, a, b, &nl);
+  char *sq = t ? skills_squash(t, strlen(t)) : NULL;
+  int ok = sq && strstr(sq, qq) != NULL;
+  free(sq);
+  free(t);
+  return ok;
+}
 
 static int check_cite(struct cite_ctx *c, const char *v, char *why, size_t cap) {
   int a, b, nl;
@@ -146,8 +158,12 @@ static int check_cite(struct cite_ctx *c, const char *v, char *why, size_t cap) 
     snprintf(why, cap, "the %s citation L%d-L%d spans more than %d lines", c->name, a, b,
              KV_AUDIT_LINES_MAX);
   else if (!sq || !qq || !qq[0] || !strstr(sq, qq))
-    snprintf(why, cap, "the %s citation L%d-L%d does not hold `%.120s` (it reads: %.160s)",
-             c->name, a, b, quote, sq ? sq : "");
+    snprintf(why, cap, "the %s citation L%d-L%d does not hold `%.120s` (it reads: %.160s)", c->name,
+             a, b, quote, sq ? sq : "");
+  else if (c->code && !in_code(c->code, a, b, qq))
+    snprintf(why, cap,
+             "the %s citation L%d-L%d holds `%.120s` only in a comment; a comment proves nothing",
+             c->name, a, b, quote);
   else if (c->other) {
     char *os = skills_squash(c->other, strlen(c->other));
     if (os && strstr(os, qq))
@@ -161,8 +177,8 @@ static int check_cite(struct cite_ctx *c, const char *v, char *why, size_t cap) 
   } else
     ok = 0;
   if (ok == 0)
-    json_array_append_new(c->arr, json_pack("{s:[i,i],s:s,s:s}", "lines", a, b, "quote", quote,
-                                            "text", text));
+    json_array_append_new(
+        c->arr, json_pack("{s:[i,i],s:s,s:s}", "lines", a, b, "quote", quote, "text", text));
   free(sq);
   free(qq);
   free(text);
@@ -200,8 +216,9 @@ int kv_audit_check(const char *reply, const char *richer, const char *simpler,
   skills_field(reply, "Reason", reason, sizeof reason);
   kv_sha256_hex(richer, strlen(richer), hr);
   kv_sha256_hex(simpler, strlen(simpler), hs);
-  struct cite_ctx pres = {richer, simpler, "present", json_array(), 0};
-  struct cite_ctx abs = {simpler, NULL, "absent", json_array(), 0};
+  char *code = skills_strip_comments(richer, strlen(richer));
+  struct cite_ctx pres = {richer, simpler, "present", code, json_array(), 0};
+  struct cite_ctx abs = {simpler, NULL, "absent", NULL, json_array(), 0};
   if (strncasecmp(verdict, "removed", 7))
     snprintf(out->why, sizeof out->why, "the audit's verdict is '%s', not removed",
              verdict[0] ? verdict : "(none)");
@@ -213,6 +230,7 @@ int kv_audit_check(const char *reply, const char *richer, const char *simpler,
     snprintf(out->why, sizeof out->why, "removed: %d present and %d absent citations re-read",
              pres.n, abs.n);
   }
+  free(code);
   json_t *j = json_pack("{s:b,s:s,s:s,s:s,s:o,s:o,s:s,s:s}", "passed", out->passed, "verdict",
                         verdict, "reason", reason, "why", out->why, "present", pres.arr, "absent",
                         abs.arr, "richer_sha256", hr, "simpler_sha256", hs);

@@ -88,8 +88,9 @@ static int added_line(const char *diff, const char *before, char *out, size_t ca
 
 /* A verdict of kevo's own checks on a proposed step (not the gate's). */
 static int kevo_check(const char *v) {
-  static const char *const k[] = {"no_code",          "contract_failed", "preconditions", "anchor",
-                                  "audit_failed",     "roundtrip_failed", NULL};
+  static const char *const k[] = {"no_code", "contract_failed", "preconditions",
+                                  "anchor",  "audit_failed",    "roundtrip_failed",
+                                  NULL};
   for (int i = 0; k[i]; i++)
     if (!strcmp(v, k[i]))
       return 1;
@@ -101,14 +102,14 @@ static int kevo_check(const char *v) {
 static void llm_card_parts(json_t *card, const struct kv_lineage_step *st,
                            const struct kv_mech *m) {
   uint32_t strat = kv_features_mask(KV_FEAT_STRATEGY);
-  json_object_set_new(
-      card, "contract",
-      json_pack("{s:o,s:o,s:o,s:o,s:o,s:s}", "requires", kv_features_json(st->f_requires),
-                "provides", kv_features_json(st->feat_rich & strat & ~st->feat_simple),
-                "conflicts", kv_features_json(st->f_conflicts), "observed_simpler",
-                kv_features_json(st->feat_simple), "observed_richer",
-                kv_features_json(st->feat_rich), "method",
-                "kevo's lexical feature scan of the code (comments blanked)"));
+  json_object_set_new(card, "contract",
+                      json_pack("{s:o,s:o,s:o,s:o,s:o,s:s}", "requires",
+                                kv_features_json(st->f_requires), "provides",
+                                kv_features_json(st->feat_rich & strat & ~st->feat_simple),
+                                "conflicts", kv_features_json(st->f_conflicts), "observed_simpler",
+                                kv_features_json(st->feat_simple), "observed_richer",
+                                kv_features_json(st->feat_rich), "method",
+                                "kevo's lexical feature scan of the code (comments blanked)"));
   json_t *ev = json_object_get(card, "evidence");
   json_t *au = st->audit_json ? json_loads(st->audit_json, 0, NULL) : NULL;
   json_object_set_new(ev, "audit", au ? au : json_null());

@@ -252,8 +252,9 @@ int skills_walk_load(const json_t *o, struct kv_lineage *L, char *err, size_t er
   if (json_array_size(mechs) > KV_MECH_MAX || json_array_size(steps) > KV_MECH_MAX ||
       !json_is_string(json_object_get(o, "cur")) ||
       !json_is_string(json_object_get(o, "expert_src")))
-    return kv_error(err, errlen, "not a walk kevo wrote: cur, expert_src, mechanisms or steps "
-                                 "missing or too many");
+    return kv_error(err, errlen,
+                    "not a walk kevo wrote: cur, expert_src, mechanisms or steps "
+                    "missing or too many");
   gs(o, "file", L->file, sizeof L->file);
   gs(o, "surface", L->surface, sizeof L->surface);
   gs(o, "device", L->device, sizeof L->device);

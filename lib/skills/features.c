@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "kevo/skills.h"
 #include "kevo/util.h"
 
@@ -102,7 +103,7 @@ int kv_features_parse(const char *list, uint32_t *bits, char *err, size_t errlen
 
 /* src with comments blanked (newlines kept), malloc'd. String literals stay:
  * inline PTX (mma.sync, cp.async) lives in them. */
-static char *strip_comments(const char *src, size_t len) {
+char *skills_strip_comments(const char *src, size_t len) {
   char *o = malloc(len + 1);
   if (!o)
     return NULL;
@@ -173,10 +174,9 @@ static int pragma(const char *line, const char *what) {
   return strstr(p + 6, what) != NULL;
 }
 
-static const char *const vector_types[] = {"float2",  "float4",  "double2", "int2",
-                                           "int4",    "uint2",   "uint4",   "half2",
-                                           "__half2", "char4",   "uchar4",  "__nv_bfloat162",
-                                           "double4", "longlong2"};
+static const char *const vector_types[] = {
+    "float2", "float4",  "double2", "int2",   "int4",           "uint2",   "uint4",
+    "half2",  "__half2", "char4",   "uchar4", "__nv_bfloat162", "double4", "longlong2"};
 
 static int vector_line(const char *l) {
   for (size_t i = 0; i < sizeof vector_types / sizeof *vector_types; i++)
@@ -185,8 +185,30 @@ static int vector_line(const char *l) {
   return 0;
 }
 
+/* Text that reads memory: an index, __ldg, a vector's component (v.x). */
+static int loads(const char *t) {
+  if (strchr(t, '[') || strstr(t, "__ldg("))
+    return 1;
+  static const char *const builtin[] = {"threadIdx", "blockIdx", "blockDim", "gridDim"};
+  for (const char *p = strchr(t, '.'); p; p = strchr(p + 1, '.')) {
+    if ((p[1] != 'x' && p[1] != 'y') || is_id((unsigned char)p[2]) || p == t ||
+        !is_id((unsigned char)p[-1]))
+      continue;
+    const char *st = p;
+    while (st > t && is_id((unsigned char)st[-1]))
+      st--;
+    int b = 0;
+    for (size_t k = 0; k < 4; k++)
+      b |= (size_t)(p - st) == strlen(builtin[k]) && !strncmp(st, builtin[k], (size_t)(p - st));
+    if (!b)
+      return 1;
+  }
+  return 0;
+}
+
 /* A statement accumulating values read from memory: `X op= ...[...]`,
- * `X = X op ...[`, `X = fmaxf(X, ...[`. The statement is the text between
+ * `X = X op ...[`, `X = fmaxf(X, ...[` (or __ldg, v.x), `v += __shfl...`. The statement is the text
+ * between
  * `;`, `{` and `}`, so a for header's `i += step` is its own statement. */
 static int reduction_stmt(const char *s, size_t n) {
   char b[512];
@@ -197,12 +219,12 @@ static int reduction_stmt(const char *s, size_t n) {
   const char *ops[] = {"+=", "*=", "|=", "&=", "^=", "-="};
   for (size_t k = 0; k < 6; k++) {
     const char *p = strstr(b, ops[k]);
-    if (p && strchr(p + 2, '['))
+    if (p && (loads(p + 2) || (k == 0 && strstr(p + 2, "__shfl"))))
       return 1;
   }
   /* X = X + ...[ or X = fmaxf(X, ...[ : the name before '=' reappears after it */
   const char *eq = strchr(b, '=');
-  if (!eq || eq[1] == '=' || eq == b || strchr("!<>=", eq[-1]) || !strchr(eq, '['))
+  if (!eq || eq[1] == '=' || eq == b || strchr("!<>=", eq[-1]) || !loads(eq))
     return 0;
   const char *e = eq - 1;
   while (e > b && (*e == ' ' || *e == '\t'))
@@ -220,8 +242,8 @@ static int reduction_stmt(const char *s, size_t n) {
 
 /* Names of local arrays of arithmetic types declared on a line (not __shared__). */
 static void array_decls(const char *l, char names[][48], int *n, int cap) {
-  static const char *const types[] = {"float", "double", "int", "__half", "half", "float4",
-                                      "float2"};
+  static const char *const types[] = {"float", "double", "int",   "__half",
+                                      "half",  "float4", "float2"};
   if (strstr(l, "__shared__") || strchr(l, '(') > strchr(l, '['))
     return;
   for (size_t t = 0; t < sizeof types / sizeof *types; t++)
@@ -270,8 +292,8 @@ static void scan_line(const char *l, int ln, struct kv_features *f) {
     mark(f, KV_FEAT_OMP_THREADS, ln);
   if (has_word(l, "__shfl", 1) || (has_word(l, "__reduce_", 1) && strstr(l, "_sync")))
     mark(f, KV_FEAT_SHUFFLE, ln);
-  if (atomic_call(l) || has_word(l, "__atomic_", 1) || has_word(l, "atomic_fetch_", 1) || has_word(l, "_Atomic", 0) ||
-      (pragma(l, "omp") && strstr(l, "atomic")))
+  if (atomic_call(l) || has_word(l, "__atomic_", 1) || has_word(l, "atomic_fetch_", 1) ||
+      has_word(l, "_Atomic", 0) || (pragma(l, "omp") && strstr(l, "atomic")))
     mark(f, KV_FEAT_ATOMICS, ln);
   if (has_word(l, "wmma", 0) || strstr(l, "wmma::") || has_word(l, "mma_sync", 0) ||
       strstr(l, "mma.sync") || strstr(l, "wgmma") || has_word(l, "__hmma", 1))
@@ -288,8 +310,7 @@ static void scan_line(const char *l, int ln, struct kv_features *f) {
     mark(f, KV_FEAT_GRID_STRIDE, ln);
   if (has_word(l, "__ldg", 0))
     mark(f, KV_FEAT_LDG, ln);
-  if (has_word(l, "__restrict__", 0) || has_word(l, "__restrict", 0) ||
-      has_word(l, "restrict", 0))
+  if (has_word(l, "__restrict__", 0) || has_word(l, "__restrict", 0) || has_word(l, "restrict", 0))
     mark(f, KV_FEAT_RESTRICT, ln);
   if (has_word(l, "__launch_bounds__", 0))
     mark(f, KV_FEAT_LAUNCH_BOUNDS, ln);
@@ -345,7 +366,7 @@ static void scan_accumulators(char *t, struct kv_features *f) {
 
 int kv_features_scan(const char *src, size_t len, struct kv_features *f) {
   memset(f, 0, sizeof *f);
-  char *t = strip_comments(src, len);
+  char *t = skills_strip_comments(src, len);
   if (!t)
     return -1;
   int ln = 1;

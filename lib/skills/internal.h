@@ -35,6 +35,8 @@ int skills_judge_expert(const struct kv_task *t, const struct kv_lineage_opts *o
 
 /* "Key: value" line of a reply into out (trimmed): 1 found. */
 int skills_field(const char *text, const char *key, char *out, size_t cap);
+/* src with its comments blanked, newlines kept (malloc'd; features.c). */
+char *skills_strip_comments(const char *src, size_t len);
 /* Blanks squashed to one space, trimmed (malloc'd). */
 char *skills_squash(const char *in, size_t n);
 /* A walk's state as JSON (llmwalk.c's checkpoints) and back. */

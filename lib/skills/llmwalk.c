@@ -25,8 +25,7 @@
 static const char deopt_system[] =
     "You take optimized GPU and CPU kernels apart, one mechanism at a time, so that each "
     "optimization can be studied on its own. You answer exactly in the format asked.";
-#define DEOPT_VARS                                                                                 \
-  "name surface summary entry lang code removed attempt attempts feedback features"
+#define DEOPT_VARS "name surface summary entry lang code removed attempt attempts feedback features"
 static const char deopt_default[] =
     "Task: {{name}} ({{surface}} surface). {{summary}}\nThe entry point, which must not "
     "change:\n{{entry}}\nThe current kernel (it passes every correctness check):\n```{{lang}}\n"
@@ -89,8 +88,8 @@ static int walk_prompts_load(const char *dir, struct walk_prompts *w, char *err,
             kv_prompt_template(dir, "lineage_deopt", DEOPT_VARS, deopt_default, err, errlen)) ||
       !(w->rederive = kv_prompt_template(dir, "lineage_rederive", REDERIVE_VARS, rederive_default,
                                          err, errlen)) ||
-      !(w->audit = kv_prompt_template(dir, "lineage_audit", AUDIT_VARS, audit_default, err,
-                                      errlen))) {
+      !(w->audit =
+            kv_prompt_template(dir, "lineage_audit", AUDIT_VARS, audit_default, err, errlen))) {
     walk_prompts_free(w);
     return -1;
   }
@@ -350,7 +349,8 @@ static int check_contract(struct walk *w, struct kv_lineage *L, struct kv_lineag
       return refuse(w, L, st, "anchor",
                     "Anchor: `%.200s` is %s; the anchor is a line of the richer kernel that the "
                     "simpler one lacks",
-                    m->anchor, !in_rich ? "not in the richer kernel" : "still in the simpler kernel");
+                    m->anchor,
+                    !in_rich ? "not in the richer kernel" : "still in the simpler kernel");
   }
   return 1;
 }
@@ -420,9 +420,9 @@ static int judge_roundtrip(struct walk *w, struct kv_lineage *L, struct kv_linea
     int n = w->o->pairs < 3 ? 3 : w->o->pairs;
     char rtag[128];
     snprintf(rtag, sizeof rtag, "%s-roundtrip", tag);
-    int prc = skills_time_pairs(w->t, w->o, w->ext, L->cur, strlen(L->cur), rich, strlen(rich),
-                                rtag, st->ord, n, ru, du, w->r, rt->why, sizeof rt->why, w->err,
-                                w->errlen);
+    int prc =
+        skills_time_pairs(w->t, w->o, w->ext, L->cur, strlen(L->cur), rich, strlen(rich), rtag,
+                          st->ord, n, ru, du, w->r, rt->why, sizeof rt->why, w->err, w->errlen);
     if (prc < 0)
       return -1;
     if (prc == 0)
@@ -588,8 +588,8 @@ static int propose(struct walk *w, struct kv_lineage *L) {
   return rc;
 }
 
-static int write_checkpoint(const struct kv_lineage_opts *o, const struct kv_lineage *L,
-                            char *err, size_t errlen) {
+static int write_checkpoint(const struct kv_lineage_opts *o, const struct kv_lineage *L, char *err,
+                            size_t errlen) {
   if (!o->checkpoint)
     return 0;
   char path[PATH_MAX];
@@ -665,8 +665,13 @@ static int walk_loop(struct walk *w, struct kv_lineage *L, int max_steps) {
 
 static int walk_run(const struct kv_task *t, const struct kv_lineage_opts *o, struct kv_llm *llm,
                     int retries, int max_steps, struct kv_lineage *L, char *err, size_t errlen) {
-  struct walk w = {.t = t, .o = o, .llm = llm, .retries = retries < 0 ? 0 : retries,
-                   .ext = skills_ext_of(L->file), .err = err, .errlen = errlen};
+  struct walk w = {.t = t,
+                   .o = o,
+                   .llm = llm,
+                   .retries = retries < 0 ? 0 : retries,
+                   .ext = skills_ext_of(L->file),
+                   .err = err,
+                   .errlen = errlen};
   if (max_steps <= 0 || max_steps > KV_MECH_MAX)
     max_steps = KV_MECH_MAX;
   if (walk_prompts_load(o->prompt_dir, &w.wp, err, errlen) < 0)
@@ -728,7 +733,8 @@ int kv_lineage_checkpoint_task(const char *checkpoint, char *task_dir, size_t ca
   if (read_checkpoint(checkpoint, &j, err, errlen) != 0)
     return -1;
   const char *d = json_string_value(json_object_get(j, "task_dir"));
-  int rc = d && d[0] ? 0 : kv_error(err, errlen, "%s: task_dir: missing; give the task", checkpoint);
+  int rc =
+      d && d[0] ? 0 : kv_error(err, errlen, "%s: task_dir: missing; give the task", checkpoint);
   snprintf(task_dir, cap, "%s", d ? d : "");
   json_decref(j);
   return rc;
@@ -756,8 +762,8 @@ int kv_lineage_resume_llm(const struct kv_task *t, const char *checkpoint,
                   L->termination, L->stop);
   if (rc == 0) {
     L->termination[0] = L->stop[0] = 0;
-    skills_say(o, "resume   %s at proposal %d (%d steps taken, %d refused)", L->file,
-               L->nsteps + 1, L->accepted_steps, L->rejections);
+    skills_say(o, "resume   %s at proposal %d (%d steps taken, %d refused)", L->file, L->nsteps + 1,
+               L->accepted_steps, L->rejections);
     rc = walk_run(t, o, llm, retries, max_steps, L, err, errlen);
   }
   if (rc < 0)

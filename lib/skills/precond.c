@@ -48,10 +48,10 @@ static int check_dtype(const char *tok, const void *ctx, char *why, size_t n) {
   return -1;
 }
 
-static const char *const layouts[] = {"row-major", "column-major", "contiguous", "strided", "any",
-                                      NULL};
-static const char *const storages[] = {"global",   "shared", "registers", "constant", "local",
-                                       "host",     "texture", "any",      NULL};
+static const char *const layouts[] = {"row-major", "column-major", "contiguous",
+                                      "strided",   "any",          NULL};
+static const char *const storages[] = {"global", "shared",  "registers", "constant", "local",
+                                       "host",   "texture", "any",       NULL};
 
 static int check_word(const char *tok, const void *ctx, char *why, size_t n) {
   const char *const *w = ctx;
@@ -80,7 +80,8 @@ static int check_hw(const char *tok, const void *ctx, char *why, size_t n) {
   char plus[4] = "";
   if (in_words(tok, fixed) || (sscanf(tok, "sm_%d%1[+]", &v, plus) >= 1 && v >= 10 && v < 200))
     return 0;
-  snprintf(why, n, "is not hardware kevo knows; use any, cpu, gpu, x86_64, aarch64, sm_NN or sm_NN+");
+  snprintf(why, n,
+           "is not hardware kevo knows; use any, cpu, gpu, x86_64, aarch64, sm_NN or sm_NN+");
   return -1;
 }
 
@@ -124,8 +125,8 @@ static int dtypes_cover(const struct kv_task *t, const char *dt, char *err, size
   return 0;
 }
 
-static int read_lists(const char *reply, const struct kv_task *t, const char *arch,
-                      int require_all, struct kv_mech *m, char *err, size_t errlen) {
+static int read_lists(const char *reply, const struct kv_task *t, const char *arch, int require_all,
+                      struct kv_mech *m, char *err, size_t errlen) {
   char v[512];
   struct {
     const char *key;
@@ -157,7 +158,8 @@ static int read_lists(const char *reply, const struct kv_task *t, const char *ar
   if (m->layout[0] && !list_has(m->layout, "row-major") && !list_has(m->layout, "contiguous") &&
       !list_has(m->layout, "any"))
     return kv_error(err, errlen,
-                    "Layout: %s; this step was measured on row-major, contiguous buffers", m->layout);
+                    "Layout: %s; this step was measured on row-major, contiguous buffers",
+                    m->layout);
   if (m->hardware[0] && arch && arch[0] && !hw_covers(m->hardware, arch))
     return kv_error(err, errlen, "Hardware: %s leaves out %s, where this step was measured",
                     m->hardware, arch);

@@ -53,6 +53,11 @@ static void test_features(void **state) {
   assert_false(HAS(b, KV_FEAT_REDUCTION)); /* r0 += TB in a for header is not one */
   assert_false(HAS(b, KV_FEAT_MULTI_ACC));
   free(tr);
+  /* CUDA reductions read through __ldg, a vector's components, shuffles */
+  assert_true(HAS(feats("s += __ldg(xr + c);"), KV_FEAT_REDUCTION));
+  assert_true(HAS(feats("s += (v.x + v.y) + (v.z + v.w);"), KV_FEAT_REDUCTION));
+  assert_true(HAS(feats("v += __shfl_xor_sync(0xffffffffu, v, o);"), KV_FEAT_REDUCTION));
+  assert_false(HAS(feats("tile[i][tx] = __ldg(x + c); i += blockDim.x;"), KV_FEAT_REDUCTION));
   /* CUDA: PTX in strings counts, a comment does not */
   const char *cu = "// __shared__ float never; atomicAdd in a comment\n"
                    "__global__ void k(const float4 *x, float *y) {\n"
@@ -87,15 +92,15 @@ static void test_features(void **state) {
   assert_non_null(strstr(e, "'tiling' is not a feature kevo observes"));
 }
 
-static const char richer[] = "void f(const float *x, float *y, int n) {\n"       /* 1 */
-                             "#pragma omp parallel for\n"                          /* 2 */
-                             "  for (int i = 0; i < n; i++)\n"                     /* 3 */
-                             "    y[i] = 2 * x[i];\n"                              /* 4 */
-                             "}\n";                                                /* 5 */
-static const char simpler[] = "void f(const float *x, float *y, int n) {\n"      /* 1 */
-                              "  for (int i = 0; i < n; i++)\n"                    /* 2 */
-                              "    y[i] = 2 * x[i];\n"                             /* 3 */
-                              "}\n";                                               /* 4 */
+static const char richer[] = "void f(const float *x, float *y, int n) {\n"    /* 1 */
+                             "#pragma omp parallel for\n"                     /* 2 */
+                             "  for (int i = 0; i < n; i++)\n"                /* 3 */
+                             "    y[i] = 2 * x[i]; // threads: #pragma omp\n" /* 4 */
+                             "}\n";                                           /* 5 */
+static const char simpler[] = "void f(const float *x, float *y, int n) {\n"   /* 1 */
+                              "  for (int i = 0; i < n; i++)\n"               /* 2 */
+                              "    y[i] = 2 * x[i];\n"                        /* 3 */
+                              "}\n";                                          /* 4 */
 
 static int audit(const char *reply, char *why) {
   struct kv_audit a;
@@ -125,22 +130,28 @@ static void test_audit_citations(void **state) {
                          why),
                    0);
   assert_non_null(strstr(why, "L4-L4 does not hold `#pragma omp parallel for`"));
+  /* a comment that names the mechanism is not the mechanism */
+  assert_int_equal(audit("Verdict: removed\nPresent: L4 `threads: #pragma omp`\n"
+                         "Absent: L2 `for`\nReason: x\n",
+                         why),
+                   0);
+  assert_non_null(strstr(why, "only in a comment; a comment proves nothing"));
   /* a "present" quote the simpler kernel still has is not what was removed */
   assert_int_equal(audit("Verdict: removed\nPresent: L4 `y[i] = 2 * x[i];`\nAbsent: L2 `for`\n"
                          "Reason: x\n",
                          why),
                    0);
   assert_non_null(strstr(why, "still in the simpler kernel"));
-  assert_int_equal(audit("Verdict: kept\nPresent: L2 `#pragma omp`\nAbsent: L2 `for`\nReason: x\n",
-                         why),
-                   0);
+  assert_int_equal(
+      audit("Verdict: kept\nPresent: L2 `#pragma omp`\nAbsent: L2 `for`\nReason: x\n", why), 0);
   assert_non_null(strstr(why, "verdict is 'kept'"));
   assert_int_equal(audit("Verdict: removed\nPresent: L2 `#pragma omp`\nReason: x\n", why), 0);
   assert_non_null(strstr(why, "no absent citation"));
   assert_int_equal(audit("Verdict: removed\nPresent: L2 omp\nAbsent: L2 `for`\nReason: x\n", why),
                    0);
   assert_non_null(strstr(why, "is not 'L<a>-L<b> `quote`'"));
-  assert_int_equal(audit("Verdict: removed\nPresent: L2 `#pragma omp`\nAbsent: L2 `for`\n", why), 0);
+  assert_int_equal(audit("Verdict: removed\nPresent: L2 `#pragma omp`\nAbsent: L2 `for`\n", why),
+                   0);
   assert_non_null(strstr(why, "no reason"));
   /* more than 4 citations */
   assert_int_equal(audit("Verdict: removed\nPresent: L2 `omp`\nPresent: L2 `omp`\nPresent: L2 "
@@ -290,8 +301,10 @@ static void test_retrieval_by_features(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_features),      cmocka_unit_test(test_audit_citations),
-      cmocka_unit_test(test_roundtrip),     cmocka_unit_test(test_preconditions),
+      cmocka_unit_test(test_features),
+      cmocka_unit_test(test_audit_citations),
+      cmocka_unit_test(test_roundtrip),
+      cmocka_unit_test(test_preconditions),
       cmocka_unit_test(test_retrieval_by_features),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
