@@ -24,7 +24,7 @@ static const struct opt gate_opts[] = {
      "protocol"},
     {"--no-timing", "check correctness only; no speedups"},
     {"--torch-compile MODE", "also time torch.compile(MODE) of the reference as a baseline"},
-    {"--seed N", "the inputs' seed (default 1)"},
+    {"--seed N", "the inputs' seed, to replay an evaluation (default a fresh one each time)"},
     {"--db PATH", "the store (default $KEVO_DB, else ~/.local/share/kevo/kevo.db)"},
     END};
 
@@ -38,7 +38,8 @@ static const struct opt llm_opts[] = {
     {"--api-key-env NAME",
      "the environment variable holding the key (default OPENAI_API_KEY or ANTHROPIC_API_KEY); "
      "\"\" for a local server that needs none"},
-    {"--config FILE", "the model configuration (default ~/.config/kevo/llm.json)"},
+    {"--config FILE",
+     "a model configuration read last (after ~/.config/kevo/config.json and ./kevo.json)"},
     {"--budget-usd X", "a hard cap on what the model calls may cost (needs a priced model)"},
     END};
 
@@ -46,7 +47,7 @@ static const struct opt run_opts[] = {
     {"--strategy ada|greedy|best-of-n|tune",
      "the search (default ada with a model; tune, the starter's kevo:tune knobs, without one)"},
     {"--steps N", "candidates to judge (default 16)"},
-    {"--concurrency K", "candidates in flight at once (default 1)"},
+    {"--concurrency K", "model requests in flight at once (default 2)"},
     {"--plan-mode explicit|implicit",
      "a planner writes a plan before each kernel (explicit) or not"},
     {"--prompt-blocks LIST",
@@ -118,7 +119,7 @@ static const struct opt llm_cmd_opts[] = {
 
 static const struct opt import_opts[] = {
     {"-o OUTDIR", "where the task directories go (default .)"},
-    {"--jobs N", "modules at once (default 1)"},
+    {"--jobs N", "modules at once (default the cores, at most 8)"},
     {"--deadline S", "per module (default 120)"},
     {"--max-gib G", "memory cap per module on the CPU (default 2)"},
     {"--device-memory GIB", "the GPU memory a task may need (default $KEVO_DEVICE_MEMORY_GIB)"},
@@ -152,6 +153,110 @@ static const struct opt lineage_opts[] = {
     {"--off A,B", "lineage resolve: these mechanisms off"},
     END};
 
+static const struct opt tool_opts[] = {{"--json", "the findings as JSON"},
+                                       {"--deadline SECONDS", "the tool's run (default 120)"},
+                                       {"--seed N", "the inputs' seed (default a fresh one)"},
+                                       END};
+
+static const struct opt sanitize_opts[] = {
+    {"--surface cuda|cpu",
+     "compute-sanitizer on the GPU (default cuda) or ASan + UBSan on the CPU"},
+    END};
+
+static const struct opt device_opts[] = {
+    {"--surface cpu|cuda", "which device (default cpu)"},
+    {"--recalibrate", "measure again instead of reading the cached figures"},
+    {"--json", "the figures as JSON"},
+    END};
+
+static const struct opt db_opts[] = {
+    {"--db PATH", "the store (default $KEVO_DB, else ~/.local/share/kevo/kevo.db)"}, END};
+
+static const struct opt runs_opts[] = {{"--json", "kevo runs: the runs as JSON"}, END};
+
+static const struct opt best_opts[] = {{"-o FILE", "write the kernel there (default: print it)"},
+                                       END};
+
+static const struct opt rules_opts[] = {
+    {"--all", "list: every rule (default those seen at least twice)"},
+    {"--min-count N", "export: only rules seen at least N times (default 1)"},
+    {"--apply", "audit: also flag the noisy rules, so that prompts leave them out"},
+    END};
+
+static const struct opt synth_opts[] = {
+    {"--n N", "practice tasks to ask for (default 10)"},
+    {"--style composite|mutation|self-instruct|adaexplore",
+     "what to ask: a mix of operators (default), a variant of --from's tasks, a new pattern, "
+     "3 of --from's KernelBench level-1 problems (ids <= 50) with 3 torch.nn layers"},
+    {"--from SUITE_DIR", "the tasks mutation and self-instruct start from; also refused as "
+                         "duplicates"},
+    {"-o DIR", "where the tasks go (default practice)"},
+    {"--ops FILE", "composite: the operators to draw from, one a line (default kevo's list)"},
+    {"--seed S", "what each attempt asks follows from it (default 0)"},
+    {"--jobs N", "replies judged at once (default 2, at most 16)"},
+    {"--concurrency K", "model requests in flight at once (default 2)"},
+    {"--deadline S", "per module run (default 120)"},
+    {"--max-gib G", "memory cap per module on the CPU (default 2)"},
+    {"--python PATH", "the Python with torch (default $KEVO_PYTHON, else python3)"},
+    {"--fresh", "make N more attempts even where an earlier synthesis finished"},
+    {"--db PATH", "the store (default $KEVO_DB)"},
+    END};
+
+static const struct opt adapt_opts[] = {
+    {"--steps N", "steps per practice task (default 8)"},
+    {"--jobs N", "practice tasks at once (default 1, at most 16)"},
+    {"--judge-max N", "the model as a judge of rule pairs: at most N calls (default 40)"},
+    {"--no-rules-llm", "learn rules from compiler evidence only (default: the model words them "
+                       "too)"},
+    {"--fresh", "adapt again where an earlier adapt of this suite finished"},
+    END};
+
+static const struct opt gate_cmd_opts[] = {
+    {"--stdio", "jobs as frames on stdin, verdicts on stdout (the only transport)"},
+    {"--idle SECONDS", "end after this long without a job (default 3600)"},
+    {"--surface cpu|cuda", "cuda: check at start that this host can judge cuda kernels"},
+    END};
+
+static const struct opt analyze_opts[] = {
+    {"--generations A..B", "the run's steps to freeze (default all that refine or debug)"},
+    {"--players LIST", "the feedback blocks to switch, NAME or NAME:summary (default every one "
+                       "the run had); compile, correctness; debugger, analyzer, profiler"},
+    {"--samples K", "replies per node and coalition, or per rollout (default 5)"},
+    {"--rollouts N", "sample K replies N times (default 1)"},
+    {"--score mean|best-of-k", "a rollout's outcome: every sample (default) or its best"},
+    {"--planner on|off", "the reports go to a planner once per node, coalition and rollout"},
+    {"--frozen rebuilt|recorded", "the prompt made again (default) or the child's as sent"},
+    {"--fast-threshold X", "a sample is fast above X times the reference (default 1.0)"},
+    {"--experiment planning", "instead: a plan step crossed with aligned or misaligned feedback"},
+    {"--transfer-to MODEL", "instead: the run's plans given to MODEL's coder"},
+    {"--bootstrap N", "resamples for each interval (default 1000)"},
+    {"--budget SECONDS", "timing budget per sample (default 1)"},
+    {"--no-timing", "judge correctness only (no fast rate or speedup)"},
+    {"--json", "every value, interval and p as JSON"},
+    {"--fresh", "start anew where an earlier analysis of these settings is"},
+    {"--db PATH", "the store (default $KEVO_DB)"},
+    END};
+
+static const struct opt presets_opts[] = {
+    {"--markdown", "the table as Markdown (docs/presets.md's)"}, END};
+
+static const struct opt skills_opts[] = {
+    {"--all", "list, export: every card (default the admitted ones)"},
+    {"--reason TEXT", "retire: why, kept in the card's log"},
+    {"--surface S", "match: the surface (default cpu)"},
+    {"--arch A", "match: the architecture (default this machine's)"},
+    {"--smem BYTES", "match: the shared memory a skill may add (default 49152)"},
+    {"--json", "match: the matches and refusals as JSON"},
+    {"--db PATH", "the store (default $KEVO_DB)"},
+    END};
+
+static const struct opt report_opts[] = {
+    {"-o FILE.html", "where the page goes (default report.html)"},
+    {"--bench [ID]", "a section for a kevo bench (default the latest)"},
+    {"--analysis [ID]", "a section for a kevo analyze (default the latest)"},
+    {"--db PATH", "the store (default $KEVO_DB)"},
+    END};
+
 struct cmd_help {
   const char *cmd;
   const struct opt *groups[4];
@@ -169,6 +274,21 @@ static const struct cmd_help helps[] = {
     {"llm", {llm_opts, llm_cmd_opts}, {NULL, NULL}},
     {"import", {import_opts}, {NULL}},
     {"lineage", {lineage_opts, llm_opts}, {NULL, "LLM mode:"}},
+    {"profile", {tool_opts}, {NULL}},
+    {"sanitize", {sanitize_opts, tool_opts}, {NULL, NULL}},
+    {"device", {device_opts}, {NULL}},
+    {"runs", {runs_opts, db_opts}, {NULL, NULL}},
+    {"best", {best_opts, db_opts}, {NULL, NULL}},
+    {"rules", {rules_opts, db_opts}, {NULL, NULL}},
+    {"synthesize", {synth_opts, llm_opts}, {NULL, "the model:"}},
+    {"adapt",
+     {adapt_opts, llm_opts, gate_opts},
+     {NULL, "the model (every option of kevo run applies too):", "judging:"}},
+    {"gate", {gate_cmd_opts}, {NULL}},
+    {"analyze", {analyze_opts, llm_opts}, {NULL, "the model (default the run's):"}},
+    {"skills", {skills_opts}, {NULL}},
+    {"presets", {presets_opts}, {NULL}},
+    {"report", {report_opts}, {NULL}},
 };
 
 int cli_help_options(FILE *f, const char *cmd) {

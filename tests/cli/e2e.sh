@@ -54,7 +54,10 @@ expect "help CMD" 0 "^usage: kevo import " -- "$K" help import
 expect "help of no command" 2 "'frob' is not a command" -- "$K" help frob
 # kevo help CMD describes every option its usage line names, one line each
 # (issue 33 item 7); --api-key-env, which a local model server needs, too.
-for cmd in eval task run resume bench llm import lineage; do
+cmds=$("$K" help | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p')
+[ "$(echo "$cmds" | wc -w)" -ge 20 ] && ok "help lists $(echo "$cmds" | wc -w) commands" ||
+  bad "help lists only: $cmds"
+for cmd in $cmds; do
   "$K" help "$cmd" >"$T/help" 2>&1
   missing=""
   for f in $(sed -n 's/^usage: //p' "$T/help" | grep -oE -- '(^|[[ |])(--[a-z][a-z0-9-]*|-o)' | sed 's/^[[ |]//' | sort -u); do
