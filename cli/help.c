@@ -56,6 +56,12 @@ static const struct opt run_opts[] = {
     {"--p-large P", "ada: the chance of a large step (default 0.3)"},
     {"--small-limit N", "ada: small steps in a chain before a large one (default 4)"},
     {"--explore C", "ada: the UCB exploration weight (default 1)"},
+    {"--preset adaexplore|kevo",
+     "AdaExplore as released: its constants as options, before yours (kevo presets adaexplore)"},
+    {"--tree adaexplore|kevo", "ada: AdaExplore's expand/descend rule (default kevo's)"},
+    {"--reward adaexplore|kevo", "ada: AdaExplore's linear reward of a speedup (default log2)"},
+    {"--pool-max N", "ada: kernels in a large step's pool (default 3)"},
+    {"--rule-sources LIST", "failures rules are learnt from: compile,runtime,wrong (default all)"},
     {"--rule-threshold N", "a validity rule enters prompts once seen N times (default 2)"},
     {"--rules-llm", "the model words the rules learnt from failures"},
     {"--online-attribution SHARE", "spend SHARE of the steps measuring which feedback helps"},
@@ -188,6 +194,7 @@ static const struct opt synth_opts[] = {
     {"--style composite|mutation|self-instruct|adaexplore",
      "what to ask: a mix of operators (default), a variant of --from's tasks, a new pattern, "
      "3 of --from's KernelBench level-1 problems (ids <= 50) with 3 torch.nn layers"},
+    {"--preset adaexplore|kevo", "AdaExplore as released: --style adaexplore"},
     {"--from SUITE_DIR", "the tasks mutation and self-instruct start from; also refused as "
                          "duplicates"},
     {"-o DIR", "where the tasks go (default practice)"},
@@ -206,6 +213,7 @@ static const struct opt adapt_opts[] = {
     {"--steps N", "steps per practice task (default 8)"},
     {"--jobs N", "practice tasks at once (default 1, at most 16)"},
     {"--judge-max N", "the model as a judge of rule pairs: at most N calls (default 40)"},
+    {"--preset adaexplore|kevo", "AdaExplore as released: kevo run's options it sets"},
     {"--no-rules-llm", "learn rules from compiler evidence only (default: the model words them "
                        "too)"},
     {"--fresh", "adapt again where an earlier adapt of this suite finished"},
@@ -222,6 +230,8 @@ static const struct opt analyze_opts[] = {
     {"--players LIST", "the feedback blocks to switch, NAME or NAME:summary (default every one "
                        "the run had); compile, correctness; debugger, analyzer, profiler"},
     {"--samples K", "replies per node and coalition, or per rollout (default 5)"},
+    {"--preset cudanalyst|kevo",
+     "CUDAnalyst as released: its constants as options, before yours (kevo presets cudanalyst)"},
     {"--rollouts N", "sample K replies N times (default 1)"},
     {"--score mean|best-of-k", "a rollout's outcome: every sample (default) or its best"},
     {"--planner on|off", "the reports go to a planner once per node, coalition and rollout"},

@@ -109,7 +109,8 @@ static const struct kv_preset_row cudanalyst_rows[] = {
     {"analyze", NULL, NULL, "pairwise synergy",
      "v(ij) - v(i) - v(j) + v(0) - d(N)/3 (helper/stat.py)",
      "Harsanyi dividends d(S) and Grabisch's interaction index I(S)",
-     "theirs is d(ij) - d(N)/3; kevo prints it as 'released synergy' beside d and I"},
+     "theirs is d(ij) - d(N)/3, read off kevo's dividends; Grabisch's I(ij) is d(ij) + d(N)/2 "
+     "with 3 players"},
 };
 
 /* KLineage (ict-agent/klineage) as released: src/klineage/action/decompose.py

@@ -108,8 +108,10 @@ static const char *const nn_layers[] = {
 #define ADA_LAYERS 3   /* and torch.nn layers */
 #define ADA_MAX_ID 50  /* problems with ids up to this */
 
-/* The KernelBench id a task's name starts with ("19_ReLU": 19), else 0. */
-static int kb_id(const char *name) {
+/* The KernelBench id a task's name starts with ("level1/19_ReLU": 19; the
+ * suite's path to it left out), else 0. */
+static int kb_id(const char *path) {
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   int id = 0;
   for (int i = 0; name[i] >= '0' && name[i] <= '9' && i < 6; i++)
     id = id * 10 + (name[i] - '0');
