@@ -9,7 +9,7 @@ CTEST_FLAGS ?= --output-on-failure -LE gpu
 # Python, servers), and kevo's device lock keeps timing loops one at a time.
 TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # The sanitizer pass: every test but those labelled gpu or waits (end-to-end
-# waits that ASan would only slow down: README, "Tests"), one job per core:
+# waits that ASan would only slow down: docs/tests.md), one job per core:
 # its tests compute more than they wait, and a third job made a timing test's
 # warm-up price calls at several times their cost (CI, test_adaptive).
 ASAN_CTEST_FLAGS ?= --output-on-failure -LE 'gpu|waits'

@@ -49,7 +49,7 @@ int cmd_presets(int argc, char **argv);  /* preset.c */
  * *own, when set, is the new argv for the caller to free. 0, or 2. */
 int cli_preset_expand(int *argc, char ***argv, char ***own);
 
-/* kevo's settings from the environment (README: KEVO_WORKER, KEVO_NVCC,
+/* kevo's settings from the environment (README, "Settings": KEVO_WORKER, KEVO_NVCC,
  * KEVO_CUDA_ARCH, KEVO_DB, KEVO_CACHE_DIR), read once by main before any
  * command runs and passed down to the library as options; NULL where unset
  * or empty (the library's default). */

@@ -3,8 +3,8 @@
  * The tool launches the worker (its argv comes first), so the worker still
  * runs the object inside its own sandbox, less the layers the tool cannot
  * work under (kevo-worker --without NAME; found on an H100 by starting the
- * worker under each tool with one layer off at a time, see the README's "The
- * cuda surface"). Never prints, never exits. */
+ * worker under each tool with one layer off at a time, see docs/cuda.md,
+ * "Both tools run the candidate"). Never prints, never exits. */
 #ifndef KEVO_GATE_TOOLRUN_H
 #define KEVO_GATE_TOOLRUN_H
 

@@ -527,7 +527,7 @@ int kv_annot_parse(const char *src, size_t len, const char *file, struct kv_anno
   if (a->n == 0)
     return kv_error(err, errlen,
                     "%s: no '// kevo:mechanism NAME -- intent' line; annotate the expert's "
-                    "mechanisms (see README, Skills)",
+                    "mechanisms (see docs/skills.md)",
                     file);
   /* cycles */
   int color[KV_MECH_MAX] = {0}, stack[KV_MECH_MAX + 1], sp = 0;

@@ -17,7 +17,8 @@ cmake --install "$B" --prefix "$P" >"$T/install.log" 2>&1 && ok "cmake --install
   bad "cmake --install: $(tail -3 "$T/install.log")"
 for f in bin/kevo bin/kevo-worker bin/kevo-sandbox bin/kevo-nvrtc share/kevo/kevo_import.py share/kevo/kevo_synth.py \
   share/kevo/kevo_torch_worker.py share/kevo/libkevo_pyrt.so \
-  share/kevo/examples/tasks/rowsum/task.json share/doc/kevo/README.md; do
+  share/kevo/examples/tasks/rowsum/task.json share/doc/kevo/README.md share/doc/kevo/docs/gate.md \
+  share/doc/kevo/docs/report.png; do
   [ -e "$P/$f" ] && ok "installed $f" || bad "not installed: $f"
 done
 mkdir "$T/empty"

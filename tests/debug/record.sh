@@ -1,8 +1,8 @@
 #!/bin/bash
 # On a GPU host: records the tools' own output as parser fixtures
 # (tests/sanitize/, tests/ncu/) and finds, layer by layer, which sandbox
-# layers kevo's worker must leave off under each tool (README, "The cuda
-# surface"). Usage: tests/debug/record.sh BUILD_DIR OUT_DIR
+# layers kevo's worker must leave off under each tool (docs/cuda.md, "Both
+# tools run the candidate"). Usage: tests/debug/record.sh BUILD_DIR OUT_DIR
 set -u
 B=${1:-build}; O=${2:-/tmp/devtools-record}
 mkdir -p "$O"
