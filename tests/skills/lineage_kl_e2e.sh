@@ -103,6 +103,17 @@ check "the card's round trip: identical to the richer kernel" \
 check "the card's preconditions are the model's, with its scope" \
   [ "$(card "c['preconditions']['written_by'], c['preconditions']['storage'], c['scope']['cases']")" = "model ['global', 'registers'] ['*']" ]
 
+# ---- the same walk replayed from the store, the stand-in gone ----
+if [ "$MODE" = fast ]; then
+  kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+  SPID=
+  "$K" lineage extract --provider replay --model m $TIMING --require-preconditions on \
+    "$T/rowsum" "$SRC/examples/tasks/rowsum/good.c" >"$T/out" 2>"$T/err"
+  rc=$?
+  check "replayed with the network off: exit 0, the same three verdicts" \
+    sh -c "[ $rc = 0 ] && [ \"\$(sqlite3 '$KEVO_DB' \"SELECT group_concat(verdict, ',') FROM (SELECT verdict FROM lineage_steps WHERE lineage_id = (SELECT MAX(id) FROM lineages) ORDER BY ord)\")\" = audit_failed,roundtrip_failed,ok ]"
+fi
+
 # ---- retrieval by observed features ----
 "$K" skills match --json "$T/transpose" "$SRC/examples/tasks/transpose/starter.c" >"$T/m" 2>&1
 check "transpose: the row-reduction skill is refused by its code's features" \
