@@ -452,6 +452,17 @@ int cli_timing_method(const char *text, int *out) {
 static int adaexplore_option(struct cli_run_args *r, int argc, char **argv, int *i) {
   const char *a = argv[*i], *w = *i + 1 < argc ? argv[*i + 1] : NULL;
   int tree = !strcmp(a, "--tree"), reward = !strcmp(a, "--reward");
+  if (w && !strcmp(a, "--small-step")) {
+    if (strcmp(w, "kevo") && strcmp(w, "reviser-tuner")) {
+      cli_fail("--small-step %s: use kevo (one call rewrites the kernel; the default) or "
+               "reviser-tuner (AdaExplore's: guidance, then exact string edits)",
+               w);
+      return -1;
+    }
+    r->c.llm.small_step = !strcmp(w, "reviser-tuner");
+    ++*i;
+    return 1;
+  }
   if (!w || !(tree || reward || !strcmp(a, "--pool-max") || !strcmp(a, "--rule-sources")))
     return 0;
   ++*i;

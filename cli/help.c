@@ -61,6 +61,8 @@ static const struct opt run_opts[] = {
     {"--tree adaexplore|kevo", "ada: AdaExplore's expand/descend rule (default kevo's)"},
     {"--reward adaexplore|kevo", "ada: AdaExplore's linear reward of a speedup (default log2)"},
     {"--pool-max N", "ada: kernels in a large step's pool (default 3)"},
+    {"--small-step kevo|reviser-tuner",
+     "a small step rewrites the kernel (default) or is AdaExplore's guidance, then string edits"},
     {"--rule-sources LIST", "failures rules are learnt from: compile,runtime,wrong (default all)"},
     {"--rule-threshold N", "a validity rule enters prompts once seen N times (default 2)"},
     {"--rules-llm", "the model words the rules learnt from failures"},

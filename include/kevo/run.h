@@ -34,7 +34,9 @@ struct kv_run_llm_settings {
   int tree;              /* ada: 1 AdaExplore's expand/descend rule (KV_TREE_*) */
   int reward;            /* ada: 1 AdaExplore's linear reward (KV_REWARD_*) */
   unsigned rule_sources; /* failures rules are learnt from (KV_RULE_SRC_* bits; 0: every one) */
+  int small_step;        /* ada: 1 AdaExplore's Reviser then Tuner with string edits (KV_SMALL_*) */
 };
+enum { KV_SMALL_KEVO, KV_SMALL_REVISER_TUNER };
 enum { KV_TREE_KEVO, KV_TREE_ADAEXPLORE };
 enum { KV_REWARD_KEVO, KV_REWARD_ADAEXPLORE };
 #define KV_RULE_SRC_COMPILE 1u /* compile errors, policy violations */

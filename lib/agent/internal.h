@@ -82,6 +82,26 @@ int kva_ada_small_children(const struct kva_ada_node *n, int count, int at);
 uint64_t kva_ada_rand(uint64_t *x);
 double kva_ada_uniform(uint64_t *x); /* [0, 1) */
 
+/* ---- AdaExplore's Reviser and Tuner (revise.c) --------------------------- */
+
+#define KVA_RT_CONTEXT 5 /* nodes back to the nearest large-step ancestor (max_memory_round) */
+struct kva_rt_ctx {
+  const char *name, *summary, *entry, *reference;
+  const char *context;  /* tuner: earlier kernels of the path with their results */
+  const char *code;     /* the last kernel */
+  const char *result;   /* its result, one paragraph */
+  const char *guidance; /* tuner: the reviser's items */
+};
+/* The reviser's (tuner 0) or the tuner's prompt, templates "reviser" and
+ * "tuner" (DIR/NAME.md overrides): malloc'd, or NULL with err. */
+char *kva_rt_prompt(const char *dir, int tuner, const struct kva_rt_ctx *c, char *err,
+                    size_t errlen);
+/* The tuner's reply applied to code: each "<<<<<<< SEARCH / ======= /
+ * >>>>>>> REPLACE" block in turn, its SEARCH text occurring exactly once in
+ * the kernel as edited so far. The number of edits with *out malloc'd, or -1
+ * with why (no block, a SEARCH absent, twice or empty, a block unclosed). */
+int kva_rt_apply(const char *code, const char *reply, char **out, char *why, size_t whycap);
+
 /* ---- a step (step.c): one candidate judged and recorded ------------------- */
 
 struct kv_exec;

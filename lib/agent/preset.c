@@ -56,13 +56,13 @@ static const struct kv_preset_row adaexplore_rows[] = {
      "knowledge_1_threshold 3 (" CFG ")", "2",
      "kevo's rules are checked by the audit, so a "
      "rule may enter earlier"},
-    {"run", NULL, NULL, "small step",
+    {"run", "--small-step", "reviser-tuner", "small step",
      "a Reviser call (1-3 items of guidance on the last kernel) then a Tuner call writing exact "
-     "string edits to it, context cut at the nearest large-step ancestor, at most "
-     "max_memory_round 5 nodes",
-     "one call: refine or debug the parent, the whole kernel rewritten, the run's last 8 nodes as "
-     "history",
-     "not in kevo yet (issue 32): no preset option sets it"},
+     "string edits to it, given the path back to the nearest large-step ancestor, at most "
+     "max_memory_round 5 nodes (agent/small_loop.py, mcts.py)",
+     "kevo: one call refines or debugs the parent, the whole kernel rewritten, the run's last 8 "
+     "attempts as history",
+     "a rewrite can change the kernel's structure in one step; edits keep a small step small"},
     {"run", NULL, NULL, "temperature", "0.6 (agent_entry.py)", "the model's configuration",
      "set it in the model's configuration (kevo llm's temperature)"},
     {"adapt", NULL, NULL, "duplicate rules",

@@ -537,6 +537,8 @@ json_t *kva_llm_settings_json(const struct kv_run_llm_settings *l) {
     json_object_set_new(j, "tree", json_string("adaexplore"));
   if (j && l->reward)
     json_object_set_new(j, "reward", json_string("adaexplore"));
+  if (j && l->small_step)
+    json_object_set_new(j, "small_step", json_string("reviser-tuner"));
   if (j && l->rule_sources)
     json_object_set_new(j, "rule_sources", json_integer((json_int_t)l->rule_sources));
   if (j && l->attr_share > 0) /* only when on: older runs' and benches' settings stay the same */
@@ -593,6 +595,8 @@ static void llm_settings_read(json_t *j, struct kv_run_llm_settings *l) {
   const char *rw = json_string_value(json_object_get(j, "reward"));
   l->reward = rw && !strcmp(rw, "adaexplore") ? KV_REWARD_ADAEXPLORE : KV_REWARD_KEVO;
   l->rule_sources = (unsigned)json_integer_value(json_object_get(j, "rule_sources"));
+  const char *ss = json_string_value(json_object_get(j, "small_step"));
+  l->small_step = ss && !strcmp(ss, "reviser-tuner") ? KV_SMALL_REVISER_TUNER : KV_SMALL_KEVO;
   json_t *at = json_object_get(j, "attribution");
   l->attr_share = json_number_value(json_object_get(at, "share"));
   l->attr_price = json_number_value(json_object_get(at, "price"));

@@ -53,6 +53,7 @@ struct pending {
   int phase; /* 0: planner, 1: coder */
   int parent;
   int at; /* --tree adaexplore: a large step's parent in the tree (-1: the task) */
+  int rt; /* --small-step reviser-tuner: phase 0 the reviser, 1 the tuner */
   enum kv_prompt_kind kind;
   char action[16];
   char params[256];
@@ -375,6 +376,91 @@ static int submit(struct kva_search *s, struct pending *pd, enum kv_prompt_kind 
   return rc;
 }
 
+/* ---- AdaExplore's small step: the Reviser, then the Tuner (revise.c) ---- */
+
+/* A node's result, one paragraph, for the reviser and the tuner. */
+static void rt_result(const struct node *n, struct kv_buf *b) {
+  if (n->verdict < 0 || !n->fb) {
+    kv_buf_appendf(b, "%s\n", n->verdict < 0 ? "no code" : "not judged");
+    return;
+  }
+  kv_buf_appendf(b, "%s: %s", kv_verdict_name(n->verdict), n->fb->detail);
+  if (n->verdict == KV_V_OK && n->speedup > 0)
+    kv_buf_appendf(b, " (%.2fx the reference)", n->speedup);
+  if (n->fb->compile_log && *n->fb->compile_log)
+    kv_buf_appendf(b, "\nCompiler output:\n%.2000s", n->fb->compile_log);
+  kv_buf_appendf(b, "\n");
+}
+
+/* The tuner's context: the path from the parent back to the nearest node a
+ * large step made (or a chain's root), at most KVA_RT_CONTEXT nodes with
+ * the parent, oldest first, the parent left out (it is the kernel to edit). */
+static void rt_context(const struct kva_search *s, int parent, struct kv_buf *b) {
+  int path[KVA_RT_CONTEXT], np = 0;
+  for (int i = parent; i >= 0 && np < KVA_RT_CONTEXT; i = s->tree[i].parent) {
+    path[np++] = i;
+    if (s->tree[i].large || s->tree[i].parent < 0)
+      break;
+  }
+  for (int k = np - 1; k >= 1; k--) {
+    const struct node *n = &s->nodes[path[k]];
+    kv_buf_appendf(b, "### step %d (%s)\n```\n%.8000s```\n", n->step, n->action,
+                   n->code ? n->code : "(no code)\n");
+    rt_result(n, b);
+  }
+}
+
+static int submit_rt(struct kva_search *s, struct pending *pd, int tuner, char *err,
+                     size_t errlen) {
+  const struct node *n = &s->nodes[pd->parent];
+  struct kv_buf res, ctx;
+  kv_buf_init(&res, 8192);
+  kv_buf_init(&ctx, 64u << 10);
+  rt_result(n, &res);
+  if (tuner)
+    rt_context(s, pd->parent, &ctx);
+  struct kva_rt_ctx c = {s->task->name, s->task->summary, s->task->entry, s->reference,
+                         ctx.data,      n->code,          res.data,       pd->plan};
+  char *text = kva_rt_prompt(s->cfg->llm.prompt_dir, tuner, &c, err, errlen);
+  kv_buf_release(&res);
+  kv_buf_release(&ctx);
+  if (!text)
+    return -1;
+  struct kv_llm_message m = {"user", text};
+  struct kv_llm_request q;
+  kv_llm_request_init(&q);
+  q.role = tuner ? "tuner" : "reviser";
+  q.system = kv_prompts_system(s->prompts);
+  q.messages = &m;
+  q.n_messages = 1;
+  q.sample = pd->sample;
+  q.run_id = s->run_id;
+  int rc = kv_llm_submit(s->llm, &q, &pd->handle, err, errlen);
+  free(text);
+  return rc;
+}
+
+/* The tuner's edits applied to the parent, as a reply with the whole kernel
+ * (malloc'd into *out), or NULL with why in the node's params. */
+static const char *rt_reply(struct kva_search *s, struct pending *pd, const char *reply,
+                            char **out) {
+  char why[200], *code = NULL;
+  int n = kva_rt_apply(s->nodes[pd->parent].code, reply, &code, why, sizeof why);
+  size_t u = strlen(pd->params);
+  if (n < 0) {
+    snprintf(pd->params + u, sizeof pd->params - u, "%sedit failed: %s", u ? " " : "", why);
+    return NULL;
+  }
+  snprintf(pd->params + u, sizeof pd->params - u, "%sedits=%d", u ? " " : "", n);
+  const char *ext = kv_surface_ext(kv_surface_find(s->g->surface));
+  size_t cap = strlen(code) + 64;
+  *out = malloc(cap);
+  if (*out)
+    snprintf(*out, cap, "```%s\n%s\n```\n", !strcmp(ext, "cu") ? "cuda" : ext, code);
+  free(code);
+  return *out;
+}
+
 static void progress(struct kva_search *s, const char *verdict, const char *what) {
   struct kv_llm_spend sp;
   kv_llm_spent(s->llm, &sp);
@@ -472,8 +558,11 @@ static int propose(struct kva_search *s, kva_pick_fn *pick, char *err, size_t er
   skill_step(s, pd);
   attr_step(s, pd);
   pd->phase = s->cfg->llm.plan_explicit ? 0 : 1;
-  int rc = pd->phase == 0 ? submit(s, pd, KV_PK_PLAN, "planner", err, errlen)
-                          : submit(s, pd, p.kind, "coder", err, errlen);
+  pd->rt = s->cfg->llm.small_step == KV_SMALL_REVISER_TUNER && p.parent >= 0 && !pd->skill[0] &&
+           s->nodes[p.parent].code;
+  int rc = pd->rt           ? (pd->phase = 0, submit_rt(s, pd, 0, err, errlen))
+           : pd->phase == 0 ? submit(s, pd, KV_PK_PLAN, "planner", err, errlen)
+                            : submit(s, pd, p.kind, "coder", err, errlen);
   if (rc == KV_LLM_EBUDGET) {
     s->stop_reason = KVA_BUDGET_STOP;
     return 1;
@@ -532,9 +621,10 @@ static const char *entry_of(const struct kva_search *s) {
 static int judge(struct kva_search *s, struct pending *pd, const struct kv_llm_result *res,
                  struct kv_gate_result *r, char *err, size_t errlen) {
   struct kv_reply rp;
-  char perr[256];
-  int parsed =
-      kv_reply_parse(res->text, strlen(res->text), entry_of(s), &rp, perr, sizeof perr) == 0;
+  char perr[256], *edited = NULL;
+  const char *text = pd->rt ? rt_reply(s, pd, res->text, &edited) : res->text;
+  int parsed = text && kv_reply_parse(text, strlen(text), entry_of(s), &rp, perr, sizeof perr) == 0;
+  free(edited);
   const char *plan = pd->plan ? pd->plan : parsed && *rp.plan ? rp.plan : NULL;
   struct kv_node_record nr = {0};
   nr.run_id = s->run_id;
@@ -632,6 +722,17 @@ static int on_result(struct kva_search *s, int k, const struct kv_llm_result *re
     return 0;
   }
   s->llm_failures = 0;
+  if (pd->phase == 0 && pd->rt) { /* the reviser's guidance, to the tuner */
+    pd->plan = strndup(res->text, 4000);
+    pd->plan_call = res->call_id;
+    pd->phase = 1;
+    int rc = pd->plan ? submit_rt(s, pd, 1, err, errlen) : kv_error(err, errlen, "out of memory");
+    if (rc == KV_LLM_EBUDGET)
+      s->stop_reason = KVA_BUDGET_STOP;
+    if (rc != 0)
+      pending_drop(s, k);
+    return rc == KV_LLM_EBUDGET ? 0 : rc;
+  }
   if (pd->phase == 0) {
     char *plan = NULL;
     if (kv_reply_plan(res->text, strlen(res->text), &plan, NULL, 0) < 0 || !plan) {

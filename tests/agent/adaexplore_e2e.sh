@@ -47,7 +47,7 @@ i=0
 while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 URL="http://127.0.0.1:$(cat "$T/port")/v1"
 
-"$K" run --preset adaexplore --p-large 1e-9 --steps 24 --no-timing --seed 3 --base-url "$URL" \
+"$K" run --preset adaexplore --small-step kevo --p-large 1e-9 --steps 24 --no-timing --seed 3 --base-url "$URL" \
   --model m --api-key-env "" "$EX/rowsum" >"$T/run.out" 2>"$T/run.err"
 check "run exits 0" $? 0
 grep -q -- "--preset adaexplore (StigLidu/AdaExplore as released): --strategy ada --tree adaexplore" \
@@ -115,11 +115,39 @@ check "rules only from compile failures: extractor calls, none about a wrong out
 check "there were wrong outputs to leave out" \
   "$(q "select count(*) > 0 from nodes where run_id = 1 and verdict = 'wrong_output'")" 1
 # The check can fail: kevo's own rule (--tree kevo) makes another sequence.
-"$K" run --preset adaexplore --tree kevo --p-large 1e-9 --steps 24 --no-timing --seed 3 \
+"$K" run --preset adaexplore --small-step kevo --tree kevo --p-large 1e-9 --steps 24 --no-timing --seed 3 \
   --base-url "$URL" --model m --api-key-env "" "$EX/rowsum" >/dev/null 2>&1
 q "select n.step, coalesce(p.step, -1), n.action, n.verdict, n.reward from nodes n left join nodes p on p.id = n.parent_id where n.run_id = 2 order by n.step" >"$T/nodes2.txt"
 python3 "$T/derive.py" "$T/nodes2.txt" >"$T/derive2.out" 2>&1
 check "kevo's own rule does not pass for AdaExplore's" "$? $(grep -c '^step' "$T/derive2.out")" "1 24"
+# The Reviser and the Tuner (the preset's small step): guidance, then exact
+# string edits applied to the parent (tests/agent/rt_replies.txt).
+kill "$SPID" 2>/dev/null
+wait "$SPID" 2>/dev/null
+rm -f "$T/port"
+"$STANDIN" --port-file "$T/port" --replies "$SRC/tests/agent/rt_replies.txt" --max-requests 200 \
+  --lifetime 120 &
+SPID=$!
+i=0
+while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+URL="http://127.0.0.1:$(cat "$T/port")/v1"
+"$K" run --preset adaexplore --p-large 1e-9 --steps 4 --no-timing --seed 3 --base-url "$URL" \
+  --model m --api-key-env "" "$EX/rowsum" >/dev/null 2>"$T/rt.err"
+check "reviser-tuner run exits 0" $? 0 || tail -3 "$T/rt.err"
+check "a reviser and a tuner call per small step" \
+  "$(q "select (select count(*) from llm_calls where role = 'reviser') = (select count(*) from llm_calls where role = 'tuner')") $(q "select count(*) >= 2 from llm_calls where role = 'tuner'")" "1 1"
+check "the guidance is the small step's plan" \
+  "$(q "select count(*) > 0 from nodes where run_id = 3 and params like '%edits=1%' and plan like '%Hoist the row pointer%'")" 1
+q "select s.text from nodes n join sources s on s.hash = n.source_hash where n.run_id = 3 and n.params like '%edits=1%' limit 1" >"$T/edited.c"
+q "select s.text from nodes n join nodes c on c.parent_id = n.id join sources s on s.hash = n.source_hash where c.run_id = 3 and c.params like '%edits=1%' limit 1" >"$T/parent.c"
+sed 's|// v1|// v2, the row pointer hoisted|' "$T/parent.c" >"$T/want.c"
+cmp -s "$T/edited.c" "$T/want.c" && grep -q '// v1' "$T/parent.c" &&
+  ok "the tuner's node is its parent with the edit applied" ||
+  bad "edited: $(diff "$T/want.c" "$T/edited.c" | head -5)"
+check "an edited kernel is judged (accepted)" \
+  "$(q "select count(*) > 0 from nodes where run_id = 3 and params like '%edits=1%' and verdict = 'ok'")" 1
+q "select request_json from llm_calls where role = 'tuner' limit 1" | grep -q "Earlier kernels on this path" &&
+  ok "the tuner sees the path" || bad "no path in the tuner's prompt"
 "$K" run --tree frob "$EX/rowsum" >/dev/null 2>"$T/e.err"
 check "--tree frob: refused" "$? $(grep -c 'use kevo (the default) or adaexplore' "$T/e.err")" "2 1"
 "$K" run --rule-sources compile,frob "$EX/rowsum" >/dev/null 2>"$T/e.err"
