@@ -55,6 +55,16 @@ static int extract_walk_option(struct extract_args *x, int argc, char **argv, in
     return on_off(a, argv[++*i], &x->o.roundtrip) ? -1 : 1;
   if (!strcmp(a, "--require-preconditions"))
     return on_off(a, argv[++*i], &x->o.require_preconditions) ? -1 : 1;
+  if (!strcmp(a, "--roundtrip-rule")) {
+    const char *r = argv[++*i];
+    if (strcmp(r, "every") && strcmp(r, "interval"))
+      return cli_fail("--roundtrip-rule %s: give every (KLineage: each trial) or interval "
+                      "(kevo: the 95%% interval of the mean ratio)",
+                      r),
+             -1;
+    x->o.roundtrip_every = !strcmp(r, "every");
+    return 1;
+  }
   if (!strcmp(a, "--roundtrip-ratio")) {
     if (cli_number(a, argv[++*i], &v))
       return -1;

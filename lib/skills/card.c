@@ -117,11 +117,12 @@ static void llm_card_parts(json_t *card, const struct kv_lineage_step *st,
   json_t *ratios = json_array();
   for (int i = 0; i < rt->n; i++)
     json_array_append_new(ratios, json_real(rt->ratio[i]));
-  json_object_set_new(ev, "roundtrip",
-                      json_pack("{s:b,s:b,s:b,s:o,s:f,s:f,s:s}", "checked", rt->checked, "passed",
-                                rt->passed, "identical", rt->identical, "trial_ratios", ratios,
-                                "min_ratio", rt->n ? rt->min_ratio : 0.0, "overall", rt->overall,
-                                "why", rt->why));
+  json_object_set_new(
+      ev, "roundtrip",
+      json_pack("{s:b,s:b,s:b,s:o,s:f,s:f,s:[f,f],s:s,s:s}", "checked", rt->checked, "passed",
+                rt->passed, "identical", rt->identical, "trial_ratios", ratios, "min_ratio",
+                rt->n ? rt->min_ratio : 0.0, "overall", rt->overall, "ci", rt->ci_lo, rt->ci_hi,
+                "rule", rt->every ? "every trial (KLineage)" : "interval (kevo)", "why", rt->why));
   json_t *sc = json_object_get(card, "scope");
   json_object_set_new(sc, "cases", comma_list(m->scope));
   json_object_set_new(json_object_get(card, "preconditions"), "written_by", json_string("model"));

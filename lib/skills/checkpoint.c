@@ -117,6 +117,9 @@ static json_t *rt_json(const struct kv_roundtrip *rt) {
   json_object_set_new(o, "ratio", doubles(rt->ratio, rt->n));
   R(o, "min_ratio", rt->min_ratio);
   R(o, "overall", rt->overall);
+  R(o, "ci_lo", rt->ci_lo);
+  R(o, "ci_hi", rt->ci_hi);
+  I(o, "every", rt->every);
   I(o, "missing", rt->missing);
   I(o, "extra", rt->extra);
   S(o, "why", rt->why);
@@ -133,6 +136,9 @@ static void rt_load(const json_t *o, struct kv_roundtrip *rt) {
   gdoubles(o, "ratio", rt->ratio, rt->n);
   rt->min_ratio = gr(o, "min_ratio");
   rt->overall = gr(o, "overall");
+  rt->ci_lo = gr(o, "ci_lo");
+  rt->ci_hi = gr(o, "ci_hi");
+  rt->every = (int)gi(o, "every");
   rt->missing = (uint32_t)gi(o, "missing");
   rt->extra = (uint32_t)gi(o, "extra");
   gs(o, "why", rt->why, sizeof rt->why);

@@ -166,16 +166,31 @@ static void test_roundtrip(void **state) {
   (void)state;
   struct kv_roundtrip rt;
   double rich[6] = {10, 10, 10, 10, 10, 10}, ok[6] = {10, 9.95, 10.05, 10, 10.08, 9.9};
-  memset(&rt, 0, sizeof rt);
-  kv_roundtrip_speed(rich, ok, 6, 0, &rt);
-  assert_int_equal(rt.passed, 1);
-  /* one trial at 0.985x: KLineage's gate wants 0.99x in EVERY trial */
+  for (int every = 0; every < 2; every++) {
+    memset(&rt, 0, sizeof rt);
+    kv_roundtrip_speed(rich, ok, 6, 0, every, 1, &rt);
+    assert_int_equal(rt.passed, 1);
+  }
+  /* one trial at 0.985x: KLineage's rule wants 0.99x in EVERY trial */
   double one_slow[6] = {10, 10, 10, 10.15, 10, 10};
   memset(&rt, 0, sizeof rt);
-  kv_roundtrip_speed(rich, one_slow, 6, 0.99, &rt);
+  kv_roundtrip_speed(rich, one_slow, 6, 0.99, 1, 1, &rt);
   assert_int_equal(rt.passed, 0);
   assert_non_null(strstr(rt.why, "in trial 4 of 6"));
   assert_true(rt.overall >= 0.99); /* the median alone would have passed it */
+  /* kevo's rule: one slow trial of six does not show the kernel slower */
+  memset(&rt, 0, sizeof rt);
+  kv_roundtrip_speed(rich, one_slow, 6, 0.99, 0, 1, &rt);
+  assert_int_equal(rt.passed, 1);
+  assert_true(rt.ci_hi >= 0.99);
+  /* a re-derivation 10% slower in every trial fails both rules */
+  double slow[6] = {11.1, 11, 11.2, 10.9, 11.1, 11};
+  for (int every = 0; every < 2; every++) {
+    memset(&rt, 0, sizeof rt);
+    kv_roundtrip_speed(rich, slow, 6, 0.99, every, 1, &rt);
+    assert_int_equal(rt.passed, 0);
+    assert_non_null(strstr(rt.why, "speed not restored"));
+  }
   memset(&rt, 0, sizeof rt);
   kv_roundtrip_features(1u << KV_FEAT_OMP_THREADS | 1u << KV_FEAT_MULTI_ACC | 1u << KV_FEAT_UNROLL,
                         1u << KV_FEAT_OMP_THREADS, &rt);

@@ -11,7 +11,8 @@
 # cost). usage:
 #   lineage_kl_gpu.sh KEVO LLM_STANDIN SOURCE_DIR [TASK|TASK_DIR [EXPERT [SURFACE]]]
 # (default: rowsum, examples/tasks/rowsum/expert.cu, cuda; on a machine
-# without a GPU: rowsum examples/tasks/rowsum/expert.c cpu)
+# without a GPU: rowsum examples/tasks/rowsum/expert.c cpu). KL_EXTRA: more
+# options after the preset's (KL_EXTRA="--roundtrip-rule interval": kevo's rule).
 set -u
 K=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 STANDIN=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -51,7 +52,7 @@ while [ ! -s "$T/port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 URL="http://127.0.0.1:$(cat "$T/port")/v1"
 t0=$(date +%s)
 "$K" lineage extract --surface "$SURFACE" --preset klineage --base-url "$URL" --model m \
-  --api-key-env "" -o "$T/cards.json" "$TASKDIR" "$T/k0.$EXT" >"$T/out" 2>"$T/err"
+  --api-key-env "" ${KL_EXTRA:-} -o "$T/cards.json" "$TASKDIR" "$T/k0.$EXT" >"$T/out" 2>"$T/err"
 rc=$?
 t1=$(date +%s)
 cat "$T/err" "$T/out"
