@@ -426,7 +426,7 @@ int cmd_adapt(int argc, char **argv) {
   ra.c.llm.rules_llm = 1; /* adapting is learning: failures also go to the rule extractor */
   ra.c.steps = 8;
   const char *suite = NULL;
-  int fresh = 0, judge_max = 40, jobs = 1;
+  int fresh = 0, judge_max = 40, jobs = 1, judge_all = 0;
   long long v;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -443,6 +443,14 @@ int cmd_adapt(int argc, char **argv) {
       if (cli_integer("--jobs", argv[++i], 1, 16, &v))
         return 2;
       jobs = (int)v;
+    } else if (!strcmp(a, "--judge") && i + 1 < argc) {
+      const char *w = argv[++i];
+      if (strcmp(w, "pairs") && strcmp(w, "all"))
+        return cli_fail("--judge %s: use pairs (rule pairs alike in words, one a call; the "
+                        "default) or all (each rule against every earlier one, one call: "
+                        "AdaExplore's)",
+                        w);
+      judge_all = !strcmp(w, "all");
     } else if (!strcmp(a, "--judge-max") && i + 1 < argc) {
       if (cli_integer("--judge-max", argv[++i], 0, 100000, &v))
         return 2;
@@ -488,6 +496,7 @@ int cmd_adapt(int argc, char **argv) {
   }
   struct kv_adapt_opts o = {.bench = {.suite_dir = abs, .run = ra.c, .gate = &ra.g, .jobs = jobs},
                             .judge_max = judge_max,
+                            .judge_all = judge_all,
                             .fresh = fresh};
   struct kv_bench_hooks h = {.task_start = task_start, .task_end = task_end};
   struct par par;

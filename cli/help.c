@@ -218,6 +218,8 @@ static const struct opt adapt_opts[] = {
     {"--jobs N", "practice tasks at once (default 1, at most 16)"},
     {"--judge-max N", "the model as a judge of rule pairs: at most N calls (default 40)"},
     {"--preset adaexplore|kevo", "AdaExplore as released: kevo run's options it sets"},
+    {"--judge pairs|all", "rule pairs alike in words, a call each (default), or each rule "
+                          "against every earlier one in one call"},
     {"--no-rules-llm", "learn rules from compiler evidence only (default: the model words them "
                        "too)"},
     {"--fresh", "adapt again where an earlier adapt of this suite finished"},

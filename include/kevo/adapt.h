@@ -112,6 +112,7 @@ int kv_synth_pick_ops(uint64_t seed, int attempt, int n, int *idx, int max);
 struct kv_adapt_opts {
   struct kv_bench_opts bench; /* the suite and each task's run (an LLM strategy) */
   int judge_max;              /* judge calls at most in the dedup pass (default 40; 0: none) */
+  int judge_all;              /* 1: kv_rules_dedup_all, AdaExplore's judge (--judge all) */
   int fresh;                  /* adapt again even where the suite's last adaptation is done */
 };
 

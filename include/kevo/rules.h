@@ -136,5 +136,13 @@ struct kv_rules_dedup_stats {
 };
 int kv_rules_dedup(struct kv_store *st, struct kv_llm *llm, int judge_max,
                    struct kv_rules_dedup_stats *stats, char *err, size_t errlen);
+/* AdaExplore's judge as released (kevo adapt --judge all; lib/agent/
+ * dedup_all.c): the word-set merges, then each unflagged rule in the order
+ * learnt goes to one LLM call with every earlier rule kept of its surface
+ * ("its number, or NONE"); a number merges the new rule into that one. The
+ * verdicts are kept per pair, so a rule judged once is not asked again; at
+ * most judge_max calls. */
+int kv_rules_dedup_all(struct kv_store *st, struct kv_llm *llm, int judge_max,
+                       struct kv_rules_dedup_stats *stats, char *err, size_t errlen);
 
 #endif

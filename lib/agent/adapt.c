@@ -91,7 +91,8 @@ int kv_adapt_run(struct kv_store *s, struct kv_llm *llm, const struct kv_adapt_o
     return -1;
   if (sum->stopped[0])
     return 0; /* the next run continues the bench, then deduplicates */
-  if (kv_rules_dedup(s, llm, o->judge_max, &sum->dedup, err, errlen) < 0)
+  if ((o->judge_all ? kv_rules_dedup_all : kv_rules_dedup)(s, llm, o->judge_max, &sum->dedup, err,
+                                                           errlen) < 0)
     return -1;
   struct kv_rules_audit_item *items = NULL;
   int n = 0;
