@@ -622,6 +622,8 @@ static int skills_match(struct kv_store *s, int argc, char **argv, int start) {
   char rp[PATH_MAX];
   snprintf(rp, sizeof rp, "%s/reference.%s", t->dir, kv_surface_ext(kv_surface_find(mo.surface)));
   kv_read_file(rp, 64 * 1024, &ref, &len, err, sizeof err);
+  /* feature contracts: the candidate's code, else the task's reference */
+  mo.features_src = cand ? NULL : ref;
   struct kv_buf q;
   kv_buf_init(&q, 80 * 1024);
   kv_buf_appendf(&q, "%s %s %s", t->name, t->summary ? t->summary : "", ref ? ref : "");
@@ -657,6 +659,14 @@ static int skills_match(struct kv_store *s, int argc, char **argv, int start) {
     printf("%s on %s/%s%s%s: %d of %d skills match (relevance: %s)\n", t->name, mo.surface, arch,
            pos[1] ? ", candidate " : "", pos[1] ? pos[1] : "", nm, nout,
            have_fts ? "FTS5 bm25" : "none: this SQLite has no FTS5");
+    const char *fs = cand ? cand : ref;
+    if (fs) {
+      struct kv_features f;
+      char shows[400];
+      kv_features_scan(fs, strlen(fs), &f);
+      kv_features_format(f.bits, shows, sizeof shows);
+      printf("  (the %s's code shows: %s)\n", cand ? "candidate" : "reference", shows);
+    }
     for (int i = 0; i < nout; i++)
       printf("  %-5s %-48s %s\n", m[i].matched ? "match" : "no",
              json_string_value(json_object_get(m[i].card, "id")), m[i].why);

@@ -191,7 +191,7 @@ static uint32_t feature_bits(const json_t *names) {
  * offered only where its requires are in the code and its conflicts are not;
  * and only to the tasks its scope names. */
 static int contract_fail(const struct kv_task *t, const json_t *c, const char *code,
-                         const struct kv_features *have, char *why, size_t cap) {
+                         const char *whose, const struct kv_features *have, char *why, size_t cap) {
   const json_t *cases = json_object_get(json_object_get(c, "scope"), "cases");
   if (json_array_size(cases)) {
     int ok = 0;
@@ -215,16 +215,16 @@ static int contract_fail(const struct kv_task *t, const json_t *c, const char *c
   if (req & ~seen) {
     kv_features_format(req & ~seen & ((1u << KV_FEAT_N) - 1u), a, sizeof a);
     return snprintf(why, cap, "requires %s, which the %s does not show (it shows %s)", a,
-                    code ? "candidate's code" : "task (no code given)", b),
+                    code ? whose : "task (no code given)", b),
            1;
   }
   if (conf & seen) {
     kv_features_format(conf & seen, a, sizeof a);
-    return snprintf(why, cap, "conflicts with %s, which the candidate's code shows", a), 1;
+    return snprintf(why, cap, "conflicts with %s, which the %s shows", a, whose), 1;
   }
   if (prov && code && !(prov & ~seen)) {
     kv_features_format(prov, a, sizeof a);
-    return snprintf(why, cap, "already provided: the candidate's code shows %s", a), 1;
+    return snprintf(why, cap, "already provided: the %s shows %s", whose, a), 1;
   }
   return 0;
 }
@@ -254,6 +254,7 @@ int kv_skills_match(const struct kv_task *t, const json_t *cards, const struct k
       squash(o->candidate_src, cand_sq, l);
   }
   const char *fsrc = o->features_src ? o->features_src : o->candidate_src;
+  const char *whose = o->features_src ? "reference's code" : "candidate's code";
   struct kv_features have = {0};
   if (fsrc)
     kv_features_scan(fsrc, strlen(fsrc), &have);
@@ -265,7 +266,7 @@ int kv_skills_match(const struct kv_task *t, const json_t *cards, const struct k
     m->card = json_array_get(cards, i);
     const json_t *c = m->card;
     /* does it fit the code at all (features, scope), then is it trusted here */
-    if (contract_fail(t, c, fsrc, &have, m->why, sizeof m->why) ||
+    if (contract_fail(t, c, fsrc, whose, &have, m->why, sizeof m->why) ||
         precondition_fail(t, c, o, m->why, sizeof m->why))
       continue;
     const json_t *prov = json_object_get(c, "provides");

@@ -118,6 +118,9 @@ fi
 "$K" skills match --json "$T/transpose" "$SRC/examples/tasks/transpose/starter.c" >"$T/m" 2>&1
 check "transpose: the row-reduction skill is refused by its code's features" \
   grep -q 'requires reduction, which the candidate.s code does not show' "$T/m"
+"$K" skills match "$T/transpose" >"$T/m" 2>&1
+check "transpose without a candidate: its reference's features decide (no reduction)" \
+  sh -c "grep -q 'reference.s code shows: none' '$T/m' && grep -q 'requires reduction, which the reference.s code does not show' '$T/m'"
 "$K" skills match --json "$T/rowsum" "$SRC/examples/tasks/rowsum/starter.c" >"$T/m" 2>&1
 check "rowsum's starter already shows multi_accumulator" \
   grep -q 'already provided: the candidate.s code shows multi_accumulator' "$T/m"
