@@ -16,6 +16,7 @@
 
 struct loop {
   size_t start, body, end; /* the keyword, the body's first byte, one past its end */
+  size_t tail;             /* do-while: its `while`, else 0 */
   int depth, level;        /* loops around it; 1 + the deepest nest inside it */
 };
 
@@ -151,6 +152,11 @@ static int find_loops(const char *b, size_t lo, size_t hi, struct loop *L, int c
     L[n].start = i;
     L[n].body = d ? h : matching(b, h);
     L[n].end = d ? statement_end(b, i, 0) : statement_end(b, L[n].body, 0);
+    L[n].tail = 0;
+    if (d) {
+      size_t w2 = skip_space(b, statement_end(b, h, 0));
+      L[n].tail = word_at(b, w2, "while") ? w2 : 0;
+    }
     n++;
   }
   for (int a = 0; a < n; a++) {
@@ -167,11 +173,16 @@ static int find_loops(const char *b, size_t lo, size_t hi, struct loop *L, int c
   return n;
 }
 
-/* The header of a loop as written, spaces squeezed, capped. */
+/* The header of a loop as written ("do ... while (c)" for a do-while),
+ * spaces squeezed, capped. */
 static void header(const char *src, const struct loop *l, char *out, size_t cap) {
-  size_t o = 0, end = l->body;
+  size_t o = 0, from = l->tail ? l->tail : l->start, end = l->tail ? l->end : l->body;
   int space = 0;
-  for (size_t i = l->start; i < end && o + 4 < cap && o < HEADER_SHOWN; i++) {
+  if (l->tail)
+    o += (size_t)snprintf(out, cap, "do ... ");
+  while (l->tail && end > from && (src[end - 1] == ';' || src[end - 1] == ' '))
+    end--;
+  for (size_t i = from; i < end && o + 4 < cap && o < HEADER_SHOWN; i++) {
     if (isspace((unsigned char)src[i])) {
       space = 1;
       continue;
