@@ -319,6 +319,12 @@ def weight_params():
 
 
 def binds_for(model, lay, where):
+    """(tensor, param, shape, pack offset or None, own) for each of the task's
+    weights. own: a buffer of ModelNew's (BatchNorm's running statistics),
+    which forward may update in place as Model's does in training mode: it
+    gets a copy of kevo's bytes each call, so that what Model may do is no
+    input_mutated; parameters are kevo's bytes themselves."""
+    bufs = {id(b) for _, b in model.named_buffers()}
     named = {}
     for n, w in list(model.named_parameters()) + list(model.named_buffers()):
         named.setdefault(n, w)
@@ -334,7 +340,7 @@ def binds_for(model, lay, where):
                 raise Fail("%s: ModelNew has no parameter or buffer %s, which task.json's %s "
                            "packs; keep Model's names (kevo binds the task's weights to them)"
                            % (where, n, ktw.params[p][0]))
-            binds.append((w, p, tuple(w.shape), off))
+            binds.append((w, p, tuple(w.shape), off, id(w) in bufs))
             off += w.numel()
     _, wps = weight_params()
     for p in wps:
@@ -349,7 +355,7 @@ def binds_for(model, lay, where):
         if w.numel() != int(lay.nelem[p]):
             raise Fail("%s: ModelNew's %s has %d elements, task.json's %s has %d"
                        % (where, n, w.numel(), name, int(lay.nelem[p])))
-        binds.append((w, p, tuple(w.shape), None))
+        binds.append((w, p, tuple(w.shape), None, id(w) in bufs))
     return binds
 
 
@@ -372,7 +378,7 @@ def model_for(lay):
         # the same number of binds as a candidate's, on stand-ins
         binds = [(torch.nn.Parameter(torch.empty(lay.dims[p],
                                                  dtype=ktw.torch_dtype(ktw.params[p][2])),
-                                     requires_grad=False), p, tuple(lay.dims[p]), None)
+                                     requires_grad=False), p, tuple(lay.dims[p]), None, False)
                  for p in wps]
         entry = (m, fin, binds, outs)
     else:
@@ -418,11 +424,14 @@ def call(lay, raws):
             args.append(t if dev is None else t.to(dev))  # the candidate's own copy (GPU)
             if dev is not None:
                 back.append((t, args[-1]))
-    for w, p, shape, off in binds:
+    for w, p, shape, off, own in binds:
         t = typed(raws[p], p, lay)
         if off is not None:
             t = t.view(-1)[off:off + w.numel()]
         t = t if tuple(t.shape) == shape else t.view(shape)
+        if own:  # a buffer: its own copy (binds_for)
+            w.data = t.clone() if dev is None else t.to(dev)
+            continue
         w.data = t if dev is None else t.to(dev)
         if dev is not None:
             back.append((t, w.data))

@@ -28,7 +28,7 @@ PWNED="/tmp/kevo-torch-surface-pwned /tmp/kevo-torch-surface-pwned-ctor /dev/shm
 rm -f $PWNED 2>/dev/null
 t0=$(date +%s)
 
-# Checks only, three processes at once: task check and two kevo evals (each
+# Checks only, four processes at once: task check and three kevo evals (each
 # keeps its reference worker warm across its candidates; every candidate
 # still gets a process of its own).
 "$KEVO" task check --surface torch "$T" >"$OUT/check.log" 2>&1 &
@@ -39,10 +39,14 @@ C="$D/cands"
   "$C/cache_alloc.py" "$C/cache_last.py" "$C/mutate_input.py" "$C/mutate_weight.py" \
   >"$OUT/a.jsonl" 2>"$OUT/a.err" &
 pa=$!
+"$KEVO" eval --surface torch --json --no-timing --seed 14 "$D/deep_task" "$C/ok_packed_bn.py" \
+  "$C/renamed_weights.py" >"$OUT/p.jsonl" 2>"$OUT/p.err" &
+pp=$!
 "$KEVO" eval --surface torch --json --no-timing --seed 12 "$T" \
   "$C/defer_thread.py" "$C/defer_lazy.py" "$C/write_past_out.py" "$C/write_before_in.py" \
   "$C/side_import.py" "$C/side_ctor.py" "$C/side_daemon.py" >"$OUT/b.jsonl" 2>"$OUT/b.err"
 wait $pa
+wait $pp
 wait $pc
 rc=$?
 cat "$OUT/check.log"
@@ -53,8 +57,8 @@ grep -q "class ModelNew" "$OUT/check.log" || fail "task check does not say what 
 "$KEVO" eval --surface torch --json --budget 0.3 --seed 13 "$T" \
   "$C/ok_torch.py" "$C/ok_triton.py" "$C/clock_patch.py" "$C/event_patch.py" \
   >"$OUT/t.jsonl" 2>"$OUT/t.err"
-cat "$OUT/a.err" "$OUT/b.err" "$OUT/t.err"
-"$PY" "$D/expect.py" "$OUT/a.jsonl" "$OUT/b.jsonl" "$OUT/t.jsonl" || fail "verdicts (above)"
+cat "$OUT/a.err" "$OUT/b.err" "$OUT/p.err" "$OUT/t.err"
+"$PY" "$D/expect.py" "$OUT/a.jsonl" "$OUT/b.jsonl" "$OUT/t.jsonl" "$OUT/p.jsonl" || fail "verdicts (above)"
 for p in $PWNED; do
   [ -e "$p" ] && fail "a candidate wrote $p"
 done
