@@ -199,37 +199,38 @@ static void probe_torch_cand(const char *base, char *line, size_t cap) {
   *strrchr(dir, '/') = 0;
   snprintf(scratch, sizeof scratch, "%s/c", base);
   mkdir(scratch, 0700);
-  char *argv[] = {py,
-                  "-B",
-                  "-c",
-                  "import sys, os, json\n"
-                  "sys.path.insert(0, sys.argv[1]); s = sys.argv[2]\n"
-                  "import kevo_torch_cand as c\n"
-                  "w = c.ktw\n"
-                  "st = {'netns': 'off', 'landlock': 'off', 'seccomp': 'off', 'scratch': 'off',\n"
-                  "      'no_process': 'off'}\n"
-                  "why = w.sb_start(st, [])\n"
-                  "def tryw(p):\n"
-                  "  try: open(p, 'w').close(); os.unlink(p); return 'OPEN'\n"
-                  "  except OSError: return 'closed'\n"
-                  "if why: st['refused'] = why\n"
-                  "else:\n"
-                  "  c.sb_scratch(st, [], s)\n"
-                  "  w.jail.update({'on': True, 'st': st, 'notes': [], 'scratch': s, 'cuda': False})\n"
-                  "  c.sb_lock2(None)\n"
-                  "  st['write'] = tryw(os.path.join(s, '..', 'outside'))\n"
-                  "  st['shm_w'] = tryw('/dev/shm/kevo-doctor-%d' % os.getpid())\n"
-                  "  st['tmp_w'] = tryw('/tmp/kevo-doctor-%d' % os.getpid())\n"
-                  "  c.sb_lock3()\n"
-                  "  try: pid = os.fork()\n"
-                  "  except OSError: st['fork'] = 'closed'\n"
-                  "  else:\n"
-                  "    if pid == 0: os._exit(0)\n"
-                  "    os.waitpid(pid, 0); st['fork'] = 'OPEN'\n"
-                  "print(json.dumps(st))\n",
-                  dir,
-                  scratch,
-                  NULL};
+  char *argv[] = {
+      py,
+      "-B",
+      "-c",
+      "import sys, os, json\n"
+      "sys.path.insert(0, sys.argv[1]); s = sys.argv[2]\n"
+      "import kevo_torch_cand as c\n"
+      "w = c.ktw\n"
+      "st = {'netns': 'off', 'landlock': 'off', 'seccomp': 'off', 'scratch': 'off',\n"
+      "      'no_process': 'off'}\n"
+      "why = w.sb_start(st, [])\n"
+      "def tryw(p):\n"
+      "  try: open(p, 'w').close(); os.unlink(p); return 'OPEN'\n"
+      "  except OSError: return 'closed'\n"
+      "if why: st['refused'] = why\n"
+      "else:\n"
+      "  c.sb_scratch(st, [], s)\n"
+      "  w.jail.update({'on': True, 'st': st, 'notes': [], 'scratch': s, 'cuda': False})\n"
+      "  c.sb_lock2(None)\n"
+      "  st['write'] = tryw(os.path.join(s, '..', 'outside'))\n"
+      "  st['shm_w'] = tryw('/dev/shm/kevo-doctor-%d' % os.getpid())\n"
+      "  st['tmp_w'] = tryw('/tmp/kevo-doctor-%d' % os.getpid())\n"
+      "  c.sb_lock3()\n"
+      "  try: pid = os.fork()\n"
+      "  except OSError: st['fork'] = 'closed'\n"
+      "  else:\n"
+      "    if pid == 0: os._exit(0)\n"
+      "    os.waitpid(pid, 0); st['fork'] = 'OPEN'\n"
+      "print(json.dumps(st))\n",
+      dir,
+      scratch,
+      NULL};
   if (probe_run(argv, scratch, out, sizeof out) < 0) {
     snprintf(line, cap, "FAILED: %s", out);
     return;

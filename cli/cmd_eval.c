@@ -323,7 +323,7 @@ static int eval_one(const struct kv_task *t, const char *cand, struct kv_gate_op
   }
   if (access(cand, R_OK) != 0)
     return eval_fail(json, "%s: cannot read the candidate; give the path of a %s file", cand,
-                     kv_surface_gpu(sf)                            ? "CUDA (.cu)"
+                     kv_surface_gpu(sf)                      ? "CUDA (.cu)"
                      : kv_surface_lang(sf) == KV_LANG_PYTHON ? "Python (.py) ModelNew"
                                                              : "C");
   struct kv_gate_result *r = calloc(1, sizeof *r);

@@ -83,8 +83,7 @@ int kv_build_torch(const struct kv_task *t, const struct kv_gate_opts *o, const 
     if (kv_write_file(tmp, text, len, err, errlen) < 0)
       rc = -1;
     else if (rename(tmp, b->so_path) < 0)
-      rc = kv_error(err, errlen, "%s: cannot store the candidate: %s", b->so_path,
-                    strerror(errno));
+      rc = kv_error(err, errlen, "%s: cannot store the candidate: %s", b->so_path, strerror(errno));
     else
       rc = kv_obj_record(objdir, b->key, 1, sfx, err, errlen);
     if (rc < 0)
@@ -124,15 +123,16 @@ int kv_torch_load_candidate(struct kv_session *s, struct kv_worker *w, const cha
     snprintf(detail, detlen, "the task has no reference.py, which the torch surface needs");
     return 1;
   }
-  json_t *req = json_pack("{s:i,s:s,s:b,s:s}", "slot", 0, "path", path, "candidate", 1,
-                          "reference", ref),
+  json_t *req = json_pack("{s:i,s:s,s:b,s:s}", "slot", 0, "path", path, "candidate", 1, "reference",
+                          ref),
          *rep = NULL;
   char d[1024];
   /* Its import, ModelNew built and called once at every listed size: Triton
    * compiles, load_inline builds (a minute of nvcc for CUDA). */
   double deadline = 60 + (s->o->compile_deadline_s > 0 ? s->o->compile_deadline_s : 60);
   double t0 = kv_now_s();
-  enum kv_call_status st = kv_worker_call(w, KV_MSG_LOAD, req, deadline, &rep, NULL, 0, d, sizeof d);
+  enum kv_call_status st =
+      kv_worker_call(w, KV_MSG_LOAD, req, deadline, &rep, NULL, 0, d, sizeof d);
   s->torch_jit_s += kv_now_s() - t0;
   json_decref(req);
   if (st == KV_CALL_OK)
