@@ -14,7 +14,8 @@ struct opt {
   { NULL, NULL }
 
 static const struct opt gate_opts[] = {
-    {"--surface cpu|cuda", "where candidates run (default cpu)"},
+    {"--surface cpu|cuda|torch",
+     "where candidates run (default cpu); torch: a Python ModelNew against reference.py"},
     {"--budget SECONDS", "timing budget per candidate (default 1)"},
     {"--timing-ci X|off",
      "stop timing once the speedup's 95% interval is within +-X (default 0.01); off: the whole "
@@ -84,8 +85,8 @@ static const struct opt eval_opts[] = {
     END};
 
 static const struct opt task_opts[] = {
-    {"--surface cpu|cuda", "check the reference on this surface, or write the starter for it "
-                           "(default cpu)"},
+    {"--surface cpu|cuda|torch", "check the reference on this surface, or write the starter for it "
+                                 "(default cpu)"},
     {"--deadline SECONDS", "check: per job of the worker (default 10); starter: for the helper "
                            "(default 120)"},
     {"--json", "check: the report as JSON"},
