@@ -107,6 +107,10 @@ def run_types(tr, task):
     for p in forward_params(task):
         if p["role"] == "scalar":
             args.append(p.get("value", 1.0))
+        elif p["dtype"] in ("i64", "i32", "u8"):
+            hi = int(p.get("init", {}).get("hi", 2)) if isinstance(p.get("init"), dict) else 2
+            dt = {"i64": torch.int64, "i32": torch.int32, "u8": torch.bool}[p["dtype"]]
+            args.append(torch.randint(0, max(hi, 1) + 1, shapes[p["name"]]).to(dt))
         else:
             args.append(torch.rand(shapes[p["name"]]))
 
@@ -247,7 +251,8 @@ class Gen:
                 self.node(node, alts)
 
     def wrap(self, ptr, shape, dtype):
-        if dtype != "f32":
+        cast = {"u8": "uint8_t", "i32": "int32_t", "i64": "int64_t"}.get(dtype)
+        if dtype != "f32" and not cast:
             raise Unsupported("a %s tensor (%s): the starter's runtime is float32 only" %
                               (dtype, ptr))
         self.n += 1
@@ -255,11 +260,31 @@ class Gen:
         if shape:
             self.lines.append("  long %s[%d] = {%s};" % (s, len(shape), ", ".join(
                 "(long)(%s)" % e for e in shape)))
-        return self.tmp("kt", "kt_wrap(%s, %d, %s)" % (ptr, len(shape), s if shape else "NULL"))
+        fn = "kt_wrap_" + cast if cast else "kt_wrap"
+        return self.tmp("kt", "%s(%s, %d, %s)" % (fn, ptr, len(shape), s if shape else "NULL"))
 
     def attr(self, qual, alts):
         if qual in self.weights:
             return self.weights[qual]
+        # a constant tensor of forward (torch.tensor(...) in it): its values, where they are
+        # the same at every size set and few
+        vals = []
+        for t in self.tr:
+            v = t.gm
+            for part in qual.split("."):
+                v = getattr(v, part, None)
+            vals.append(v)
+        v0 = vals[0]
+        if (torch.is_tensor(v0) and v0.device.type == "cpu" and v0.numel() <= 4096 and
+                all(torch.is_tensor(v) and v.shape == v0.shape and
+                    (v.device.type == "meta" or torch.equal(v, v0)) for v in vals)):
+            flat = [repr(float(e)) for e in v0.detach().double().flatten().tolist()]
+            self.n += 1
+            c = "k%d" % self.n
+            self.lines.append("  static const float %s[%d] = {%s};" % (c, max(len(flat), 1),
+                                                                      ", ".join(flat) or "0"))
+            shape = [str(d) for d in v0.shape]
+            return self.wrap(c, shape, "f32")
         raise Unsupported("Model.%s is a tensor that is neither a parameter nor a buffer" % qual)
 
     def weight(self, qual):
@@ -467,6 +492,23 @@ class Gen:
             return x
         if isinstance(m, nn.Identity):
             return x
+        if isinstance(m, nn.TripletMarginLoss):
+            if m.p != 2 or m.swap or m.reduction not in ("mean", "sum"):
+                raise Unsupported("TripletMarginLoss with p=%s swap=%s reduction=%s"
+                                  % (m.p, m.swap, m.reduction))
+            pos, neg = self.tensor(self.args(alts, 1, "positive")), \
+                self.tensor(self.args(alts, 2, "negative"))
+            eps = self.num(attr("eps"))
+            d = []
+            for other in (pos, neg):
+                diff = self.tmp("kt", "kt_binary_s(kt_binary(%s, %s, KB_SUB), %s, KB_ADD, 0)"
+                                % (x, other, eps))
+                d.append(self.tmp("kt", "kt_reduce(%s, 1L << (%s.nd - 1), 0, KR_NORM2, 0)"
+                                  % (diff, diff)))
+            h = self.tmp("kt", "kt_unary(kt_binary_s(kt_binary(%s, %s, KB_SUB), %s, KB_ADD, 0), "
+                               "KU_RELU, 0, 0)" % (d[0], d[1], self.num(attr("margin"))))
+            return "kt_reduce(%s, 0, 0, %s, 0)" % (h, "KR_SUM" if m.reduction == "sum"
+                                                     else "KR_MEAN")
         if isinstance(m, (nn.Softmax, nn.LogSoftmax)):
             return "kt_softmax(%s, %s, %d)" % (x, self.num(attr("dim")), kind == "LogSoftmax")
         raise Unsupported("the layer nn.%s" % kind)
@@ -514,6 +556,14 @@ class Gen:
             if what in ("dtype", "device"):
                 self.var[node.name] = "0"
                 return None
+            if what == "T":
+                nd = len(self.types[first.name].shape)
+                arr, _ = self.longs([list(range(nd))[::-1]])
+                return "kt_permute(%s, %s)" % (x, arr) if nd else x
+            if what == "mT":
+                return "kt_transpose(%s, -2, -1)" % x
+            if what == "ndim":
+                return "%s.nd" % x
             raise Unsupported("the attribute .%s" % what)
         if nm == "getitem":
             src = self.types.get(first.name) if hasattr(first, "name") else None
@@ -596,6 +646,58 @@ class Gen:
             arr, _ = self.longs(vals)
             return "kt_adaptive_pool(%s, %d, %s, %d)" % (self.var[first.name], sp, arr,
                                                          1 if "avg" in nm else 0)
+        if nm in ("narrow", "select"):
+            x = self.var[first.name]
+            nd = len(self.types[first.name].shape)
+            d = a(1, "dim")
+            if not isinstance(d[0], int):
+                raise Unsupported("%s along a computed dim" % nm)
+            dd = d[0] + nd if d[0] < 0 else d[0]
+            st = a(2, "start" if nm == "narrow" else "index")
+            cs = "(long)%s" % self.var[st[0].name] if hasattr(st[0], "name") else self.num(st)
+            rows = {"kind": ["1"] * nd, "a": ["0"] * nd, "b": ["KT_END"] * nd, "st": ["1"] * nd}
+            rows["a"][dd] = cs
+            if nm == "select":
+                rows["kind"][dd] = "0"
+            else:
+                ln = a(3, "length")
+                cl = "(long)%s" % self.var[ln[0].name] if hasattr(ln[0], "name") else self.num(ln)
+                rows["b"][dd] = "%s + %s" % (cs, cl)
+            names = []
+            for key in ("kind", "a", "b", "st"):
+                self.n += 1
+                names.append("i%d" % self.n)
+                self.lines.append("  long %s[%d] = {%s};" % (names[-1], nd, ", ".join(rows[key])))
+            return "kt_index(%s, %d, %s)" % (x, nd, ", ".join(names))
+        if nm in ("zeros_like", "ones_like"):
+            x = self.var[first.name]
+            return "kt_binary_s(kt_zeros(%s.nd, %s.s), %d, KB_ADD, 0)" % (x, x, nm == "ones_like")
+        if nm == "cross_entropy":
+            if len(self.types[first.name].shape) != 2 or any(
+                    node.kwargs.get(k) not in (None, d) for k, d in
+                    (("weight", None), ("reduction", "mean"), ("label_smoothing", 0.0))):
+                raise Unsupported("cross_entropy other than mean over (N, C) logits")
+            return "kt_cross_entropy(%s, %s)" % (self.var[first.name],
+                                                 self.var[node.args[1].name])
+        if nm == "scaled_dot_product_attention":
+            if any(node.kwargs.get(k) not in (None, False, 0.0) for k in
+                   ("attn_mask", "dropout_p", "is_causal", "scale")) or len(node.args) > 3:
+                raise Unsupported("scaled_dot_product_attention with a mask, dropout, "
+                                  "causality or a scale")
+            q, k, v = (self.var[node.args[i].name] for i in range(3))
+            sc = self.tmp("kt", "kt_matmul(%s, kt_transpose(%s, -2, -1))" % (q, k))
+            sc = self.tmp("kt", "kt_binary_s(%s, 1.0 / sqrt((double)%s.s[%s.nd - 1]), KB_MUL, 0)"
+                          % (sc, q, q))
+            return "kt_matmul(kt_softmax(%s, -1, 0), %s)" % (sc, v)
+        if nm in ("smooth_l1_loss", "huber_loss", "mse_loss", "l1_loss", "kl_div"):
+            return self.loss(node, nm, a)
+        if nm in ("triu", "tril"):
+            return "kt_tri(%s, %s, %d)" % (self.var[first.name], self.num(a(1, "diagonal", 0)),
+                                          nm == "triu")
+        if nm == "diag":
+            if a(1, "diagonal", 0)[0]:
+                raise Unsupported("diag with an offset")
+            return "kt_diag(%s)" % self.var[first.name]
         if nm in ("matmul", "mm", "bmm"):
             return "kt_matmul(%s, %s)" % (self.var[first.name], self.var[node.args[1].name])
         if nm == "linear":
@@ -611,6 +713,8 @@ class Gen:
                                            nm == "cumprod")
         if nm == "flip":
             dims = a(1, "dims")[0]
+            dims = [dims] if isinstance(dims, int) else list(node.args[1:]) \
+                if len(node.args) > 2 else dims
             x = self.var[first.name]
             for d in dims:
                 x = self.tmp("kt", "kt_flip(%s, %s)" % (x, self.num([d])))
@@ -807,6 +911,31 @@ class Gen:
         w = self.win(None, sp, f, (1, 1, 0, 1, 0))
         return "kt_pool(%s, %d, %s, 0, %s, 0)" % (x, sp, w, self.num(a(5, "ceil_mode", False)))
 
+    def loss(self, node, nm, a):
+        """F.smooth_l1_loss, huber_loss, mse_loss, l1_loss, kl_div with their
+        reduction ('mean', 'sum', 'none'; kl_div also 'batchmean')."""
+        x, y = self.tensor(a(0, "input")), self.tensor(a(1, "target"))
+        red = a(None, "reduction", "mean")[0]
+        if nm == "kl_div":
+            if a(None, "log_target", False)[0]:
+                raise Unsupported("kl_div with log_target")
+            e = self.tmp("kt", "kt_binary(%s, %s, KB_KLDIV)" % (x, y))
+        else:
+            d = self.tmp("kt", "kt_binary(%s, %s, KB_SUB)" % (x, y))
+            beta = self.num(a(None, "beta" if nm == "smooth_l1_loss" else "delta", 1.0))
+            op = {"smooth_l1_loss": "kt_unary(%s, KU_HUBER, %s, 0)" % (d, beta),
+                  "huber_loss": "kt_binary_s(kt_unary(%s, KU_HUBER, %s, 0), %s, KB_MUL, 0)"
+                                % (d, beta, beta),
+                  "mse_loss": "kt_unary(%s, KU_SQUARE, 0, 0)" % d,
+                  "l1_loss": "kt_unary(%s, KU_ABS, 0, 0)" % d}[nm]
+            e = self.tmp("kt", op)
+        if red == "none":
+            return e
+        if red == "batchmean":
+            return "kt_binary_s(kt_reduce(%s, 0, 0, KR_SUM, 0), (double)%s.s[0], KB_DIV, 0)" % (
+                e, x)
+        return "kt_reduce(%s, 0, 0, %s, 0)" % (e, "KR_SUM" if red == "sum" else "KR_MEAN")
+
     def shape_array(self, x, nd):
         self.n += 1
         nm = "a%d" % self.n
@@ -996,7 +1125,8 @@ def staging(task, body):
     names = [p["name"] for p in task["params"] if p["role"] in ("in", "out", "inout")]
     for line in body:
         for nm in names:
-            line = line.replace("kt_wrap(%s," % nm, "kt_wrap(h_%s," % nm)
+            for w in ("kt_wrap(", "kt_wrap_uint8_t(", "kt_wrap_int32_t(", "kt_wrap_int64_t("):
+                line = line.replace("%s%s," % (w, nm), "%sh_%s," % (w, nm))
             line = line.replace("const float *%s_0 = %s;" % (nm, nm),
                                 "const float *%s_0 = h_%s;" % (nm, nm))
         out.append(line)

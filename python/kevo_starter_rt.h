@@ -2,6 +2,7 @@
  * row-major, each operator a plain loop. Valid C11 and C++ (nvcc compiles
  * the cuda surface's starter). Generated starters paste it in verbatim. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,19 @@ static inline kt kt_wrap(const float *p, int nd, const long *s) {
     r.s[i] = s[i];
   return r;
 }
+
+/* An integer or byte buffer as float32 (masks, labels): a copy. */
+#define KT_WRAP_CAST(T)                                                                          \
+  static inline kt kt_wrap_##T(const T *p, int nd, const long *s) {                             \
+    kt r = kt_new(nd, s);                                                                        \
+    long n = kt_numel(&r);                                                                       \
+    for (long i = 0; i < n; i++)                                                                 \
+      r.d[i] = (float)p[i];                                                                      \
+    return r;                                                                                    \
+  }
+KT_WRAP_CAST(uint8_t)
+KT_WRAP_CAST(int32_t)
+KT_WRAP_CAST(int64_t)
 
 static inline kt kt_copy(kt x) {
   kt r = kt_like(&x);
@@ -275,6 +289,35 @@ static inline kt kt_index(kt x, int nspec, const long *kind, const long *a, cons
   return r;
 }
 
+/* torch.triu (upper 1) / torch.tril (upper 0) of the last two dims, diagonal k */
+static inline kt kt_tri(kt x, long k, int upper) {
+  kt r = kt_copy(x);
+  long R = x.s[x.nd - 2], C = x.s[x.nd - 1], n = kt_numel(&x);
+  for (long o = 0; o < n; o++) {
+    long i = (o / C) % R, j = o % C;
+    if (upper ? j - i < k : j - i > k)
+      r.d[o] = 0;
+  }
+  return r;
+}
+
+/* torch.diag: a vector to a square matrix, a matrix to its diagonal (offset 0) */
+static inline kt kt_diag(kt x) {
+  if (x.nd == 1) {
+    long n = x.s[0], s[2] = {n, n};
+    kt r = kt_new(2, s);
+    memset(r.d, 0, (size_t)(n * n) * sizeof(float));
+    for (long i = 0; i < n; i++)
+      r.d[i * n + i] = x.d[i];
+    return r;
+  }
+  long n = x.s[0] < x.s[1] ? x.s[0] : x.s[1];
+  kt r = kt_new(1, &n);
+  for (long i = 0; i < n; i++)
+    r.d[i] = x.d[i * x.s[1] + i];
+  return r;
+}
+
 /* ---- elementwise ---- */
 
 enum {
@@ -282,7 +325,7 @@ enum {
   KU_GELU, KU_GELU_TANH, KU_SILU, KU_MISH, KU_SOFTPLUS, KU_SOFTSIGN, KU_ELU, KU_SELU,
   KU_LEAKY, KU_CLAMP, KU_HARDSIGMOID, KU_HARDSWISH, KU_ERF, KU_SIN, KU_COS, KU_RECIP,
   KU_POW, KU_RPOW, KU_FLOOR, KU_CEIL, KU_ROUND, KU_SIGN, KU_LOG1P, KU_EXPM1, KU_LOG2,
-  KU_LOGSIGMOID, KU_TANHSHRINK, KU_SQUARE
+  KU_LOGSIGMOID, KU_TANHSHRINK, KU_SQUARE, KU_HUBER
 };
 
 static inline float kt_u1(int op, float x, double a, double b) {
@@ -327,6 +370,7 @@ static inline float kt_u1(int op, float x, double a, double b) {
   case KU_LOGSIGMOID: return (float)(x < 0 ? x - log1p(exp(x)) : -log1p(exp(-x)));
   case KU_TANHSHRINK: return x - tanhf(x);
   case KU_SQUARE: return x * x;
+  case KU_HUBER: return fabsf(x) < a ? (float)(0.5 * x * x / a) : (float)(fabsf(x) - 0.5 * a);
   }
   return x;
 }
@@ -340,7 +384,7 @@ static inline kt kt_unary(kt x, int op, double a, double b) {
 }
 
 enum { KB_ADD, KB_SUB, KB_MUL, KB_DIV, KB_MAX, KB_MIN, KB_POW, KB_GT, KB_LT, KB_GE, KB_LE,
-       KB_EQ, KB_NE, KB_FDIV, KB_REM };
+       KB_EQ, KB_NE, KB_FDIV, KB_REM, KB_KLDIV };
 
 static inline float kt_b1(int op, float x, float y) {
   switch (op) {
@@ -359,6 +403,7 @@ static inline float kt_b1(int op, float x, float y) {
   case KB_NE: return x != y;
   case KB_FDIV: return floorf(x / y);
   case KB_REM: return x - floorf(x / y) * y;
+  case KB_KLDIV: return y > 0 ? (float)(y * (log((double)y) - x)) : 0.0f; /* x log-probs, y probs */
   }
   return x;
 }
@@ -673,6 +718,27 @@ static inline kt kt_flip(kt x, int d) {
       memcpy(r.d + (o * len + k) * inner, x.d + (o * len + len - 1 - k) * inner,
              (size_t)inner * sizeof(float));
   return r;
+}
+
+/* F.cross_entropy of logits x (N, C) and class indices t (N, as float):
+ * the mean of logsumexp(x[n]) - x[n][t[n]]. */
+static inline kt kt_cross_entropy(kt x, kt t) {
+  long N = x.s[0], C = x.nd > 1 ? x.s[1] : 1;
+  double acc = 0;
+  for (long n = 0; n < N; n++) {
+    const float *row = x.d + n * C;
+    float m = -INFINITY;
+    double sum = 0;
+    for (long c = 0; c < C; c++)
+      m = row[c] > m ? row[c] : m;
+    for (long c = 0; c < C; c++)
+      sum += exp((double)row[c] - m);
+    long k = (long)t.d[n];
+    if (k < 0 || k >= C)
+      kt_fail("cross_entropy: a target outside the classes");
+    acc += m + log(sum) - row[k];
+  }
+  return kt_scalar(acc / (N ? N : 1));
 }
 
 /* ---- normalization ---- */

@@ -44,7 +44,7 @@ for name in odd_pool 1_Softmax_rows 2_Linear_GELU_Scale 3_Small_ConvNet deep_mlp
   [ $name = odd_pool ] && T=$OUT/one
   grep -q "^## A minimal correct candidate" "$T/$name/README.md" ||
     fail "$name: README.md has no starter section"
-  grep -q "^void \(op_\)\?$name(" "$T/$name/README.md" ||
+  sed -n '/^## A minimal correct candidate/,$p' "$T/$name/README.md" | grep -q "^void \(op_\)\?$name(.*) {$" ||
     { sed -n '/A minimal correct/,$p' "$T/$name/README.md"; fail "$name: README.md does not show the starter's entry"; }
   "$KEVO" task starter "$T/$name" -o "$OUT/$name.c" 2>"$OUT/$name.gen" ||
     { cat "$OUT/$name.gen"; fail "$name: kevo task starter"; }
