@@ -59,6 +59,13 @@ grep -q "class ModelNew" "$OUT/check.log" || fail "task check does not say what 
   >"$OUT/t.jsonl" 2>"$OUT/t.err"
 cat "$OUT/a.err" "$OUT/b.err" "$OUT/p.err" "$OUT/t.err"
 "$PY" "$D/expect.py" "$OUT/a.jsonl" "$OUT/b.jsonl" "$OUT/t.jsonl" "$OUT/p.jsonl" || fail "verdicts (above)"
+# Inline C++ (load_inline builds with g++ during the LOAD: about 22 s on 2
+# cores, so only when asked for).
+if [ "${KEVO_TORCH_SLOW:-}" = 1 ]; then
+  "$KEVO" eval --surface torch --no-timing --seed 15 "$T" "$C/ok_inline_cpp.py" >"$OUT/i.log" 2>&1
+  cat "$OUT/i.log"
+  grep -q "verdict: ok" "$OUT/i.log" || fail "the load_inline candidate is not ok"
+fi
 for p in $PWNED; do
   [ -e "$p" ] && fail "a candidate wrote $p"
 done
