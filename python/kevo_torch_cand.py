@@ -160,6 +160,10 @@ def sb_lock2(cand_path):
         reads.append(cand_path)  # the one file, not its directory
     writes = [j["scratch"], "/dev/null"]
     if j["cuda"]:
+        # What cuInit reads besides /proc/driver/nvidia, /sys/devices and
+        # /sys/bus/pci (kevo-worker's cuda runtime found these on an H200):
+        # here CUDA starts after Landlock, at the candidate's first use.
+        reads += ["/proc/devices", "/sys/module/nvidia", "/proc/sys/vm/mmap_min_addr"]
         writes += ["/dev/" + n for n in sorted(os.listdir("/dev")) if n.startswith("nvidia")]
     try:
         ktw.sb_landlock(j["st"], j["notes"], reads, writes)
