@@ -215,6 +215,14 @@ static int worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char
                       e ? e : "the worker cannot use the device (is kevo-worker up to date?)");
     }
   }
+  /* The torch surface on the GPU (KEVO_TORCH_DEVICE=cuda): the reference's
+   * torch worker says whether torch sees one; without it kevo cannot judge
+   * (never the candidate's load_error). */
+  if (s->sf->lang == KV_LANG_PYTHON && w == &s->rw && !strcmp(kv_torch_device(), "cuda") &&
+      !json_is_true(json_object_get(hello_cuda(w), "ok"))) {
+    const char *e = json_string_value(json_object_get(hello_cuda(w), "error"));
+    return kv_error(err, errlen, "KEVO_TORCH_DEVICE=cuda: %s", e ? e : "torch sees no GPU");
+  }
   json_t *rep = NULL;
   char d[1024];
   json_t *req = json_pack("{s:s}", "task", s->t->json);
