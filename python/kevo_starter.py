@@ -564,6 +564,8 @@ class Gen:
                 return "kt_transpose(%s, -2, -1)" % x
             if what == "ndim":
                 return "%s.nd" % x
+            if what in ("values", "indices") and isinstance(self.types[first.name], tuple):
+                return "%s[%d]" % (x, what == "indices")
             raise Unsupported("the attribute .%s" % what)
         if nm == "getitem":
             src = self.types.get(first.name) if hasattr(first, "name") else None
@@ -669,6 +671,8 @@ class Gen:
                 names.append("i%d" % self.n)
                 self.lines.append("  long %s[%d] = {%s};" % (names[-1], nd, ", ".join(rows[key])))
             return "kt_index(%s, %d, %s)" % (x, nd, ", ".join(names))
+        if nm == "tensor" and isinstance(first, (int, float, bool)):
+            return "kt_scalar(%s)" % self.num(a(0, "data"))
         if nm in ("zeros_like", "ones_like"):
             x = self.var[first.name]
             return "kt_binary_s(kt_zeros(%s.nd, %s.s), %d, KB_ADD, 0)" % (x, x, nm == "ones_like")
