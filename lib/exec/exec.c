@@ -42,7 +42,10 @@ extern char **environ;
 struct bundle {
   char dir[PATH_MAX];
   char hash[65];
-  struct kv_task *task; /* loaded from its files, for the compile pool; NULL: not loaded */
+  struct kv_task *task;  /* loaded from its files, for the compile pool; NULL: not loaded */
+  char deps_surface[16]; /* the surface its sources were built for ("": not yet) */
+  int ndeps;
+  struct kvx_compile *deps[2]; /* reference.EXT and baseline.EXT, built by the pool */
   int nfiles;
   struct kv_job_file files[KV_JOB_FILES_MAX];
   uint8_t *data; /* the files, back to back */
@@ -65,9 +68,10 @@ struct job {
   int attempts;
   int with_files;
   char last_error[900];
-  pthread_t owner;        /* the thread that submitted it: only it takes the result */
-  struct kvx_compile *cc; /* its entry in the compile pool; NULL: the server compiles */
-  int shared;             /* its content was built for an earlier job */
+  pthread_t owner;             /* the thread that submitted it: only it takes the result */
+  struct kvx_compile *cc;      /* its entry in the compile pool; NULL: the server compiles */
+  const struct bundle *b_deps; /* its task's sources it waits for too (bundle->deps), or NULL */
+  int shared;                  /* its content was built for an earlier job */
   double submitted_s, ready_s, sent_s; /* submitted, compiled (in the queue), dispatched */
 };
 
@@ -152,6 +156,8 @@ struct kv_exec {
 };
 
 static void on_compiled(void *ud, struct kvx_compile *c);
+struct job;
+static int built(const struct job *j);
 static void note(struct kv_exec *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(struct kv_exec *x, const char *fmt, ...) {
   char msg[1400];
@@ -1408,7 +1414,7 @@ static void on_compiled(void *ud, struct kvx_compile *c) {
   }
   for (int i = 0; i < x->nwaiting;) {
     struct job *j = x->waiting[i];
-    if (j->cc != c) {
+    if (!built(j)) {
       i++;
       continue;
     }
@@ -1421,36 +1427,39 @@ static void on_compiled(void *ud, struct kvx_compile *c) {
   pthread_mutex_unlock(&x->mu);
 }
 
-/* The pool's entry for j's content: an existing one (built or on the way),
- * or a new one queued. NULL when there is no pool or no memory. */
-static struct kvx_compile *compile_of(struct kv_exec *x, struct job *j, const struct bundle *b,
-                                      const struct kv_gate_opts *g) {
+/* The pool's entry for content src of bundle b on a surface: an existing
+ * one (built or on the way; *shared set), or a new one queued. NULL when
+ * there is no pool or no memory. */
+static struct kvx_compile *entry_of(struct kv_exec *x, const struct bundle *b, const char *surface,
+                                    const char *src, size_t len, int compile_only,
+                                    const struct kv_gate_opts *g, int *shared) {
+  *shared = 0;
   if (!x->pool || !b->task)
     return NULL;
   char key[65];
   struct kv_sha256 *h = kv_sha256_new();
   kv_sha256_update(h, b->hash, 65);
-  kv_sha256_update(h, j->surface, strlen(j->surface) + 1);
-  kv_sha256_update(h, j->cand, j->cand_len);
+  kv_sha256_update(h, surface, strlen(surface) + 1);
+  kv_sha256_update(h, src, len);
   kv_sha256_final(h, key);
   for (int i = x->ncompiles - 1; i >= 0; i--)
     if (!strcmp(x->compiles[i]->ckey, key)) {
-      j->shared = 1;
-      x->st.compiles_shared++;
+      *shared = 1;
       return x->compiles[i];
     }
   if (grow((void **)&x->compiles, &x->capcompiles, x->ncompiles, sizeof *x->compiles) < 0)
     return NULL;
   struct kvx_compile *c = calloc(1, sizeof *c);
-  if (!c || !(c->src = malloc(j->cand_len ? j->cand_len : 1))) {
+  if (!c || !(c->src = malloc(len ? len : 1))) {
     free(c);
     return NULL;
   }
-  memcpy(c->src, j->cand, j->cand_len);
-  c->len = j->cand_len;
+  memcpy(c->src, src, len);
+  c->len = len;
+  c->compile_only = compile_only;
   memcpy(c->ckey, key, sizeof key);
   c->task = b->task;
-  snprintf(c->surface, sizeof c->surface, "%s", j->surface);
+  snprintf(c->surface, sizeof c->surface, "%s", surface);
   c->cache_dir = strdup(x->cache_dir);
   c->worker_path = strdup(g && g->worker_path ? g->worker_path : "");
   c->nvcc_path = strdup(g && g->nvcc_path ? g->nvcc_path : "");
@@ -1465,6 +1474,55 @@ static struct kvx_compile *compile_of(struct kv_exec *x, struct job *j, const st
   x->compiles[x->ncompiles++] = c;
   kvx_pool_put(x->pool, c);
   return c;
+}
+
+/* The task's own sources that every evaluation builds beside the candidate
+ * (reference.EXT, baseline.EXT), built by the pool before the task's first
+ * job goes to a server: else every server builds them at once on its first
+ * job. Entries like the candidates' (a candidate of the same bytes shares
+ * one). */
+static void task_sources(struct kv_exec *x, struct bundle *b, const char *surface,
+                         const struct kv_gate_opts *g) {
+  if (b->deps_surface[0])
+    return; /* done for its first surface; another surface's servers build their own */
+  snprintf(b->deps_surface, sizeof b->deps_surface, "%s", surface);
+  const char *ext = kv_surface_ext(kv_surface_find(surface));
+  const char *names[2] = {"reference", "baseline"};
+  for (int k = 0; k < 2 && ext; k++) {
+    char want[80];
+    snprintf(want, sizeof want, "%s.%s", names[k], ext);
+    for (int i = 0; i < b->nfiles; i++) {
+      int shared;
+      if (strcmp(b->files[i].name, want))
+        continue;
+      b->deps[b->ndeps] =
+          entry_of(x, b, surface, (const char *)b->files[i].data, b->files[i].len, 1, g, &shared);
+      b->ndeps += b->deps[b->ndeps] != NULL;
+    }
+  }
+}
+
+/* j's entry in the pool (and its task's sources'). */
+static struct kvx_compile *compile_of(struct kv_exec *x, struct job *j, struct bundle *b,
+                                      const struct kv_gate_opts *g) {
+  if (!x->pool || !b->task)
+    return NULL;
+  task_sources(x, b, j->surface, g);
+  if (!strcmp(b->deps_surface, j->surface))
+    j->b_deps = b;
+  struct kvx_compile *c = entry_of(x, b, j->surface, j->cand, j->cand_len, 0, g, &j->shared);
+  x->st.compiles_shared += j->shared;
+  return c;
+}
+
+/* Built: its entry and its task's sources. */
+static int built(const struct job *j) {
+  if (j->cc && !j->cc->done)
+    return 0;
+  for (int i = 0; j->b_deps && i < j->b_deps->ndeps; i++)
+    if (!j->b_deps->deps[i]->done)
+      return 0;
+  return 1;
 }
 
 static int is_plain(const char *s) {
@@ -1483,8 +1541,8 @@ static int cmp_name(const void *a, const void *b) {
 }
 
 /* The task's directory as a bundle: its plain files, sorted by name. */
-static const struct bundle *bundle_of(struct kv_exec *x, const struct kv_task *t, char *err,
-                                      size_t errlen) {
+static struct bundle *bundle_of(struct kv_exec *x, const struct kv_task *t, char *err,
+                                size_t errlen) {
   for (int i = 0; i < x->nbundles; i++)
     if (!strcmp(x->bundles[i]->dir, t->dir))
       return x->bundles[i];
@@ -1575,7 +1633,7 @@ static int submit(struct kv_exec *x, const struct kv_task *t, const char *src, s
   if (len > KV_SOURCE_MAX)
     return kv_error(err, errlen, "a candidate of %zu bytes; a job carries at most %d", len,
                     KV_SOURCE_MAX);
-  const struct bundle *b = bundle_of(x, t, err, errlen);
+  struct bundle *b = bundle_of(x, t, err, errlen);
   if (!b)
     return -1;
   struct job *j = calloc(1, sizeof *j);
@@ -1614,7 +1672,7 @@ static int submit(struct kv_exec *x, const struct kv_task *t, const char *src, s
    * without a pool, straight to the servers. */
   j->cc = compile_of(x, j, b, g);
   int rc;
-  if (j->cc && !j->cc->done) {
+  if (!built(j)) {
     rc = grow((void **)&x->waiting, &x->capwaiting, x->nwaiting, sizeof *x->waiting);
     if (rc == 0)
       x->waiting[x->nwaiting++] = j;

@@ -43,6 +43,8 @@ struct kvx_compile {
   char *cache_dir, *worker_path, *nvcc_path; /* malloc'd; "" for the default */
   char cuda_arch[32];
   double compile_deadline_s;
+  int compile_only; /* a task's own source: no static analysis (kv_gate_opts.prebuild_compile_only)
+                     */
   double queued_s, started_s, ended_s;
   int done; /* under the executor's lock */
   int rc;   /* 0 built or cached (a compile error too), -1 kevo could not compile (err) */

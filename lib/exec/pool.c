@@ -58,6 +58,7 @@ static void build_one(struct kvx_compile *c) {
   o.worker_path = c->worker_path[0] ? c->worker_path : NULL;
   o.nvcc_path = c->nvcc_path[0] ? c->nvcc_path : NULL;
   o.cuda_arch = c->cuda_arch[0] ? c->cuda_arch : NULL;
+  o.prebuild_compile_only = c->compile_only;
   if (c->compile_deadline_s > 0)
     o.compile_deadline_s = c->compile_deadline_s;
   c->rc = -1;
