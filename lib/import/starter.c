@@ -199,6 +199,15 @@ int kv_import_starter(const struct kv_import_opts *o, const char *task_dir, cons
     argv[a++] = "-r";
     argv[a++] = (char *)reads[i];
   }
+  /* The layers of kevo import's helper (kevo/import.h): the trace runs
+   * reference.py, code kevo did not write (issue 30). */
+  char datab[32];
+  snprintf(datab, sizeof datab, "%lld", (long long)kv_import_data_cap(o));
+  argv[a++] = "-s";
+  argv[a++] = "-d";
+  argv[a++] = datab;
+  if (!o->allow_unsandboxed)
+    argv[a++] = "-R";
   char *tail[] = {"--", pyexe, "-B", helper, dir, "--surface", (char *)surface, NULL};
   for (size_t i = 0; tail[i]; i++)
     argv[a++] = tail[i];
