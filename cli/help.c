@@ -260,6 +260,7 @@ static const struct opt presets_opts[] = {
 static const struct opt skills_opts[] = {
     {"--all", "list, export: every card (default the admitted ones)"},
     {"--reason TEXT", "retire: why, kept in the card's log"},
+    {"--task DIR", "import: each admitted card of that task judged here first"},
     {"--surface S", "match: the surface (default cpu)"},
     {"--arch A", "match: the architecture (default this machine's)"},
     {"--smem BYTES", "match: the shared memory a skill may add (default 49152)"},
