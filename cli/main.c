@@ -111,8 +111,8 @@ static const struct kv_command commands[] = {
      "walk an annotated expert kernel backward through the gate into skills (paired test per "
      "step)"},
     {"skills", cmd_skills,
-     "kevo skills list [--all] | show ID | export [--all] FILE | import [--task DIR] FILE | retire ID "
-     "[--reason TEXT] | match [--surface S] [--arch A] [--smem BYTES] [--json] TASK_DIR "
+     "kevo skills list [--all] | show ID | export [--all] FILE | import [--task DIR] FILE | "
+     "retire ID [--reason TEXT] | match [--surface S] [--arch A] [--smem BYTES] [--json] TASK_DIR "
      "[CANDIDATE]  [--db PATH]",
      "the skill cards: list, show as Markdown, export and import as JSON, retire; which fit a "
      "task and why"},
