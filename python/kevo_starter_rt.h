@@ -479,6 +479,9 @@ static inline kt kt_where(kt c, kt x, kt y) {
 /* C[m][n] (+)= sum_k A[m*ra + k*ca] * B[k*rb + n*cb] */
 static inline void kt_gemm(const float *A, long ra, long ca, const float *B, long rb, long cb, float *C,
                     long M, long N, long K) {
+  /* rows in parallel where the build has OpenMP (the cpu surface's -fopenmp): each row is one
+   * thread's, so the sums are the same in any schedule */
+#pragma omp parallel for schedule(static) if (M * N * K > (1L << 22))
   for (long m = 0; m < M; m++) {
     float *c = C + m * N;
     for (long n = 0; n < N; n++)
