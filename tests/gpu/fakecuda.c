@@ -34,8 +34,8 @@
  *   kfake_defer        at the bench size (64 x 64) only remembers its calls;
  *                      a relay on the request descriptor does their work
  *                      before passing a FETCH on, and a thread does it as
- *                      "GPU work" (holding the device) once a TIME reply has
- *                      gone out
+ *                      "GPU work" (holding the device for 50 ms) once a TIME
+ *                      reply has gone out
  *   kfake_hook         writes nothing; rewrites the worker's cuMemcpyDtoH
  *                      entry (found in its own data, made writable) with a
  *                      hook that returns the row sums for any output it
@@ -561,7 +561,7 @@ static void *defer_replies(void *arg) {
     frame_write(dr_out, &f);
     if (timed && nowed > 0 && device_fd() >= 0 && flock(device_fd(), LOCK_EX) == 0) {
       pay_all();
-      usleep(5000);
+      usleep(50000);
       flock(device_fd(), LOCK_UN);
     }
   }

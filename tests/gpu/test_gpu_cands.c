@@ -59,6 +59,7 @@ static const struct expect cands[] = {
     {"relay_reply", NULL, 1, 0},
     {"relay_fetch", NULL, 1, 0},
     {"ctor_memcpy", NULL, 1, 0},
+    {"queue_after", NULL, 1, 0},
 };
 
 static struct kv_task *load(const char *task) {

@@ -8,8 +8,10 @@
  *   relay_fetch.cu (timed calls do a third of the work, a relay on the
  *     request descriptor finishes it before a FETCH) and ctor_memcpy.cu (a
  *     constructor rewrites the worker's cuMemcpyDtoH entry to finish owed
- *     work before any copy): never ok at 1.3x or more.
- * Then the same three with KEVO_NO_LEND=1 (the old path, where the
+ *     work before any copy) and queue_after.cu (a relay on the reply
+ *     descriptor queues the owed work on the GPU once a phase has answered):
+ *     never ok at 1.3x or more.
+ * Then the same attacks with KEVO_NO_LEND=1 (the old path, where the
  * candidate's worker copies its results back), printed, not judged: the
  * code before lending judged them ok. The table at the end has both. */
 #include <setjmp.h>

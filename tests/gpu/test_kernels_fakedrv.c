@@ -150,7 +150,11 @@ static void test_fakedrv_attacks(void **state) {
     struct kv_gate_result *r = calloc(1, sizeof *r);
     assert_non_null(r);
     eval_timed(t, path, r);
-    int ok = (attacks[i].want >> r->verdict) & 1;
+    /* defer may end its work before kevo stops its process on a loaded
+     * host: then kevo's clock charges it (never ok at 1.3x or more). */
+    int ok =
+        ((attacks[i].want >> r->verdict) & 1) ||
+        (!strcmp(attacks[i].name, "defer") && r->verdict == KV_V_OK && r->timing.speedup < 1.3);
     /* Never the old path silently: the lent buffers were used. */
     ok = ok && !strstr(r->detail, "through the candidate's own process");
     printf("%s attack %-12s %-18s %.300s\n", ok ? "ok  " : "FAIL", attacks[i].name,

@@ -5,13 +5,15 @@
 // descriptor (3) does their work before it passes a FETCH on (kevo's
 // validation of timed calls used to fetch them through this process), and a
 // relay on the reply descriptor does it, as GPU work holding the device for
-// 5 ms, once a TIME reply has gone out.
+// 50 ms, once a TIME reply has gone out.
 // Defence: timed calls run in buffers the clean worker lends; after each
 // phase kevo stops the candidate's process and the clean worker waits until
 // the GPU runs nothing else before it reads the validated calls, the wait
 // inside the phase's time; work still running seconds later is a verdict.
 // Expected verdict: implausible (work left running after the phase) or
-// stale_output (a validated call unfinished).
+// stale_output (a validated call unfinished); at worst (a host so loaded
+// that the work ends before kevo stops the process) ok with kevo's clock
+// charging the work to the phase: never ok at 1.3x or more.
 // kevo:launch kfake_defer grid=((rows + 255) / 256) block=(256) args=(x, y, rows, cols)
 __global__ void kfake_defer(const float *x, float *y, int rows, int cols) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
