@@ -159,7 +159,6 @@ void cli_exec_summary(struct kv_exec *x) {
           slots > 0 ? 100 * st.slot_busy_s / slots : 0, st.wall_s, n, st.slot_starved_s);
 }
 
-
 /* The LLM client of a run: NULL in *out when no LLM is configured. */
 int cli_make_llm(const struct kv_llm_flags *f, const char *config, int flags_given,
                  struct kv_store *s, struct kv_llm **out, char *model_json, size_t mj_cap) {

@@ -20,9 +20,9 @@ static const struct opt gate_opts[] = {
     {"--timing-ci X|off",
      "stop timing once the speedup's 95% interval is within +-X (default 0.01); off: the whole "
      "budget"},
-    {"--timing kevo|kernelbench",
-     "how to time: kevo (fresh inputs, a cold cache, medians; the default) or KernelBench's "
-     "protocol"},
+    {"--timing kevo|kernelbench|do_bench",
+     "how to time: kevo (fresh inputs, a cold cache, medians; the default), KernelBench's "
+     "protocol, or do_bench (cuda: kevo's with triton's do_bench flush before every call)"},
     {"--no-timing", "check correctness only; no speedups"},
     {"--torch-compile MODE", "also time torch.compile(MODE) of the reference as a baseline"},
     {"--seed N", "the inputs' seed, to replay an evaluation (default a fresh one each time)"},

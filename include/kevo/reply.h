@@ -74,15 +74,16 @@ void kv_reply_release(struct kv_reply *r);
 int kv_reply_plan(const char *text, size_t len, char **plan, char *err, size_t errlen);
 
 /* `// kevo:tune NAME=v1,v2,...` declarations (the comment alone on its line,
- * spaces allowed around `=` and `,`). NAME is a C identifier of at most 63
- * characters; each value is an integer (decimal without leading zeros,
- * optionally negative, or 0x hex) or a C identifier, at most 31 characters;
- * at most KV_TUNE_MAX_VALUES distinct values; names are unique. */
+ * spaces allowed around `=` and `,`), or `# kevo:tune NAME=...` in Python. NAME is a C identifier
+ * of at most 63 characters; each value is an integer (decimal without leading zeros, optionally
+ * negative, or 0x hex) or a C identifier, at most 31 characters; at most KV_TUNE_MAX_VALUES
+ * distinct values; names are unique. */
 #define KV_TUNE_MAX_VALUES 32
 #define KV_TUNE_NAME_MAX 64
 #define KV_TUNE_VALUE_MAX 32
 struct kv_tunable {
   char name[KV_TUNE_NAME_MAX];
+  int py; /* declared `# kevo:tune` (Python: read as globals().get("NAME", default)) */
   int nvalues;
   char values[KV_TUNE_MAX_VALUES][KV_TUNE_VALUE_MAX];
 };

@@ -1081,9 +1081,11 @@ static int tune_line(const char *l, size_t n, int lineno, struct kv_tunable *out
   size_t i = 0;
   while (i < n && is_blank(l[i]))
     i++;
-  if (n - i < 2 || l[i] != '/' || l[i + 1] != '/')
+  /* `// kevo:tune` (C, CUDA) or `# kevo:tune` (the torch surface's Python) */
+  int py = i < n && l[i] == '#';
+  if (!py && (n - i < 2 || l[i] != '/' || l[i + 1] != '/'))
     return 0;
-  i += 2;
+  i += py ? 1 : 2;
   while (i < n && is_blank(l[i]))
     i++;
   static const char kw[] = "kevo:tune";
@@ -1116,6 +1118,7 @@ static int tune_line(const char *l, size_t n, int lineno, struct kv_tunable *out
   struct kv_tunable *tu = &out[*count];
   memset(tu, 0, sizeof *tu);
   memcpy(tu->name, l + a, nlen);
+  tu->py = py;
   while (i < n && is_blank(l[i]))
     i++;
   if (i == n || l[i] != '=')

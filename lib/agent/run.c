@@ -225,10 +225,16 @@ static char *variant_source(const struct search *s, const int *idx, size_t *len)
   kv_buf_init(&b, SOURCE_MAX + 4096);
   char params[512];
   format_params(s, idx, params, sizeof params);
-  kv_buf_appendf(&b, "/* kevo:tuned %s */\n", params);
-  for (int i = 0; i < s->ntun; i++)
-    kv_buf_appendf(&b, "#define %s %s\n", s->tun[i].name, s->tun[i].values[idx[i]]);
-  kv_buf_appendf(&b, "#line 1\n");
+  if (s->tun[0].py) { /* Python: module globals, read with globals().get */
+    kv_buf_appendf(&b, "# kevo:tuned %s\n", params);
+    for (int i = 0; i < s->ntun; i++)
+      kv_buf_appendf(&b, "%s = %s\n", s->tun[i].name, s->tun[i].values[idx[i]]);
+  } else {
+    kv_buf_appendf(&b, "/* kevo:tuned %s */\n", params);
+    for (int i = 0; i < s->ntun; i++)
+      kv_buf_appendf(&b, "#define %s %s\n", s->tun[i].name, s->tun[i].values[idx[i]]);
+    kv_buf_appendf(&b, "#line 1\n");
+  }
   kv_buf_append(&b, s->starter, s->starter_len);
   *len = b.len;
   return kv_buf_detach(&b);
@@ -241,12 +247,22 @@ static int load_tunables(struct search *s, char *err, size_t errlen) {
   s->space = 1;
   for (int i = 0; i < s->ntun; i++) {
     char guard[96];
-    snprintf(guard, sizeof guard, "#ifndef %s", s->tun[i].name);
+    const char *nm = s->tun[i].name;
+    if (s->tun[i].py != s->tun[0].py)
+      return kv_error(err, errlen,
+                      "tunable %s: declared with '%s' where %s used '%s'; one kind only", nm,
+                      s->tun[i].py ? "#" : "//", s->tun[0].name, s->tun[0].py ? "#" : "//");
+    snprintf(guard, sizeof guard, s->tun[i].py ? "globals().get(\"%s\"" : "#ifndef %s", nm);
+    if (!strstr(s->starter, guard) && s->tun[i].py)
+      return kv_error(err, errlen,
+                      "tunable %s: the module must read it with '%s = globals().get(\"%s\", "
+                      "DEFAULT)' so that kevo's value wins",
+                      nm, nm, nm);
     if (!strstr(s->starter, guard))
       return kv_error(err, errlen,
                       "tunable %s: the kernel must read it with '#ifndef %s / #define %s ...' so "
                       "that kevo's value wins",
-                      s->tun[i].name, s->tun[i].name, s->tun[i].name);
+                      nm, nm, nm);
     if (s->space > (uint64_t)1 << 40)
       return kv_error(err, errlen, "the tunables span more than 2^40 variants; narrow them");
     s->space *= (uint64_t)s->tun[i].nvalues;

@@ -743,6 +743,22 @@ static void test_tunables(void **state) {
   parse_ok("```c\n// kevo:tune TILE=16,32\r\n" SMALL_F "```\n", "f");
   assert_int_equal(kv_tunables_parse(r.code, t, 8, err, sizeof err), 1);
   assert_string_equal(t[0].values[1], "32");
+  assert_int_equal(t[0].py, 0);
+  /* Python (the torch surface): `# kevo:tune`, marked py; `#define` and a
+   * `# kevo:tuned` comment are not declarations. */
+  const char *py = "import triton\n"
+                   "# kevo:tune BLOCK = 64, 128\n"
+                   "  #kevo:tune WARPS=4,8\n"
+                   "# kevo:tuned BLOCK=64\n"
+                   "BLOCK = globals().get(\"BLOCK\", 64)\n";
+  assert_int_equal(kv_tunables_parse(py, t, 8, err, sizeof err), 2);
+  assert_string_equal(t[0].name, "BLOCK");
+  assert_int_equal(t[0].py, 1);
+  assert_string_equal(t[0].values[1], "128");
+  assert_string_equal(t[1].name, "WARPS");
+  assert_int_equal(t[1].py, 1);
+  assert_int_equal(kv_tunables_parse("#define kevo 1\n#include <x.h>\n", t, 8, err, sizeof err),
+                   0);
 }
 
 static void tune_bad(const char *code, int max, const char *want) {
