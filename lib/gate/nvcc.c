@@ -910,11 +910,16 @@ out:
  * into j. 0, or -1 with err. */
 static int nvcc_setup(struct nvcc_job *j, char *err, size_t errlen) {
   j->nv = (char *)kv_nvcc_path(j->o);
-  j->proto = malloc(65536);
-  j->shim = malloc(65536 + sizeof kv_cuda_guard_cu);
-  if (!j->proto || !j->shim || kv_task_prototype(j->t, KV_LANG_CUDA, j->proto, 65536) < 0 ||
-      kv_task_shim(j->t, KV_LANG_CUDA, j->shim, 65536) < 0)
-    return kv_error(err, errlen, "%s: the task's prototype is too large", j->t->name);
+  j->proto = kv_task_prototype_alloc(j->t, KV_LANG_CUDA);
+  j->shim = kv_task_shim_alloc(j->t, KV_LANG_CUDA);
+  char *grown = j->shim ? realloc(j->shim, strlen(j->shim) + sizeof kv_cuda_guard_cu) : NULL;
+  if (grown)
+    j->shim = grown;
+  if (!j->proto || !grown)
+    return kv_error(err, errlen,
+                    "%s: the task's prototype is over kevo's %u-byte cap (KV_TASK_PROTO_MAX), or "
+                    "memory ran out",
+                    j->t->name, KV_TASK_PROTO_MAX);
   strcat(j->shim, kv_cuda_guard_cu);
   j->ven = malloc(sizeof *j->ven);
   if (!j->ven)

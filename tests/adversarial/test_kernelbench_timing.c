@@ -109,7 +109,9 @@ static void test_method_names(void **state) {
   assert_int_equal(m, KV_TIMING_KERNELBENCH);
   assert_int_equal(kv_timing_method_parse("kevo", &m), 0);
   assert_int_equal(m, KV_TIMING_KEVO);
-  assert_int_equal(kv_timing_method_parse("do_bench", &m), -1);
+  assert_int_equal(kv_timing_method_parse("do_bench", &m), 0);
+  assert_int_equal(m, KV_TIMING_DOBENCH);
+  assert_int_equal(kv_timing_method_parse("dobench", &m), -1);
   assert_int_equal(kv_timing_method_parse(NULL, &m), -1);
   assert_string_equal(kv_timing_method_name(KV_TIMING_KEVO), "kevo");
 }
