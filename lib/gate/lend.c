@@ -44,10 +44,17 @@ int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
   *handles = NULL;
   if (L->tried && !L->ipc)
     return 0;
-  if (!s->sf->device_in_worker || getenv("KEVO_NO_LEND")) {
+  /* Opt-in until the lent path is verified on a real GPU (it is on the
+   * stand-in driver, tests/gpu/test_kernels_fakedrv): KEVO_LEND=1. */
+  const char *on = getenv("KEVO_LEND");
+  int opted = on && !strcmp(on, "1") && !getenv("KEVO_NO_LEND");
+  if (!s->sf->device_in_worker || !opted) {
     L->tried = 1;
     snprintf(L->why, sizeof L->why, "%s",
-             !s->sf->device_in_worker ? "not a GPU surface" : "KEVO_NO_LEND is set");
+             !s->sf->device_in_worker ? "not a GPU surface"
+             : getenv("KEVO_NO_LEND")
+                 ? "KEVO_NO_LEND is set"
+                 : "lending is opt-in until verified on a GPU: KEVO_LEND=1 turns it on");
     return 0;
   }
   /* A reference.py task: the empty entry's clean kevo-worker lends. */

@@ -138,6 +138,7 @@ static void test_fakedrv_attacks(void **state) {
   (void)state;
   if (!nvrtc_found())
     skip();
+  setenv("KEVO_LEND", "1", 1); /* opt-in until verified on a GPU (lend.c) */
   char dir[PATH_MAX * 2], err[2048];
   snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
   struct kv_task *t;
@@ -169,6 +170,7 @@ static void test_fakedrv_attacks(void **state) {
     free(r);
   }
   kv_task_free(t);
+  unsetenv("KEVO_LEND");
   assert_int_equal(bad, 0);
 }
 
@@ -185,15 +187,26 @@ static void test_fakedrv_no_lend_said(void **state) {
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) != 0)
     fail_msg("%s", err);
+  setenv("KEVO_LEND", "1", 1);
   setenv("KEVO_NO_LEND", "1", 1);
   struct kv_gate_result *r = calloc(1, sizeof *r);
   assert_non_null(r);
   eval_timed(t, path, r);
   unsetenv("KEVO_NO_LEND");
+  unsetenv("KEVO_LEND");
   printf("no lending: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
   assert_int_equal(r->verdict, KV_V_OK);
   assert_non_null(strstr(r->detail, "through the candidate's own process"));
   assert_non_null(strstr(r->detail, "KEVO_NO_LEND"));
+  kv_gate_result_release(r);
+  free(r);
+  /* The default (lending not opted in): the old path, said. */
+  r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  eval_timed(t, path, r);
+  printf("default: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
+  assert_int_equal(r->verdict, KV_V_OK);
+  assert_non_null(strstr(r->detail, "KEVO_LEND=1"));
   kv_gate_result_release(r);
   free(r);
   kv_task_free(t);
@@ -212,13 +225,26 @@ static void test_fakedrv_do_bench(void **state) {
   struct kv_task *t;
   if (kv_task_load(dir, &t, err, sizeof err) != 0)
     fail_msg("%s", err);
-  struct kv_gate_result *r = calloc(1, sizeof *r);
-  assert_non_null(r);
+  struct kv_gate_result *r = NULL;
   eval_method = KV_TIMING_DOBENCH;
-  eval_timed(t, path, r);
+  /* The stand-in's "GPU" is the host's CPU: on a loaded host its calls can
+   * slow down between the reference's phases, which kevo calls
+   * interference (rightly, for timing). That is the host, not the method:
+   * up to three tries, each printed. */
+  for (int try = 0; try < 3; try++) {
+    if (r) {
+      kv_gate_result_release(r);
+      free(r);
+    }
+    r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    eval_timed(t, path, r);
+    printf("do_bench: %s: %s; %.1f us vs %.1f us\n", kv_verdict_name(r->verdict), r->detail,
+           r->timing.cand.median_us, r->timing.ref.median_us);
+    if (r->verdict != KV_V_INTERFERENCE)
+      break;
+  }
   eval_method = KV_TIMING_KEVO;
-  printf("do_bench: %s: %s; %.1f us vs %.1f us\n", kv_verdict_name(r->verdict), r->detail,
-         r->timing.cand.median_us, r->timing.ref.median_us);
   assert_int_equal(r->verdict, KV_V_OK);
   assert_true(r->timed);
   assert_string_equal(r->timing.method, "do_bench");
