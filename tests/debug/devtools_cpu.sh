@@ -21,7 +21,10 @@ f = r["debug"]["findings"]
 assert f and f[0]["tool"] == "asan" and "heap-buffer-overflow" in f[0]["kind"], f
 assert f[0]["line"] == 15 and f[0]["file"] == "oob.c" and f[0]["kernel"] == "rowsum", f
 assert "WRITE of size 4" in f[0]["access"], f
-assert r["verdict"] == "ok", r["verdict"]  # the checks alone accept it
+# The checks alone accept it, except at a drawn size where the stray float
+# lands on malloc's next chunk header (glibc then aborts: "double free or
+# corruption"): a crash is the bug showing, not the debugger failing.
+assert r["verdict"] in ("ok", "crash"), r["verdict"]
 PY
 $K sanitize --surface cpu --json $T $T/good.c >$o; rc=$?
 [ $rc = 0 ] || fail "good.c: exit $rc, want 0: $(head -c 2000 $o)"
