@@ -151,6 +151,10 @@ struct kv_timing {
   double clock_ratio; /* the candidate's reported time / parent's: ~1 when honest */
   double clock_slack_us; /* per call: what the clean phases' noise allows */
   int cand_clamped;      /* the candidate's median was raised to kevo's clock's floor */
+  /* kevo's clock could not see the candidate's calls (its phases, less kevo's
+   * overhead, within the clean phases' noise: a loaded host): its own report
+   * was all there was, so no speedup above 1x was credited */
+  int clock_blind;
   /* The speedup's 95% interval (kevo/timeci.h: the order-statistic interval
    * of the rounds' ratios, relative to their median, applied to speedup),
    * and adaptive timing's stop (kv_gate_opts.timing_ci). */

@@ -111,6 +111,7 @@ static void clock_of(json_t *t, struct kv_timing *tm) {
   tm->clock_ratio = num(cl, "reported_over_parent");
   tm->clock_slack_us = num(cl, "slack_us_per_call");
   tm->cand_clamped = json_is_true(json_object_get(cl, "median_raised"));
+  tm->clock_blind = json_is_true(json_object_get(cl, "blind"));
   json_t *ci = json_object_get(t, "ci");
   tm->ci_level = num(ci, "level");
   tm->speedup_lo = num(ci, "low");

@@ -57,6 +57,21 @@ grep -q "class ModelNew" "$OUT/check.log" || fail "task check does not say what 
 "$KEVO" eval --surface torch --json --budget 0.3 --seed 13 "$T" \
   "$C/ok_torch.py" "$C/ok_triton.py" "$C/clock_patch.py" "$C/event_patch.py" \
   >"$OUT/t.jsonl" 2>"$OUT/t.err"
+# A loaded host, where kevo's clock sees nothing of the candidate's calls
+# (KEVO_TEST_LOADED_HOST_US adds 0.2 s to each phase of kevo's empty entry,
+# as a host busy then would): the forger that slows its own clock 50x was
+# taken at 1.95x that way; now nothing above 1x is credited, and said.
+KEVO_TEST_LOADED_HOST_US=200000 "$KEVO" eval --surface torch --json --budget 0.3 --seed 16 "$T" \
+  "$C/clock_patch.py" >"$OUT/l.jsonl" 2>"$OUT/l.err"
+"$PY" - "$OUT/l.jsonl" <<'PYEOF' || { cat "$OUT/l.err"; fail "a forger gained on a loaded host"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r.get("timing") or {}
+print("loaded host: clock_patch", r["verdict"], t.get("speedup"), r["detail"][-120:])
+ok = r["verdict"] == "implausible" or (
+    t.get("speedup", 9) <= 1.0 and t["clock"]["blind"] and "could not see its calls" in r["detail"])
+sys.exit(0 if ok else 1)
+PYEOF
 cat "$OUT/a.err" "$OUT/b.err" "$OUT/p.err" "$OUT/t.err"
 "$PY" "$D/expect.py" "$OUT/a.jsonl" "$OUT/b.jsonl" "$OUT/t.jsonl" "$OUT/p.jsonl" || fail "verdicts (above)"
 # Inline C++ (load_inline builds with g++ during the LOAD: about 22 s on 2
