@@ -29,8 +29,10 @@ static void task_end(void *ud, const struct kv_bench_event *e) {
   (void)ud;
   const struct kv_bench_task_row *t = e->task;
   char what[160];
-  if (!strcmp(t->status, "done") && t->correct)
+  if (!strcmp(t->status, "done") && t->correct && t->speedup > 0)
     snprintf(what, sizeof what, "correct, best %.2fx", t->speedup);
+  else if (!strcmp(t->status, "done") && t->correct)
+    snprintf(what, sizeof what, "correct (untimed)");
   else
     snprintf(what, sizeof what, "%s", !strcmp(t->status, "done") ? "no correct kernel" : t->status);
   fprintf(stderr, "[%*d/%d] %s: %s (%.0f s%s%s)\n",
@@ -94,6 +96,10 @@ static int print_json(const struct kv_bench_row *b, const struct kv_bench_task_r
   json_object_set_new(summary, "failed", json_integer(sm->failed));
   json_object_set_new(summary, "skipped", json_integer(sm->skipped));
   json_object_set_new(summary, "pending", json_integer(sm->pending));
+  int timed = 0; /* --no-timing: fast_p above 0, geomean and ada mean nothing */
+  for (int i = 0; i < n; i++)
+    timed |= rows[i].speedup > 0;
+  json_object_set_new(summary, "timed", json_boolean(timed));
   json_t *levels = json_array();
   for (int l = 0; l < sm->nlevels; l++)
     json_array_append_new(levels, level_json(&sm->levels[l]));
@@ -164,6 +170,9 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
     printf(" %8s", k);
   }
   printf(" %8s %8s\n", "geomean", "ada");
+  int timed = 0; /* --no-timing: no speedup, so no fast_p above 0 and no ada */
+  for (int i = 0; i < n; i++)
+    timed |= rows[i].speedup > 0;
   for (int l = 0; l <= sm->nlevels; l++) {
     const struct kv_bench_level *lv = l < sm->nlevels ? &sm->levels[l] : NULL;
     if (lv && sm->nlevels == 1)
@@ -173,24 +182,34 @@ static void print_table(const struct kv_bench_row *b, const struct kv_bench_task
       snprintf(name, sizeof name, lv->level ? "%d" : "none", lv->level);
     printf("%-8s %6d %8d", lv ? name : "all", lv ? lv->n : sm->n, lv ? lv->correct : sm->correct);
     for (int p = 0; p < KV_BENCH_NP; p++)
-      printf(" %8.2f", lv ? lv->fast_p[p] : sm->fast_p[p]);
+      if (timed || kv_bench_p[p] == 0)
+        printf(" %8.2f", lv ? lv->fast_p[p] : sm->fast_p[p]);
+      else
+        printf(" %8s", "-");
     double g = lv ? lv->geomean : sm->geomean;
     if (g > 0)
       printf(" %7.2fx", g);
     else
       printf(" %8s", "-");
-    printf(" %7.2fx\n", lv ? lv->ada : sm->ada);
+    if (timed)
+      printf(" %7.2fx\n", lv ? lv->ada : sm->ada);
+    else
+      printf(" %8s\n", "-");
   }
   printf("fast_p (KernelBench's fast_p, p named): the share of all tasks that are correct and "
          "more than p times as fast as the reference; geomean (KernelBench's): the geometric "
          "mean speedup over the correct tasks; ada (AdaExplore's score): the mean speedup over "
          "all tasks, incorrect ones as 0, each clamped at %g\n",
          KV_BENCH_ADA_CLAMP);
-  printf("speedups timed by %s\n",
-         strcmp(bench_method(b), "kernelbench")
-             ? "kevo's method (medians of fresh, cold-cache calls; --timing kevo)"
-             : "KernelBench's protocol (the mean of 100 trials after 3 warm-ups, same inputs, "
-               "no flush; --timing kernelbench)");
+  if (!timed)
+    printf("not timed (--no-timing, or nothing correct): fast_0 is the share correct; the "
+           "other scores need speedups\n");
+  else
+    printf("speedups timed by %s\n",
+           strcmp(bench_method(b), "kernelbench")
+               ? "kevo's method (medians of fresh, cold-cache calls; --timing kevo)"
+               : "KernelBench's protocol (the mean of 100 trials after 3 warm-ups, same inputs, "
+                 "no flush; --timing kernelbench)");
 }
 
 static int show(struct kv_store *s, int64_t id, int json, const char *stopped) {

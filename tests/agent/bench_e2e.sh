@@ -172,6 +172,20 @@ check "LLM: each run has its 3 steps once" \
         (select count(distinct step) || '/' || count(*) from nodes n where n.run_id = b.run_id) != '3/3'")" 0
 check "LLM: coder calls recorded with the runs" \
   "$(q "select count(*) > 0 from llm_calls c join bench_tasks b on b.run_id = c.run_id where b.bench_id = $B")" 1
+# An untimed bench (issue 33 item 3): "correct (untimed)", never "best 0.00x";
+# no fast_p above 0 and no ada score where nothing was timed.
+U="$T/untimed-suite"
+mkdir -p "$U"
+cp -r "$EX/rowsum" "$U/"
+"$K" bench --strategy tune --steps 2 --no-timing "$U" >"$T/u.out" 2>"$T/u.err"
+grep -q "rowsum: correct (untimed)" "$T/u.err" && ! grep -q "best 0.00x" "$T/u.err" &&
+  ok "untimed task line" || bad "untimed task line: $(tail -3 "$T/u.err")"
+grep -q "^all  *1  *1  *1.00  *-  *-  *-  *-  *-$" "$T/u.out" && grep -q "^not timed" "$T/u.out" &&
+  ok "untimed summary" || bad "untimed summary: $(tail -4 "$T/u.out")"
+UB=$(q "select id from benches where suite_dir like '%untimed-suite'")
+"$K" bench --show "$UB" --json >"$T/u.json" 2>/dev/null
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['summary']['timed'] is False, d['summary']" "$T/u.json" &&
+  ok "untimed JSON says timed: false" || bad "untimed JSON: $(head -c 300 "$T/u.json")"
 
 echo "bench_e2e: $pass passed, $fail failed"
 [ $fail -eq 0 ]
