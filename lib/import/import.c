@@ -192,6 +192,29 @@ int kv_import_helper_reads(const char *py, const char *helper, const char *modul
   return helper_reads(py, helper, module, store, reads);
 }
 
+int kv_import_sandbox_argv(char **argv, const struct kv_import_opts *o, char *sbx, char *scratch,
+                           char *cpu, const char *const *reads, int nr, char datab[32]) {
+  int a = 0;
+  argv[a++] = sbx;
+  argv[a++] = scratch;
+  argv[a++] = cpu;
+  argv[a++] = "0";
+  for (int i = 0; i < nr; i++) {
+    argv[a++] = "-r";
+    argv[a++] = (char *)reads[i];
+  }
+  /* seccomp (programs may still run), the data cap, and every layer
+   * required unless the user accepted less (kevo/import.h). */
+  snprintf(datab, 32, "%lld", (long long)kv_import_data_cap(o));
+  argv[a++] = "-s";
+  argv[a++] = "-d";
+  argv[a++] = datab;
+  if (!o->allow_unsandboxed)
+    argv[a++] = "-R";
+  argv[a++] = "--";
+  return a;
+}
+
 int kv_import_find_helper(char *out, size_t cap, char *err, size_t errlen) {
   const char *e = getenv("KEVO_IMPORT_HELPER");
   if (e && *e) {
@@ -424,26 +447,8 @@ int kv_import_module(const struct kv_import_opts *o, const char *py_path, const 
   double dl = o->deadline_s > 0 ? o->deadline_s : 120;
   snprintf(cpu, sizeof cpu, "%d", (int)(dl * (thr > 0 ? thr : 1)) + 10);
   int nr = helper_reads(py, helper, abs, rstore, reads);
-  char *argv[24 + 2 * MAX_READS];
-  int a = 0;
-  argv[a++] = sbx;
-  argv[a++] = scratch;
-  argv[a++] = cpu;
-  argv[a++] = "0";
-  for (int i = 0; i < nr; i++) {
-    argv[a++] = "-r";
-    argv[a++] = (char *)reads[i];
-  }
-  /* seccomp (programs may still run), the data cap, and every layer
-   * required unless the user accepted less (kevo/import.h). */
-  char datab[32];
-  snprintf(datab, sizeof datab, "%lld", (long long)kv_import_data_cap(o));
-  argv[a++] = "-s";
-  argv[a++] = "-d";
-  argv[a++] = datab;
-  if (!o->allow_unsandboxed)
-    argv[a++] = "-R";
-  argv[a++] = "--";
+  char *argv[24 + 2 * MAX_READS], datab[32];
+  int a = kv_import_sandbox_argv(argv, o, sbx, scratch, cpu, reads, nr, datab);
   char *tail_args[] = {pyexe,           "-B", helper,      abs,   "--max-bytes", maxb,
                        "--check-bytes", chkb, "--threads", e_thr, NULL};
   for (size_t i = 0; i < sizeof tail_args / sizeof tail_args[0]; i++)

@@ -189,26 +189,11 @@ int kv_import_starter(const struct kv_import_opts *o, const char *task_dir, cons
   int nr = kv_import_helper_reads(py, helper, ref, rstore, reads);
   double dl = o->deadline_s > 0 ? o->deadline_s : 120;
   snprintf(cpu, sizeof cpu, "%d", (int)dl + 10);
-  char *argv[16 + 2 * KV_IMPORT_MAX_READS];
-  int a = 0;
-  argv[a++] = sbx;
-  argv[a++] = scratch;
-  argv[a++] = cpu;
-  argv[a++] = "0";
-  for (int i = 0; i < nr; i++) {
-    argv[a++] = "-r";
-    argv[a++] = (char *)reads[i];
-  }
   /* The layers of kevo import's helper (kevo/import.h): the trace runs
    * reference.py, code kevo did not write (issue 30). */
-  char datab[32];
-  snprintf(datab, sizeof datab, "%lld", (long long)kv_import_data_cap(o));
-  argv[a++] = "-s";
-  argv[a++] = "-d";
-  argv[a++] = datab;
-  if (!o->allow_unsandboxed)
-    argv[a++] = "-R";
-  char *tail[] = {"--", pyexe, "-B", helper, dir, "--surface", (char *)surface, NULL};
+  char *argv[16 + 2 * KV_IMPORT_MAX_READS], datab[32];
+  int a = kv_import_sandbox_argv(argv, o, sbx, scratch, cpu, reads, nr, datab);
+  char *tail[] = {pyexe, "-B", helper, dir, "--surface", (char *)surface, NULL};
   for (size_t i = 0; tail[i]; i++)
     argv[a++] = tail[i];
   argv[a] = NULL;
