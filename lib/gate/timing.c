@@ -980,10 +980,6 @@ static double center_us(const struct timing *tm, const struct kv_stats *st) {
   return tm->kb ? st->mean_us : st->median_us;
 }
 
-/* After the phases: each side's times (cuda: events unless the host clock
- * says work escaped them), the candidate's bounded by kevo's clock, the
- * interval, the reference beside the candidate against alone, and the
- * roofline. May change r's verdict; -1 only when kevo failed. */
 /* Where kevo's clock cannot see the candidate's calls (its phases, less
  * kevo's overhead, within the clean phases' noise: a heavily loaded host,
  * where the empty entry's phases can outlast the candidate's), it bounds
@@ -1005,12 +1001,13 @@ static void clock_blind(struct kv_timing *T) {
   T->cand_clamped = 1;
 }
 
-static int judge_times(struct timing *tm, int m, int P, int has_base, const struct kv_calib *cal,
-                       char *err, size_t errlen) {
+/* Each side's times (cuda: events unless the host clock says work escaped
+ * them), each raised to its phases' mean (raise_to_phase_mean), and the
+ * speedup as reported. Returns kevo's empty call on the host clock (ns). */
+static double side_times(struct timing *tm, int m, int has_base) {
   struct kv_gate_result *r = tm->r;
-  const struct kv_task *t = tm->s->t;
   struct side *C = &tm->sd[SIDE_CAND], *R = &tm->sd[SIDE_REF], *E = &tm->sd[SIDE_EMPTY_ALONE],
-              *EI = &tm->sd[SIDE_EMPTY], *B = &tm->sd[SIDE_BASE], *A = &tm->sd[SIDE_ALONE];
+              *B = &tm->sd[SIDE_BASE], *A = &tm->sd[SIDE_ALONE];
   double empty_host = median_ns(E->host, E->n); /* launch + sync of nothing (cpu: ~0) */
   if (tm->cuda) {
     int dummy;
@@ -1039,10 +1036,27 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
   r->timing.speedup = cc > 0 ? center_us(tm, &r->timing.ref) / cc : 0;
   if (r->timing.has_baseline && cc > 0)
     r->timing.speedup_vs_baseline = center_us(tm, &r->timing.base) / cc;
+  return empty_host;
+}
 
-  /* The parent's clock bounds the candidate's: what the phases took beyond
-   * kevo's own overhead (the empty entry's phases, clean worker) is what the
-   * calls took. */
+/* kevo's clock around the candidate's phases (judge_times), in ns. */
+struct clock_view {
+  double empty_host;  /* kevo's empty call on the host clock (launch + sync) */
+  double overhead;    /* the empty entry's median phase, alone */
+  double slack;       /* per phase: what kevo's clock cannot resolve */
+  double per_parent;  /* the candidate's median phase less the overhead, per call */
+  double phase_ratio; /* median over phases: reported (+ slack) over kevo's clock */
+  double med_host;    /* the candidate's median call on the host clock, less empty_host */
+};
+
+/* The parent's clock bounds the candidate's: what the phases took beyond
+ * kevo's own overhead (the empty entry's phases, clean worker) is what the
+ * calls took. Fills *cv; may set r's verdict (implausible). -1 only when
+ * kevo failed. */
+static int clock_bound(struct timing *tm, int m, struct clock_view *cv, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  struct side *C = &tm->sd[SIDE_CAND], *E = &tm->sd[SIDE_EMPTY_ALONE];
+  double empty_host = cv->empty_host;
   /* Per phase: the parent's wall less the clean overhead (the empty entry's
    * median phase) against what the worker reported for the phase. The
    * median over phases is robust to one disturbed phase; a forger has to
@@ -1079,13 +1093,19 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
   r->timing.clock_ratio = phase_ratio;
   r->timing.parent_us = per_parent / 1000.0;
   double med_host = median_ns(C->host, C->n) - empty_host;
+  cv->overhead = overhead;
+  cv->slack = slack;
+  cv->per_parent = per_parent;
+  cv->phase_ratio = phase_ratio;
+  cv->med_host = med_host;
   /* Where kevo's clock is precise (a quiet GPU: the slack is a few percent
    * of a call, and the candidate's phases differ by under 10% on kevo's
    * clock), reported times below CLOCK_FLOOR of it are a forgery; on a noisy
    * host an honest phase can fall far below (the process waited for a core
    * outside its calls), so there the candidate's median is raised to the
-   * floor instead (below): a forger gains at most 1 / CLOCK_FLOOR, and can
-   * make the clock imprecise only by really spending time in its phases. */
+   * floor instead (clamp_to_clock): a forger gains at most 1 / CLOCK_FLOOR,
+   * and can make the clock imprecise only by really spending time in its
+   * phases. */
   double hiccup = fmax(slack, 2 * clean_range(tm)); /* the clock's worst case */
   int precise = hiccup / m < 0.05 * per_parent &&
                 (spread.median_us <= 0 || spread.iqr_us < 0.10 * spread.median_us);
@@ -1102,15 +1122,19 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
                    "process, leaves %.1f us per call: its clock is forged or work escaped it",
                    reported / C->n / 1000.0, med_host / 1000.0, per_parent / 1000.0);
   }
-  if (r->verdict != KV_V_OK)
-    return 0;
-  /* The sums agree, but the median may still be skewed (most calls reported
-   * fast, a few slow): the candidate's median is never taken below what
-   * kevo's clock allows (a noisy host can make an honest median that low:
-   * it is raised, not rejected). */
-  double floor_us =
-      ((phase_ratio < CLOCK_FLOOR ? CLOCK_FLOOR : MEDIAN_FLOOR) * per_parent - slack / m) / 1000.0;
-  if (med_host / 1000.0 < floor_us && center_us(tm, &r->timing.cand) < floor_us) {
+  return 0;
+}
+
+/* The sums agree, but the median may still be skewed (most calls reported
+ * fast, a few slow): the candidate's median is never taken below what
+ * kevo's clock allows (a noisy host can make an honest median that low:
+ * it is raised, not rejected). */
+static void clamp_to_clock(struct timing *tm, int m, const struct clock_view *cv) {
+  struct kv_gate_result *r = tm->r;
+  double floor_us = ((cv->phase_ratio < CLOCK_FLOOR ? CLOCK_FLOOR : MEDIAN_FLOOR) * cv->per_parent -
+                     cv->slack / m) /
+                    1000.0;
+  if (cv->med_host / 1000.0 < floor_us && center_us(tm, &r->timing.cand) < floor_us) {
     r->timing.cand_clamped = 1;
     r->timing.cand.median_us = fmax(r->timing.cand.median_us, floor_us);
     if (tm->kb)
@@ -1119,17 +1143,30 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
     if (r->timing.has_baseline)
       r->timing.speedup_vs_baseline = center_us(tm, &r->timing.base) / floor_us;
   }
+}
 
-  /* The reference beside the candidate against the reference alone. */
+/* The reference beside the candidate against the reference alone (us), and
+ * the tolerance between them their noise allows (relative). */
+struct ref_sides {
+  double alone, beside, tol;
+};
+
+/* Fills *rs; the speedup taken against the reference alone where it was
+ * the faster. */
+static void prefer_ref_alone(struct timing *tm, struct ref_sides *rs) {
+  struct kv_gate_result *r = tm->r;
+  const struct side *R = &tm->sd[SIDE_REF], *A = &tm->sd[SIDE_ALONE];
   double ra = center_us(tm, &r->timing.ref_alone), ri = center_us(tm, &r->timing.ref);
   double noise = ra > 0 ? fmax(r->timing.ref_alone.iqr_us, r->timing.ref.iqr_us) / ra : 0;
-  double tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
+  rs->alone = ra;
+  rs->beside = ri;
+  rs->tol = INTERFERENCE_TOL + 3.0 * noise / sqrt(fmin(A->n, R->n));
   /* Whatever slowed the reference beside the candidate (anything its
    * process left behind, or a host busy only then), it cannot have slowed
    * the reference alone, timed once that process was dead: the speedup is
    * taken against the faster of the two, so a slower reference never buys a
    * candidate anything, on either surface and below any tolerance. */
-  cc = center_us(tm, &r->timing.cand);
+  double cc = center_us(tm, &r->timing.cand);
   if (ra > 0 && ra < ri && cc > 0) {
     r->timing.ref_beside_us = ri;
     r->timing.ref = r->timing.ref_alone;
@@ -1143,10 +1180,14 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
       r->timing.speedup_vs_baseline = center_us(tm, &r->timing.base) / cc;
     }
   }
-  if (!tm->kb) /* KernelBench's blocks are not rounds of ABBA */
-    speedup_ci(tm, m, P, overhead);
-  if (per_parent * m <= slack)
-    clock_blind(&r->timing);
+}
+
+/* kevo's empty phases beside the candidate and alone (recorded), and cuda's
+ * interference verdicts. 1 when r's verdict was set. */
+static int interference(struct timing *tm, const struct ref_sides *rs, double slack) {
+  struct kv_gate_result *r = tm->r;
+  const struct side *E = &tm->sd[SIDE_EMPTY_ALONE], *EI = &tm->sd[SIDE_EMPTY];
+  double ra = rs->alone, ri = rs->beside, tol = rs->tol;
   double ea = median_ns(E->wall, E->nph) / 1000.0, ei = median_ns(EI->wall, EI->nph) / 1000.0;
   r->timing.empty_beside_us = ei;
   r->timing.empty_alone_us = ea;
@@ -1156,14 +1197,14 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
    * is stopped, and the sandbox denies it any say over other processes'
    * scheduling), and a busy host slows an honest candidate's reference as
    * much (an ASan run: 21%): there the speedup's reference is the faster
-   * figure (above), not a verdict. */
+   * figure (prefer_ref_alone), not a verdict. */
   if (tm->cuda && ea > 0 && ei > ea * (1 + INTERFERENCE_TOL) + 2 * slack / 1000.0) {
     kv_set_verdict(r, KV_V_INTERFERENCE,
                    "kevo's own empty phases took %.1f us while the candidate's process existed "
                    "and %.1f us alone (%.0f%% slower): the candidate left work running that "
                    "slows everything beside it",
                    ei, ea, (ei / ea - 1) * 100);
-    return 0;
+    return 1;
   }
   if (tm->cuda && ra > 0 && ri > ra * (1 + tol) + 2.0) {
     kv_set_verdict(r, KV_V_INTERFERENCE,
@@ -1171,10 +1212,15 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
                    "and %.1f us alone (%.0f%% slower; noise allows %.0f%%): the candidate "
                    "slowed the reference down",
                    ri, ra, (ri / ra - 1) * 100, tol * 100);
-    return 0;
+    return 1;
   }
+  return 0;
+}
 
-  /* Roofline against this device's measured ceilings. */
+/* Roofline against this device's measured ceilings. */
+static void roofline(struct timing *tm, const struct kv_calib *cal) {
+  struct kv_gate_result *r = tm->r;
+  const struct kv_task *t = tm->s->t;
   char e2[256];
   int64_t v;
   if (t->cost_bytes && kv_expr_eval(t, tm->ss, t->cost_bytes, &v, e2, sizeof e2) == 0)
@@ -1200,6 +1246,31 @@ static int judge_times(struct timing *tm, int m, int P, int has_base, const stru
                      "GFLOP/s: the candidate cannot have done the work it claims",
                      r->timing.gflops, ff, cal->fma_gflops);
   }
+}
+
+/* After the phases: each side's times (cuda: events unless the host clock
+ * says work escaped them), the candidate's bounded by kevo's clock, the
+ * interval, the reference beside the candidate against alone, and the
+ * roofline. May change r's verdict; -1 only when kevo failed. */
+static int judge_times(struct timing *tm, int m, int P, int has_base, const struct kv_calib *cal,
+                       char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  struct clock_view cv = {0};
+  cv.empty_host = side_times(tm, m, has_base);
+  if (clock_bound(tm, m, &cv, err, errlen) < 0)
+    return -1;
+  if (r->verdict != KV_V_OK)
+    return 0;
+  clamp_to_clock(tm, m, &cv);
+  struct ref_sides rs;
+  prefer_ref_alone(tm, &rs);
+  if (!tm->kb) /* KernelBench's blocks are not rounds of ABBA */
+    speedup_ci(tm, m, P, cv.overhead);
+  if (cv.per_parent * m <= cv.slack)
+    clock_blind(&r->timing);
+  if (interference(tm, &rs, cv.slack))
+    return 0;
+  roofline(tm, cal);
   return 0;
 }
 
@@ -1269,33 +1340,27 @@ static int kb_time(struct timing *tm, const int *sides, int nsides, int has_base
   return judge_times(tm, 1, n, has_base, cal, err, errlen);
 }
 
-/* The candidate at bench size `index` into r->timing (its verdict into r).
- * base_so: the baseline, timed too, in the reference worker's slot 2 (loaded
- * there unless s->rw_slot2 says it is). */
-static int time_size(struct kv_session *s, int index, const char *base_so, size_t shm_len,
-                     const struct kv_calib *cal, struct kv_gate_result *r, char *err,
-                     size_t errlen) {
-  const struct kv_task *t = s->t;
-  struct timing tm;
-  memset(&tm, 0, sizeof tm);
-  tm.s = s;
-  tm.r = r;
-  tm.index = index;
-  tm.ss = &t->bench[index];
-  tm.cuda = s->sf->device_in_worker;
-  tm.lend = tm.cuda && !(s->lend.tried && !s->lend.ipc);
-  snprintf(tm.lid, sizeof tm.lid, "t%d", index);
-  tm.kb = s->o->timing_method == KV_TIMING_KERNELBENCH;
-  const char *lh = getenv("KEVO_TEST_LOADED_HOST_US");
-  tm.test_loaded_ns = lh ? fmax(0, atof(lh)) * 1000.0 : 0;
-  snprintf(r->timing.method, sizeof r->timing.method, "%s",
-           kv_timing_method_name(s->o->timing_method));
-  kv_sizeset_format(t, tm.ss, r->timing.sizes, sizeof r->timing.sizes);
-  if (kv_layout(t, tm.ss, tm.nelem, err, errlen) < 0)
-    return -1;
-  kv_sample_layout(t, tm.nelem, tm.snelem);
-  /* The baseline into the reference worker's slot 2, unless it is there
-   * (a later bench size, or a reference worker kept warm). */
+/* time_size's schedule: the sides in turn, the phases' sizes, the loop's
+ * rates and deadline, and where it stopped. */
+struct sched {
+  int sides[4], nsides, has_base;
+  double budget, job; /* s: of timed calls per side; a job's deadline */
+  int m_mem, m, P;    /* calls a phase has buffers for; calls per phase; rounds */
+  struct kv_timing_plan pl;
+  double target;          /* adaptive: the interval's target (0: the fixed budget) */
+  double q_first, q_rest; /* a call's chance to be validated, by the fewest rounds and past */
+  double t_warm, loop_dl; /* s: when the warm-up began; the loop's deadline */
+  uint64_t loop_t0;       /* ns: when the loop began */
+  enum kv_timing_stop stop;
+  int rounds;      /* rounds the loop ran */
+  int kevo_failed; /* kevo failed (err says why); else r's verdict says */
+};
+
+/* The baseline into the reference worker's slot 2, unless it is there
+ * (a later bench size, or a reference worker kept warm). -1 when it fails. */
+static int load_baseline(struct timing *tm, const char *base_so, char *err, size_t errlen) {
+  struct kv_session *s = tm->s;
+  struct kv_gate_result *r = tm->r;
   char slot2[KV_SLOT_KEY];
   snprintf(slot2, sizeof slot2, "%s|%s", base_so ? base_so : "",
            s->torch && s->o->torch_compile ? s->o->torch_compile : "");
@@ -1306,20 +1371,24 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
     const char *mode = s->o->torch_compile;
     snprintf(r->timing.baseline_kind, sizeof r->timing.baseline_kind, "torch.compile(mode=%s)",
              mode);
-    if (!loaded && kv_session_load_compiled(&s->rw, 2, base_so, mode, 600,
-                                            &r->timing.baseline_compile_s, tm.d, sizeof tm.d) != 0)
+    if (!loaded &&
+        kv_session_load_compiled(&s->rw, 2, base_so, mode, 600, &r->timing.baseline_compile_s,
+                                 tm->d, sizeof tm->d) != 0)
       return kv_error(err, errlen, "%s: torch.compile(mode=%s) of the reference failed: %s",
-                      base_so, mode, tm.d);
+                      base_so, mode, tm->d);
   } else if (base_so) {
     snprintf(r->timing.baseline_kind, sizeof r->timing.baseline_kind, "baseline.cu");
-    if (!loaded && kv_session_load(&s->rw, 2, base_so, tm.d, sizeof tm.d) != 0)
-      return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm.d);
+    if (!loaded && kv_session_load(&s->rw, 2, base_so, tm->d, sizeof tm->d) != 0)
+      return kv_error(err, errlen, "%s: the baseline does not load: %s", base_so, tm->d);
   }
   if (base_so)
     snprintf(s->rw_slot2, sizeof s->rw_slot2, "%s", slot2);
-  /* cpu: the parent flushes 2x the last-level cache once per phase (cuda:
-   * the worker flushes 2x its L2, once per phase). */
-  tm.flush_bytes = tm.cuda ? 0 : 2 * kv_llc_bytes();
+  return 0;
+}
+
+/* Each side's worker and slot. -1 when kevo failed. */
+static int assign_workers(struct timing *tm, char *err, size_t errlen) {
+  struct kv_session *s = tm->s;
   struct {
     struct kv_worker *w;
     int slot;
@@ -1333,75 +1402,119 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
     who[SIDE_EMPTY].w = who[SIDE_EMPTY_ALONE].w = &s->ew;
   }
   for (int i = 0; i < NSIDES; i++) {
-    tm.sd[i].w = who[i].w;
-    tm.sd[i].slot = who[i].slot;
+    tm->sd[i].w = who[i].w;
+    tm->sd[i].slot = who[i].slot;
   }
-  int sides[4] = {SIDE_CAND, SIDE_REF, SIDE_EMPTY, SIDE_BASE};
-  int nsides = base_so ? 4 : 3;
-  double budget = s->o->time_budget_s > 0 ? s->o->time_budget_s : 1.0;
-  double job = s->o->job_deadline_s > 0 ? s->o->job_deadline_s : 10;
-  int m_mem = phase_calls(t, tm.nelem, tm.cuda);
-  kv_shm_layout(t, tm.nelem, tm.off, &tm.per_call);
-  tm.shm_len = shm_len; /* >= tm.per_call * m_mem */
-  if (!tm.cuda) {
-    tm.flush = tm.flush_bytes ? malloc(tm.flush_bytes) : NULL;
-    tm.pristine = malloc(tm.shm_len);
-    if ((tm.flush_bytes && !tm.flush) || !tm.pristine) {
-      free(tm.flush);
-      free(tm.pristine);
-      return kv_error(err, errlen, "out of memory for timing (%zu bytes)", tm.shm_len);
+  return 0;
+}
+
+/* time_size's state before its first phase: the sizes, the baseline
+ * loaded, each side's worker, the buffers. -1 when kevo failed (nothing is
+ * left to free then). */
+static int timing_setup(struct timing *tm, struct sched *sc, struct kv_session *s, int index,
+                        const char *base_so, size_t shm_len, struct kv_gate_result *r, char *err,
+                        size_t errlen) {
+  static const int order[4] = {SIDE_CAND, SIDE_REF, SIDE_EMPTY, SIDE_BASE};
+  const struct kv_task *t = s->t;
+  memset(tm, 0, sizeof *tm);
+  memset(sc, 0, sizeof *sc);
+  tm->s = s;
+  tm->r = r;
+  tm->index = index;
+  tm->ss = &t->bench[index];
+  tm->cuda = s->sf->device_in_worker;
+  tm->lend = tm->cuda && !(s->lend.tried && !s->lend.ipc);
+  snprintf(tm->lid, sizeof tm->lid, "t%d", index);
+  tm->kb = s->o->timing_method == KV_TIMING_KERNELBENCH;
+  const char *lh = getenv("KEVO_TEST_LOADED_HOST_US");
+  tm->test_loaded_ns = lh ? fmax(0, atof(lh)) * 1000.0 : 0;
+  snprintf(r->timing.method, sizeof r->timing.method, "%s",
+           kv_timing_method_name(s->o->timing_method));
+  kv_sizeset_format(t, tm->ss, r->timing.sizes, sizeof r->timing.sizes);
+  if (kv_layout(t, tm->ss, tm->nelem, err, errlen) < 0)
+    return -1;
+  kv_sample_layout(t, tm->nelem, tm->snelem);
+  if (load_baseline(tm, base_so, err, errlen) < 0)
+    return -1;
+  /* cpu: the parent flushes 2x the last-level cache once per phase (cuda:
+   * the worker flushes 2x its L2, once per phase). */
+  tm->flush_bytes = tm->cuda ? 0 : 2 * kv_llc_bytes();
+  if (assign_workers(tm, err, errlen) < 0)
+    return -1;
+  memcpy(sc->sides, order, sizeof order);
+  sc->nsides = base_so ? 4 : 3;
+  sc->has_base = base_so != NULL;
+  sc->budget = s->o->time_budget_s > 0 ? s->o->time_budget_s : 1.0;
+  sc->job = s->o->job_deadline_s > 0 ? s->o->job_deadline_s : 10;
+  sc->stop = KV_TSTOP_GO;
+  sc->m_mem = phase_calls(t, tm->nelem, tm->cuda);
+  kv_shm_layout(t, tm->nelem, tm->off, &tm->per_call);
+  tm->shm_len = shm_len; /* >= tm->per_call * m_mem */
+  if (!tm->cuda) {
+    tm->flush = tm->flush_bytes ? malloc(tm->flush_bytes) : NULL;
+    tm->pristine = malloc(tm->shm_len);
+    if ((tm->flush_bytes && !tm->flush) || !tm->pristine) {
+      free(tm->flush);
+      free(tm->pristine);
+      return kv_error(err, errlen, "out of memory for timing (%zu bytes)", tm->shm_len);
     }
   }
-  tm.threads = kv_fill_threads();
-  int rc = 0, kevo_failed = 0;
-  double t_warm = kv_now_s();
-  enum kv_call_status st;
+  tm->threads = kv_fill_threads();
+  return 0;
+}
 
-  /* Warm-up: one phase of (up to) two calls each, which also prices a call
-   * on the parent's clock, overheads (fresh inputs, flush) included. */
-  int m0 = m_mem < 2 ? m_mem : 2;
-  for (int i = 0; i < nsides; i++) {
-    st = phase(&tm, sides[i], m0, 0, 0, job * 6);
+/* Warm-up: one phase of (up to) two calls on each side, which also prices a
+ * call on the parent's clock, overheads (fresh inputs, flush) included; the
+ * plan from those prices; then buffers for m calls on every side before
+ * anything is timed. -1 to stop (sc->kevo_failed, or r's verdict, says). */
+static int warm_up(struct timing *tm, struct sched *sc, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  const struct kv_gate_opts *o = tm->s->o;
+  enum kv_call_status st;
+  int m0 = sc->m_mem < 2 ? sc->m_mem : 2;
+  for (int i = 0; i < sc->nsides; i++) {
+    st = phase(tm, sc->sides[i], m0, 0, 0, sc->job * 6);
     if (st != KV_CALL_OK) {
-      phase_failed(&tm, sides[i], st, err, errlen, &kevo_failed);
-      goto done;
+      phase_failed(tm, sc->sides[i], st, err, errlen, &sc->kevo_failed);
+      return -1;
     }
     if (r->verdict != KV_V_OK) /* work left running after its phase */
-      goto done;
+      return -1;
   }
   double per =
-      fmax(tm.sd[SIDE_CAND].per_call + tm.sd[SIDE_CAND].fill_per_call, tm.sd[SIDE_REF].per_call);
-  if (base_so)
-    per = fmax(per, tm.sd[SIDE_BASE].per_call);
+      fmax(tm->sd[SIDE_CAND].per_call + tm->sd[SIDE_CAND].fill_per_call, tm->sd[SIDE_REF].per_call);
+  if (sc->has_base)
+    per = fmax(per, tm->sd[SIDE_BASE].per_call);
   /* The count comes from kevo's clock (kevo/timeci.h): on a fixed budget P
    * rounds of m calls; adaptive, at most P and at least pl.min_rounds. */
-  double target = s->o->timing_ci > 0 ? fmin(s->o->timing_ci, 1.0) : 0;
-  struct kv_timing_plan pl;
-  kv_timing_plan(per, budget, m_mem, target, &pl);
-  int m = tm.kb ? 1 : pl.m, P = tm.kb ? KV_KB_TRIALS : pl.rounds;
-  r->timing.phases = P;
-  r->timing.calls_per_phase = m;
-  r->timing.ci_target = target;
-  r->timing.min_phases = pl.min_rounds;
-  r->timing.max_phases = P;
+  sc->target = o->timing_ci > 0 ? fmin(o->timing_ci, 1.0) : 0;
+  kv_timing_plan(per, sc->budget, sc->m_mem, sc->target, &sc->pl);
+  sc->m = tm->kb ? 1 : sc->pl.m;
+  sc->P = tm->kb ? KV_KB_TRIALS : sc->pl.rounds;
+  r->timing.phases = sc->P;
+  r->timing.calls_per_phase = sc->m;
+  r->timing.ci_target = sc->target;
+  r->timing.min_phases = sc->pl.min_rounds;
+  r->timing.max_phases = sc->P;
   /* Buffers for m calls on every side before anything is timed. */
-  for (int i = 0; i < nsides; i++) {
-    st = phase(&tm, sides[i], m, 0, 1, job * 6);
+  for (int i = 0; i < sc->nsides; i++) {
+    st = phase(tm, sc->sides[i], sc->m, 0, 1, sc->job * 6);
     if (st != KV_CALL_OK) {
-      phase_failed(&tm, sides[i], st, err, errlen, &kevo_failed);
-      goto done;
+      phase_failed(tm, sc->sides[i], st, err, errlen, &sc->kevo_failed);
+      return -1;
     }
   }
-  if (tm.kb) {
-    r->timing.stage_warmup_s = kv_now_s() - t_warm;
-    kv_gate_mark(r, "warm_up");
-    if (kb_time(&tm, sides, nsides, base_so != NULL, job, cal, err, errlen) < 0)
-      kevo_failed = 1;
-    goto done;
-  }
+  return 0;
+}
+
+/* Before the loop: the validation rates, the stopping rule's per-round
+ * figures, the loop's deadline; the warm-up's end recorded. -1 when out of
+ * memory (sc->kevo_failed set). */
+static int loop_prepare(struct timing *tm, struct sched *sc, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
   /* About TARGET_VALIDATIONS checked calls (fewer for outputs of many
    * bytes: each one's sample travels and is compared). */
-  double out_bytes = (double)kv_call_bytes(t, tm.snelem, 0);
+  double out_bytes = (double)kv_call_bytes(tm->s->t, tm->snelem, 0);
   double want = fmax(2, fmin(TARGET_VALIDATIONS, (double)(256u << 20) / (out_bytes + 1)));
   /* Adaptive: the rate gives about `want` by the fewest rounds; past them,
    * the fixed budget's rate (about `want` over the most rounds), so a loop
@@ -1410,123 +1523,184 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
    * take 17 s where the fixed budget took 3 s). No call is ever less likely
    * to be checked than on the fixed budget. The calls are drawn after each
    * phase either way. */
-  double q_first = fmin(1.0, want / pl.valid_calls), q_rest = fmin(1.0, want / ((double)P * m));
+  sc->q_first = fmin(1.0, want / sc->pl.valid_calls);
+  sc->q_rest = fmin(1.0, want / ((double)sc->P * sc->m));
   /* Per round: the speedup as reported and the candidate's time per call by
    * kevo's clock (the stopping rule's figures). */
-  double *rratio = tm.rratio = calloc((size_t)P, sizeof(double)),
-         *rclock = tm.rclock = calloc((size_t)P, sizeof(double));
-  if (!rratio || !rclock) {
-    kevo_failed = kv_error(err, errlen, "out of memory") < 0;
-    goto done;
+  tm->rratio = calloc((size_t)sc->P, sizeof(double));
+  tm->rclock = calloc((size_t)sc->P, sizeof(double));
+  if (!tm->rratio || !tm->rclock) {
+    sc->kevo_failed = kv_error(err, errlen, "out of memory") < 0;
+    return -1;
   }
   /* The loop's deadline (adaptive): three times what the warm-up's prices
    * say the most rounds take; past it, the loop stops once it has the
    * fewest rounds (each phase has its own deadline too). */
   double round_ns = 0;
-  for (int k = 0; k < nsides; k++)
-    round_ns += m * (tm.sd[sides[k]].per_call + tm.sd[sides[k]].fill_per_call);
-  double loop_dl = 3.0 * P * round_ns * 1e-9 + job;
-  uint64_t loop_t0 = kv_now_ns();
-  r->timing.stage_warmup_s = kv_now_s() - t_warm;
+  for (int k = 0; k < sc->nsides; k++)
+    round_ns += sc->m * (tm->sd[sc->sides[k]].per_call + tm->sd[sc->sides[k]].fill_per_call);
+  sc->loop_dl = 3.0 * sc->P * round_ns * 1e-9 + sc->job;
+  sc->loop_t0 = kv_now_ns();
+  r->timing.stage_warmup_s = kv_now_s() - sc->t_warm;
   kv_gate_mark(r, "warm_up");
-  enum kv_timing_stop stop = KV_TSTOP_GO;
-  int rounds = 0;
-  for (int j = 0; j < P && r->verdict == KV_V_OK && stop == KV_TSTOP_GO; j++) {
+  return 0;
+}
+
+/* After the candidate's timed phase of round j: its inputs checked (cpu),
+ * then which of its calls to validate, drawn now that the phase is over.
+ * -1 when kevo failed (sc->kevo_failed set). */
+static int check_cand_phase(struct timing *tm, struct sched *sc, int j, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  int m = sc->m;
+  if (!tm->cuda)
+    check_inputs(tm, m);
+  for (int c = 0; c < m && r->verdict == KV_V_OK; c++) {
+    int last = !sc->target && j == sc->P - 1 && c == m - 1 && tm->validated == 0;
+    if (last || rand01() < (j < sc->pl.min_rounds ? sc->q_first : sc->q_rest)) {
+      if (validate(tm, c, sc->job * 6, err, errlen) < 0) {
+        sc->kevo_failed = 1;
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* The interleaved loop: rounds of one timed phase per side, ABBA, until the
+ * plan's rounds ran, the stopping rule says so, or a verdict. -1 to stop
+ * (sc->kevo_failed, or r's verdict, says). */
+static int interleave(struct timing *tm, struct sched *sc, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  struct side *C = &tm->sd[SIDE_CAND], *R = &tm->sd[SIDE_REF], *EI = &tm->sd[SIDE_EMPTY];
+  int m = sc->m, nsides = sc->nsides;
+  for (int j = 0; j < sc->P && r->verdict == KV_V_OK && sc->stop == KV_TSTOP_GO; j++) {
     for (int k = 0; k < nsides && r->verdict == KV_V_OK; k++) {
-      int side = sides[j % 2 ? nsides - 1 - k : k]; /* ABBA */
-      double dl = job + 4.0 * m * tm.sd[side].per_call * 1e-9;
-      st = phase(&tm, side, m, 1, 0, dl);
+      int side = sc->sides[j % 2 ? nsides - 1 - k : k]; /* ABBA */
+      double dl = sc->job + 4.0 * m * tm->sd[side].per_call * 1e-9;
+      enum kv_call_status st = phase(tm, side, m, 1, 0, dl);
       if (st != KV_CALL_OK) {
-        phase_failed(&tm, side, st, err, errlen, &kevo_failed);
-        goto done;
+        phase_failed(tm, side, st, err, errlen, &sc->kevo_failed);
+        return -1;
       }
-      if (side != SIDE_CAND)
-        continue;
-      if (!tm.cuda)
-        check_inputs(&tm, m);
-      /* Drawn now that the phase is over: which of its calls to check. */
-      for (int c = 0; c < m && r->verdict == KV_V_OK; c++) {
-        int last = !target && j == P - 1 && c == m - 1 && tm.validated == 0;
-        if (last || rand01() < (j < pl.min_rounds ? q_first : q_rest)) {
-          if (validate(&tm, c, job * 6, err, errlen) < 0) {
-            kevo_failed = 1;
-            goto done;
-          }
-        }
-      }
+      if (side == SIDE_CAND && check_cand_phase(tm, sc, j, err, errlen) < 0)
+        return -1;
     }
     if (r->verdict != KV_V_OK)
       break;
-    rounds = j + 1;
-    struct side *C = &tm.sd[SIDE_CAND], *R = &tm.sd[SIDE_REF], *EI = &tm.sd[SIDE_EMPTY];
+    sc->rounds = j + 1;
     double cm = median_ns(C->ev + j * m, m);
-    rratio[j] = cm > 0 ? median_ns(R->ev + j * m, m) / cm : 0;
-    rclock[j] = (C->wall[j] - median_ns(EI->wall, EI->nph)) / m;
-    stop =
-        kv_timing_decide(&pl, target, rratio, rclock, rounds,
-                         (double)(kv_now_ns() - loop_t0) * 1e-9, target ? loop_dl : 0, NULL, NULL);
+    tm->rratio[j] = cm > 0 ? median_ns(R->ev + j * m, m) / cm : 0;
+    tm->rclock[j] = (C->wall[j] - median_ns(EI->wall, EI->nph)) / m;
+    sc->stop = kv_timing_decide(&sc->pl, sc->target, tm->rratio, tm->rclock, sc->rounds,
+                                (double)(kv_now_ns() - sc->loop_t0) * 1e-9,
+                                sc->target ? sc->loop_dl : 0, NULL, NULL);
   }
   kv_gate_mark(r, "loop");
+  return 0;
+}
+
+/* After the loop: the validations still owed, the loop's figures recorded.
+ * -1 to stop (sc->kevo_failed, or r's verdict, says). */
+static int finish_loop(struct timing *tm, struct sched *sc, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  int m = sc->m;
   /* Adaptive: at least one validated call, drawn from the candidate's last
    * phase now that the loop is over (its buffers still hold it). */
-  if (r->verdict == KV_V_OK && target && tm.validated == 0) {
-    if (tm.cuda && !tm.lend)
-      only(&tm, SIDE_CAND); /* the fetch goes through its worker */
+  if (r->verdict == KV_V_OK && sc->target && tm->validated == 0) {
+    if (tm->cuda && !tm->lend)
+      only(tm, SIDE_CAND); /* the fetch goes through its worker */
     int c = (int)(rand01() * m);
-    if (validate(&tm, c < m ? c : m - 1, job * 6, err, errlen) < 0) {
-      kevo_failed = 1;
-      goto done;
+    if (validate(tm, c < m ? c : m - 1, sc->job * 6, err, errlen) < 0) {
+      sc->kevo_failed = 1;
+      return -1;
     }
   }
   /* cuda: the reference's answers to the validated calls. The candidate's
    * part is over: its process is killed now, so that its exit (a GPU
    * context's teardown) overlaps them; the phases alone wait for it below. */
-  if (r->verdict == KV_V_OK && tm.npend) {
+  if (r->verdict == KV_V_OK && tm->npend) {
     double tv = kv_now_s();
-    kv_worker_kill(&s->cw);
-    int jr = judge_pending(&tm, job * 6, err, errlen);
-    tm.validate_s += kv_now_s() - tv;
+    kv_worker_kill(&tm->s->cw);
+    int jr = judge_pending(tm, sc->job * 6, err, errlen);
+    tm->validate_s += kv_now_s() - tv;
     if (jr < 0) {
-      kevo_failed = 1;
-      goto done;
+      sc->kevo_failed = 1;
+      return -1;
     }
     kv_gate_mark(r, "validated");
   }
   if (r->verdict != KV_V_OK)
-    goto done;
-  P = rounds;
-  r->timing.phases = P;
-  r->timing.stage_validate_s = tm.validate_s;
-  r->timing.stage_loop_s = (double)(kv_now_ns() - loop_t0) * 1e-9 - tm.validate_s;
-  snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(stop));
-  r->timing.validated_calls = tm.validated;
+    return -1;
+  sc->P = sc->rounds;
+  r->timing.phases = sc->P;
+  r->timing.stage_validate_s = tm->validate_s;
+  r->timing.stage_loop_s = (double)(kv_now_ns() - sc->loop_t0) * 1e-9 - tm->validate_s;
+  snprintf(r->timing.stop, sizeof r->timing.stop, "%s", kv_timing_stop_name(sc->stop));
+  r->timing.validated_calls = tm->validated;
+  return 0;
+}
 
-  /* The candidate's process goes (and with it any GPU work it left
-   * running: stopping a process does not stop its kernels). The reference
-   * and the empty entry alone give the baselines that the interleaved times
-   * must agree with, and the empty entry alone prices kevo's overhead. */
+/* The candidate's process goes (and with it any GPU work it left running:
+ * stopping a process does not stop its kernels). The reference and the
+ * empty entry alone give the baselines that the interleaved times must
+ * agree with, and the empty entry alone prices kevo's overhead. -1 to stop
+ * (sc->kevo_failed, or r's verdict, says). */
+static int alone_phases(struct timing *tm, struct sched *sc, char *err, size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  int m = sc->m;
   double t_alone = kv_now_s();
-  kv_session_stop_candidate(s, r);
+  kv_session_stop_candidate(tm->s, r);
   kv_gate_mark(r, "candidate_stopped");
-  int PB = P / 2 > 2 ? P / 2 : 2;
+  int PB = sc->P / 2 > 2 ? sc->P / 2 : 2;
   for (int j = 0; j < 2 * PB; j++) {
     int side = (j % 2) ^ ((j / 2) % 2) ? SIDE_EMPTY_ALONE : SIDE_ALONE; /* ABBA */
-    double dl = job + 4.0 * m * tm.sd[side == SIDE_ALONE ? SIDE_REF : SIDE_EMPTY].per_call * 1e-9;
-    st = phase(&tm, side, m, 1, 0, dl);
+    double dl =
+        sc->job + 4.0 * m * tm->sd[side == SIDE_ALONE ? SIDE_REF : SIDE_EMPTY].per_call * 1e-9;
+    enum kv_call_status st = phase(tm, side, m, 1, 0, dl);
     if (st != KV_CALL_OK) {
-      phase_failed(&tm, side, st, err, errlen, &kevo_failed);
-      goto done;
+      phase_failed(tm, side, st, err, errlen, &sc->kevo_failed);
+      return -1;
     }
   }
-
   r->timing.stage_alone_s = kv_now_s() - t_alone;
   kv_gate_mark(r, "alone");
+  return 0;
+}
 
-  if (judge_times(&tm, m, P, base_so != NULL, cal, err, errlen) < 0)
-    kevo_failed = 1;
-done:
-  if (kevo_failed)
-    rc = -1;
+/* time_size's phases in order: the warm-up, then KernelBench's blocks, or
+ * the interleaved loop, the phases alone and the times judged. Where it
+ * stops early, sc->kevo_failed, or r's verdict, says why. */
+static void timed_phases(struct timing *tm, struct sched *sc, const struct kv_calib *cal, char *err,
+                         size_t errlen) {
+  struct kv_gate_result *r = tm->r;
+  sc->t_warm = kv_now_s();
+  if (warm_up(tm, sc, err, errlen) < 0)
+    return;
+  if (tm->kb) {
+    r->timing.stage_warmup_s = kv_now_s() - sc->t_warm;
+    kv_gate_mark(r, "warm_up");
+    if (kb_time(tm, sc->sides, sc->nsides, sc->has_base, sc->job, cal, err, errlen) < 0)
+      sc->kevo_failed = 1;
+    return;
+  }
+  if (loop_prepare(tm, sc, err, errlen) < 0 || interleave(tm, sc, err, errlen) < 0 ||
+      finish_loop(tm, sc, err, errlen) < 0 || alone_phases(tm, sc, err, errlen) < 0)
+    return;
+  if (judge_times(tm, sc->m, sc->P, sc->has_base, cal, err, errlen) < 0)
+    sc->kevo_failed = 1;
+}
+
+/* The candidate at bench size `index` into r->timing (its verdict into r).
+ * base_so: the baseline, timed too, in the reference worker's slot 2 (loaded
+ * there unless s->rw_slot2 says it is). */
+static int time_size(struct kv_session *s, int index, const char *base_so, size_t shm_len,
+                     const struct kv_calib *cal, struct kv_gate_result *r, char *err,
+                     size_t errlen) {
+  struct timing tm;
+  struct sched sc;
+  if (timing_setup(&tm, &sc, s, index, base_so, shm_len, r, err, errlen) < 0)
+    return -1;
+  timed_phases(&tm, &sc, cal, err, errlen);
   kv_worker_resume(&s->cw);
   free(tm.flush);
   free(tm.pristine);
@@ -1536,7 +1710,7 @@ done:
     free(tm.pend[k].got);
   for (int i = 0; i < NSIDES; i++)
     side_free(&tm.sd[i]);
-  return rc;
+  return sc.kevo_failed ? -1 : 0;
 }
 
 /* Every bench size in turn, each in a candidate process of its own (the
