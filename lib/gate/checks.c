@@ -288,208 +288,314 @@ static void *ref_main(void *arg) {
   return NULL;
 }
 
+/* kv_gate_checks' state across its check sizes. */
+struct checks {
+  struct kv_session *s;
+  const char *refsrc, *cand_so;
+  struct kv_gate_result *r;
+  enum kv_verdict *worst;
+  const struct kv_sizeset *drawn; /* the set drawn from the seed, or NULL */
+  size_t chk_len;                 /* cpu: the check memory */
+  uint64_t base, key;             /* the seeds' base; the guard zones' secret */
+  int nseeds;
+  uint8_t *prev_got, *prev_exp; /* the last call of the previous job */
+  char *err;
+  size_t errlen;
+};
+
+/* One check size (check_set): listed, or drawn (dr). */
+struct cset {
+  int i, index; /* of the set among those checked; of a listed set (drawn: 0) */
+  const struct kv_sizeset *ss, *dr;
+  int64_t nelem[KV_MAX_PARAMS];
+  size_t ob, cb; /* a call's outputs; its outputs and inputs */
+};
+
+/* One job of a check (a pair of calls): the candidate's and the
+ * reference's, run side by side (run_pair). */
+struct pair {
+  uint64_t seeds[2];
+  int poisons[2];
+  struct ref_job rj; /* the reference's (its outputs rj.exp) */
+  enum kv_call_status st;
+  json_t *crep;
+  uint8_t *got;
+  int cw_failed, kevo_failed;
+  char d[1024];
+};
+
+/* The pair's two jobs: the reference's on a thread of its own (cuda's lent
+ * buffers: in turn, one worker), the candidate's in its worker (replaced
+ * when dead), on the check memory (cpu), lent buffers, or its own. -1 when
+ * kevo failed to lend the buffers (nothing started). */
+static int run_pair(struct checks *cx, const struct cset *cs, struct pair *p) {
+  struct kv_session *s = cx->s;
+  const struct kv_task *t = s->t;
+  const struct kv_gate_opts *o = s->o;
+  /* cuda: the buffers the clean worker lends for this size set (its
+   * jobs and the reference's then take turns: one worker). */
+  json_t *row = NULL;
+  char lid[16];
+  snprintf(lid, sizeof lid, "c%d", cs->i);
+  if (s->sf->device_in_worker) {
+    json_t *h = NULL;
+    int lr = kv_lend(s, lid, "check", cs->index, cs->dr, 1, &h, cx->err, cx->errlen);
+    if (lr < 0)
+      return -1;
+    row = lr > 0 ? json_array_get(h, 0) : NULL;
+    s->lend.fell_back |= lr == 0;
+  }
+  p->rj = (struct ref_job){.w = &s->rw,
+                           .index = cs->index,
+                           .t = t,
+                           .drawn = cs->dr,
+                           .seeds = p->seeds,
+                           .poisons = p->poisons,
+                           .want = 2 * cs->ob,
+                           .deadline = o->job_deadline_s};
+  struct ref_job *rj = &p->rj;
+  rj->started = !row && pthread_create(&rj->th, NULL, ref_main, rj) == 0;
+  if (!rj->started)
+    ref_main(rj);
+  p->st = KV_CALL_OK;
+  if (!s->cw_up || !s->cw.alive) {
+    /* Replace a dead worker. */
+    if (s->cw_up)
+      kv_worker_stop(&s->cw);
+    s->cw_up = 0;
+    if (kv_session_start_worker(s, &s->cw, &s->cw_up, cx->cand_so, p->d, sizeof p->d, cx->err,
+                                cx->errlen) != 0)
+      p->st = KV_CALL_ERROR;
+  }
+  p->cw_failed = p->st != KV_CALL_OK;
+  if (!p->cw_failed && row)
+    p->st = check_lent(s, row, lid, cs->index, cs->dr, cs->nelem, p->seeds, p->poisons, cx->key,
+                       o->job_deadline_s, &p->got, &p->crep, &p->kevo_failed, p->d, sizeof p->d);
+  else if (!p->cw_failed && !s->sf->device_in_worker)
+    p->st = check_shm(&s->cw, t, cs->index, cs->dr, cs->nelem, cx->chk_len, p->seeds, p->poisons,
+                      cx->key, o->job_deadline_s, &p->got, &p->crep, p->d, sizeof p->d);
+  else if (!p->cw_failed)
+    p->st = kv_run_check_at(&s->cw, 0, "check", cs->index, t, cs->dr, p->seeds, p->poisons, 2, 1,
+                            2 * cs->cb, o->job_deadline_s, &p->got, &p->crep, p->d, sizeof p->d);
+  if (rj->started)
+    pthread_join(rj->th, NULL);
+  return 0;
+}
+
+/* A pair whose two calls both returned, judged into ck: a changed guard
+ * zone first, then a replay of the previous job's answer, the first call,
+ * the second (a replay of the first?). Returns 1 when the first call was
+ * right. */
+static int judge_pair(struct checks *cx, const struct cset *cs, struct kv_check *ck,
+                      const struct pair *p, const char *sizes) {
+  const struct kv_task *t = cx->s->t;
+  const uint8_t *exp = p->rj.exp, *got = p->got;
+  size_t ob = cs->ob, cb = cs->cb;
+  struct kv_cmp c1, c2;
+  kv_judge_call(t, cs->ss, exp, got, got + ob, NULL, cs->nelem, p->seeds[0], 0, NULL, &c1);
+  kv_judge_call(t, cs->ss, exp + ob, got + cb, got + cb + ob, NULL, cs->nelem, p->seeds[1], 1, NULL,
+                &c2);
+  ck->max_abs_err = fmax(c1.max_abs, c2.max_abs);
+  ck->max_rel_err = fmax(c1.max_rel, c2.max_rel);
+  int first_ok = c1.verdict == KV_V_OK;
+  /* A write outside a buffer (its guard zones changed) is judged first:
+   * it says more than the elements it shifted or left wrong. */
+  char gd[512];
+  enum kv_verdict g1 = guard_verdict(t, cs->nelem, p->crep, 0, gd, sizeof gd);
+  enum kv_verdict g2 = g1 != KV_V_OK ? g1 : guard_verdict(t, cs->nelem, p->crep, 1, gd, sizeof gd);
+  /* A wrong first call that repeats a right answer of the previous job
+   * (to other inputs): cached across jobs by an address the allocator
+   * handed out again. */
+  int replay_prev = c1.verdict != KV_V_OK && cx->prev_got && ob > 0 &&
+                    memcmp(got, cx->prev_got, ob) == 0 && memcmp(exp, cx->prev_exp, ob) != 0;
+  if (g1 != KV_V_OK || g2 != KV_V_OK) {
+    first_ok = 0;
+    ck->verdict = g1 != KV_V_OK ? g1 : g2;
+    snprintf(ck->detail, sizeof ck->detail, "at %s%s: %s", sizes,
+             g1 != KV_V_OK ? "" : ", second call", gd);
+  } else if (replay_prev) {
+    ck->verdict = KV_V_STALE_OUTPUT;
+    snprintf(ck->detail, sizeof ck->detail,
+             "at %s: returned the previous call's results for new inputs (cached across "
+             "calls?); %s",
+             sizes, c1.detail);
+  } else if (c1.verdict != KV_V_OK) {
+    ck->verdict = c1.verdict;
+    snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, c1.detail);
+  } else if (c2.verdict != KV_V_OK) {
+    /* The first call was right: is the second a replay of it? */
+    int replay = memcmp(got, got + cb, ob) == 0 && memcmp(exp, exp + ob, ob) != 0;
+    ck->verdict = replay ? KV_V_STALE_OUTPUT : c2.verdict;
+    snprintf(ck->detail, sizeof ck->detail,
+             "at %s, second call at the same addresses with "
+             "new contents: %s%s",
+             sizes,
+             replay ? "returned the first call's results "
+                      "(cached by address?); "
+                    : "",
+             c2.detail);
+  } else {
+    ck->verdict = KV_V_OK;
+    snprintf(ck->detail, sizeof ck->detail, "max |diff| %.3g", ck->max_abs_err);
+  }
+  return first_ok;
+}
+
+/* Remember the job's last right answer (for the next job's replay test):
+ * keep 2, the second call's; 1, the first's. */
+static void keep_answer(struct checks *cx, const struct cset *cs, const struct pair *p, int keep) {
+  size_t ob = cs->ob, cb = cs->cb;
+  free(cx->prev_got);
+  free(cx->prev_exp);
+  cx->prev_got = malloc(ob);
+  cx->prev_exp = malloc(ob);
+  if (cx->prev_got && cx->prev_exp) {
+    memcpy(cx->prev_got, keep == 2 ? p->got + cb : p->got, ob);
+    memcpy(cx->prev_exp, keep == 2 ? p->rj.exp + ob : p->rj.exp, ob);
+  } else {
+    free(cx->prev_got);
+    free(cx->prev_exp);
+    cx->prev_got = cx->prev_exp = NULL;
+  }
+}
+
+/* The pair's buffers freed. */
+static void pair_free(struct pair *p) {
+  free(p->rj.exp);
+  free(p->got);
+  json_decref(p->crep);
+}
+
+/* Where a pair could not be judged: 1 when the drawn set is dropped (the
+ * reference cannot run there), -1 when kevo or the reference failed, else
+ * 0. Frees the pair but where it returns 0. */
+static int pair_failed(struct checks *cx, const struct cset *cs, const struct kv_check *ck,
+                       struct pair *p) {
+  struct kv_gate_result *r = cx->r;
+  struct kv_session *s = cx->s;
+  if (p->kevo_failed) {
+    kv_error(cx->err, cx->errlen, "%s", p->d);
+    pair_free(p);
+    return -1;
+  }
+  if (cs->dr && !p->cw_failed && p->rj.st != KV_CALL_OK) {
+    /* The reference itself cannot run at the drawn sizes (a size its
+     * code fixes): the drawn set is dropped, and the timeline says so. */
+    r->nchecks--;
+    kv_gate_mark(r, "drawn check size dropped: the reference failed there");
+    pair_free(p);
+    if (!s->cw.alive || p->st == KV_CALL_TIMEOUT)
+      kv_set_verdict(r, *cx->worst, "%s", r->detail);
+    return 1;
+  }
+  if (p->cw_failed || p->rj.st != KV_CALL_OK) {
+    if (!p->cw_failed)
+      kv_error(cx->err, cx->errlen, "%s: the reference failed at %s: %s; run 'kevo task check %s'",
+               cx->refsrc, ck->sizes, p->rj.d, s->t->dir);
+    pair_free(p);
+    return -1;
+  }
+  return 0;
+}
+
+/* One job of check size cs, seed j, into the next of r->checks: 0, 1 to
+ * take no more jobs at this size (the drawn set dropped), -1 when kevo
+ * failed. */
+static int check_pair(struct checks *cx, const struct cset *cs, int j) {
+  const struct kv_task *t = cx->s->t;
+  struct kv_gate_result *r = cx->r;
+  struct kv_check *ck = &r->checks[r->nchecks++];
+  kv_sizeset_format(t, cs->ss, ck->sizes, sizeof ck->sizes);
+  if (cs->dr) /* told apart from the listed ones wherever sizes are shown */
+    snprintf(ck->sizes + strlen(ck->sizes), sizeof ck->sizes - strlen(ck->sizes), " (drawn)");
+  struct pair p = {.seeds = {cx->base + (uint64_t)cs->i * 1000 + (uint64_t)j * 2,
+                             cx->base + (uint64_t)cs->i * 1000 + (uint64_t)j * 2 + 1},
+                   .poisons = {0, 1}};
+  ck->seed = p.seeds[0];
+  if (run_pair(cx, cs, &p) < 0)
+    return -1;
+  int stop = pair_failed(cx, cs, ck, &p);
+  if (stop)
+    return stop;
+  char tail[300], sizes[256];
+  int first_ok = 0;
+  snprintf(sizes, sizeof sizes, "%s", ck->sizes);
+  if (p.st == KV_CALL_TIMEOUT) {
+    ck->verdict = KV_V_TIMEOUT;
+    snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, p.d);
+  } else if (p.st != KV_CALL_OK) {
+    kv_tail_of(&cx->s->cw.err, tail, sizeof tail);
+    ck->verdict = KV_V_CRASH;
+    snprintf(ck->detail, sizeof ck->detail, "at %s: %s%s", sizes, p.d, tail);
+  } else {
+    first_ok = judge_pair(cx, cs, ck, &p, sizes);
+  }
+  int keep = p.st == KV_CALL_OK && cs->ob > 0 ? (ck->verdict == KV_V_OK ? 2 : first_ok) : 0;
+  if (keep)
+    keep_answer(cx, cs, &p, keep);
+  pair_free(&p);
+  if (ck->verdict < *cx->worst) {
+    *cx->worst = ck->verdict;
+    kv_set_verdict(r, *cx->worst, "%s", ck->detail);
+  }
+  return 0;
+}
+
+/* Check set i (the listed ones, then the drawn one): a job per seed (the
+ * drawn set: one). -1 when kevo failed. */
+static int check_set(struct checks *cx, int i) {
+  const struct kv_task *t = cx->s->t;
+  struct cset cs = {.i = i};
+  cs.ss = i < t->ncheck ? &t->check[i] : cx->drawn;
+  cs.dr = i < t->ncheck ? NULL : cx->drawn;
+  cs.index = i < t->ncheck ? i : 0;
+  if (kv_layout(t, cs.ss, cs.nelem, cx->err, cx->errlen) < 0)
+    return -1;
+  cs.ob = kv_call_bytes(t, cs.nelem, 0);
+  cs.cb = kv_call_bytes(t, cs.nelem, 1);
+  free(cx->prev_got);
+  free(cx->prev_exp);
+  cx->prev_got = cx->prev_exp = NULL;
+  for (int j = 0;
+       j < (cs.dr ? 1 : cx->nseeds) && *cx->worst != KV_V_CRASH && *cx->worst != KV_V_TIMEOUT;
+       j++) {
+    if (cx->r->nchecks >= KV_GATE_MAX_CHECKS)
+      break;
+    int rc = check_pair(cx, &cs, j);
+    if (rc < 0)
+      return -1;
+    if (rc > 0)
+      break;
+  }
+  return 0;
+}
+
 int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so,
                    struct kv_gate_result *r, enum kv_verdict *worst, char *err, size_t errlen) {
   const struct kv_task *t = s->t;
   const struct kv_gate_opts *o = s->o;
-  uint8_t *prev_got = NULL, *prev_exp = NULL; /* the last call of the previous job */
-  uint64_t base = o->seed ? o->seed : kv_random_u64() >> 8;
-  int nseeds = o->nseeds >= 2 ? o->nseeds : 2;
+  struct checks cx = {.s = s,
+                      .refsrc = refsrc,
+                      .cand_so = cand_so,
+                      .r = r,
+                      .worst = worst,
+                      .err = err,
+                      .errlen = errlen};
+  cx.base = o->seed ? o->seed : kv_random_u64() >> 8;
+  cx.nseeds = o->nseeds >= 2 ? o->nseeds : 2;
   /* After the listed sets, one drawn from the seed (recorded, so that
    * --seed replays it), judged on one pair of calls. */
   struct kv_sizeset drawn_set;
-  const struct kv_sizeset *drawn = draw_set(t, base, &drawn_set) ? &drawn_set : NULL;
-  size_t chk_len = check_mem(t, drawn);
-  uint64_t key = kv_random_u64(); /* the guard zones' secret (cpu, and cuda's lent buffers) */
-  int nsets = t->ncheck + (drawn != NULL);
-  for (int i = 0; i < nsets && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++) {
-    const struct kv_sizeset *ss = i < t->ncheck ? &t->check[i] : drawn;
-    const struct kv_sizeset *dr = i < t->ncheck ? NULL : drawn;
-    int index = i < t->ncheck ? i : 0;
-    int64_t nelem[KV_MAX_PARAMS];
-    if (kv_layout(t, ss, nelem, err, errlen) < 0)
-      goto fail;
-    size_t ob = kv_call_bytes(t, nelem, 0), cb = kv_call_bytes(t, nelem, 1);
-    free(prev_got);
-    free(prev_exp);
-    prev_got = prev_exp = NULL;
-    for (int j = 0; j < (dr ? 1 : nseeds) && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; j++) {
-      if (r->nchecks >= KV_GATE_MAX_CHECKS)
-        break;
-      struct kv_check *ck = &r->checks[r->nchecks++];
-      kv_sizeset_format(t, ss, ck->sizes, sizeof ck->sizes);
-      if (dr) /* told apart from the listed ones wherever sizes are shown */
-        snprintf(ck->sizes + strlen(ck->sizes), sizeof ck->sizes - strlen(ck->sizes), " (drawn)");
-      uint64_t seeds[2] = {base + (uint64_t)i * 1000 + (uint64_t)j * 2,
-                           base + (uint64_t)i * 1000 + (uint64_t)j * 2 + 1};
-      int poisons[2] = {0, 1};
-      ck->seed = seeds[0];
-      uint8_t *exp = NULL, *got = NULL;
-      char d[1024];
-      /* cuda: the buffers the clean worker lends for this size set (its
-       * jobs and the reference's then take turns: one worker). */
-      json_t *row = NULL;
-      char lid[16];
-      snprintf(lid, sizeof lid, "c%d", i);
-      if (s->sf->device_in_worker) {
-        json_t *h = NULL;
-        int lr = kv_lend(s, lid, "check", index, dr, 1, &h, err, errlen);
-        if (lr < 0)
-          goto fail;
-        row = lr > 0 ? json_array_get(h, 0) : NULL;
-        s->lend.fell_back |= lr == 0;
-      }
-      struct ref_job rj = {.w = &s->rw,
-                           .index = index,
-                           .t = t,
-                           .drawn = dr,
-                           .seeds = seeds,
-                           .poisons = poisons,
-                           .want = 2 * ob,
-                           .deadline = o->job_deadline_s};
-      rj.started = !row && pthread_create(&rj.th, NULL, ref_main, &rj) == 0;
-      if (!rj.started)
-        ref_main(&rj);
-      enum kv_call_status st = KV_CALL_OK;
-      json_t *crep = NULL;
-      if (!s->cw_up || !s->cw.alive) {
-        /* Replace a dead worker. */
-        if (s->cw_up)
-          kv_worker_stop(&s->cw);
-        s->cw_up = 0;
-        if (kv_session_start_worker(s, &s->cw, &s->cw_up, cand_so, d, sizeof d, err, errlen) != 0)
-          st = KV_CALL_ERROR;
-      }
-      int cw_failed = st != KV_CALL_OK, kevo_failed = 0;
-      if (!cw_failed && row)
-        st = check_lent(s, row, lid, index, dr, nelem, seeds, poisons, key, o->job_deadline_s, &got,
-                        &crep, &kevo_failed, d, sizeof d);
-      else if (!cw_failed && !s->sf->device_in_worker)
-        st = check_shm(&s->cw, t, index, dr, nelem, chk_len, seeds, poisons, key, o->job_deadline_s,
-                       &got, &crep, d, sizeof d);
-      else if (!cw_failed)
-        st = kv_run_check_at(&s->cw, 0, "check", index, t, dr, seeds, poisons, 2, 1, 2 * cb,
-                             o->job_deadline_s, &got, &crep, d, sizeof d);
-      if (rj.started)
-        pthread_join(rj.th, NULL);
-      exp = rj.exp;
-      if (kevo_failed) {
-        kv_error(err, errlen, "%s", d);
-        free(exp);
-        free(got);
-        json_decref(crep);
-        goto fail;
-      }
-      if (dr && !cw_failed && rj.st != KV_CALL_OK) {
-        /* The reference itself cannot run at the drawn sizes (a size its
-         * code fixes): the drawn set is dropped, and the timeline says so. */
-        r->nchecks--;
-        kv_gate_mark(r, "drawn check size dropped: the reference failed there");
-        free(rj.exp);
-        free(got);
-        json_decref(crep);
-        if (!s->cw.alive || st == KV_CALL_TIMEOUT)
-          kv_set_verdict(r, *worst, "%s", r->detail);
-        break;
-      }
-      if (cw_failed || rj.st != KV_CALL_OK) {
-        if (!cw_failed)
-          kv_error(err, errlen, "%s: the reference failed at %s: %s; run 'kevo task check %s'",
-                   refsrc, ck->sizes, rj.d, t->dir);
-        free(exp);
-        free(got);
-        json_decref(crep);
-        goto fail;
-      }
-      char tail[300], sizes[256];
-      int first_ok = 0;
-      snprintf(sizes, sizeof sizes, "%s", ck->sizes);
-      if (st == KV_CALL_TIMEOUT) {
-        ck->verdict = KV_V_TIMEOUT;
-        snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, d);
-      } else if (st != KV_CALL_OK) {
-        kv_tail_of(&s->cw.err, tail, sizeof tail);
-        ck->verdict = KV_V_CRASH;
-        snprintf(ck->detail, sizeof ck->detail, "at %s: %s%s", sizes, d, tail);
-      } else {
-        struct kv_cmp c1, c2;
-        kv_judge_call(t, ss, exp, got, got + ob, NULL, nelem, seeds[0], 0, NULL, &c1);
-        kv_judge_call(t, ss, exp + ob, got + cb, got + cb + ob, NULL, nelem, seeds[1], 1, NULL,
-                      &c2);
-        ck->max_abs_err = fmax(c1.max_abs, c2.max_abs);
-        ck->max_rel_err = fmax(c1.max_rel, c2.max_rel);
-        first_ok = c1.verdict == KV_V_OK;
-        /* A write outside a buffer (its guard zones changed) is judged first:
-         * it says more than the elements it shifted or left wrong. */
-        char gd[512];
-        enum kv_verdict g1 = guard_verdict(t, nelem, crep, 0, gd, sizeof gd);
-        enum kv_verdict g2 = g1 != KV_V_OK ? g1 : guard_verdict(t, nelem, crep, 1, gd, sizeof gd);
-        /* A wrong first call that repeats a right answer of the previous job
-         * (to other inputs): cached across jobs by an address the allocator
-         * handed out again. */
-        int replay_prev = c1.verdict != KV_V_OK && prev_got && ob > 0 &&
-                          memcmp(got, prev_got, ob) == 0 && memcmp(exp, prev_exp, ob) != 0;
-        if (g1 != KV_V_OK || g2 != KV_V_OK) {
-          first_ok = 0;
-          ck->verdict = g1 != KV_V_OK ? g1 : g2;
-          snprintf(ck->detail, sizeof ck->detail, "at %s%s: %s", sizes,
-                   g1 != KV_V_OK ? "" : ", second call", gd);
-        } else if (replay_prev) {
-          ck->verdict = KV_V_STALE_OUTPUT;
-          snprintf(ck->detail, sizeof ck->detail,
-                   "at %s: returned the previous call's results for new inputs (cached across "
-                   "calls?); %s",
-                   sizes, c1.detail);
-        } else if (c1.verdict != KV_V_OK) {
-          ck->verdict = c1.verdict;
-          snprintf(ck->detail, sizeof ck->detail, "at %s: %s", sizes, c1.detail);
-        } else if (c2.verdict != KV_V_OK) {
-          /* The first call was right: is the second a replay of it? */
-          int replay = memcmp(got, got + cb, ob) == 0 && memcmp(exp, exp + ob, ob) != 0;
-          ck->verdict = replay ? KV_V_STALE_OUTPUT : c2.verdict;
-          snprintf(ck->detail, sizeof ck->detail,
-                   "at %s, second call at the same addresses with "
-                   "new contents: %s%s",
-                   sizes,
-                   replay ? "returned the first call's results "
-                            "(cached by address?); "
-                          : "",
-                   c2.detail);
-        } else {
-          ck->verdict = KV_V_OK;
-          snprintf(ck->detail, sizeof ck->detail, "max |diff| %.3g", ck->max_abs_err);
-        }
-      }
-      /* Remember the job's last right answer (for the next job's replay test). */
-      int keep = st == KV_CALL_OK && ob > 0 ? (ck->verdict == KV_V_OK ? 2 : first_ok) : 0;
-      if (keep) {
-        free(prev_got);
-        free(prev_exp);
-        prev_got = malloc(ob);
-        prev_exp = malloc(ob);
-        if (prev_got && prev_exp) {
-          memcpy(prev_got, keep == 2 ? got + cb : got, ob);
-          memcpy(prev_exp, keep == 2 ? exp + ob : exp, ob);
-        } else {
-          free(prev_got);
-          free(prev_exp);
-          prev_got = prev_exp = NULL;
-        }
-      }
-      json_decref(crep);
-      free(exp);
-      free(got);
-      if (ck->verdict < *worst) {
-        *worst = ck->verdict;
-        kv_set_verdict(r, *worst, "%s", ck->detail);
-      }
+  cx.drawn = draw_set(t, cx.base, &drawn_set) ? &drawn_set : NULL;
+  cx.chk_len = check_mem(t, cx.drawn);
+  cx.key = kv_random_u64(); /* the guard zones' secret (cpu, and cuda's lent buffers) */
+  int nsets = t->ncheck + (cx.drawn != NULL), rc = 0;
+  for (int i = 0; i < nsets && *worst != KV_V_CRASH && *worst != KV_V_TIMEOUT; i++)
+    if (check_set(&cx, i) < 0) {
+      rc = -1;
+      break;
     }
-  }
-  free(prev_got);
-  free(prev_exp);
-  return 0;
-fail:
-  free(prev_got);
-  free(prev_exp);
-  return -1;
+  free(cx.prev_got);
+  free(cx.prev_exp);
+  return rc;
 }
