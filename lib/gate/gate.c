@@ -678,148 +678,216 @@ int kv_gate_prebuild(const struct kv_task *t, const char *const *paths, int n,
   return rc < 0 ? rc : built;
 }
 
-int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
-                 struct kv_gate_result *r, char *err, size_t errlen) {
-  memset(r, 0, sizeof(*r));
-  r->start_s = kv_now_s();
+/* One evaluation's state, shared by its stages (kv_gate_eval): the
+ * session, the builds, the workers starting beside the compile, the
+ * analysis, the warm keys and the sources' paths. */
+struct eval {
+  const struct kv_task *t;
+  const char *candidate_path;
+  const struct kv_gate_opts *o; /* the caller's, or defaults */
+  struct kv_gate_result *r;
+  char *err;
+  size_t errlen;
   struct kv_gate_opts defaults;
-  if (!o) {
-    kv_gate_opts_default(&defaults);
-    o = &defaults;
-  }
-  snprintf(r->surface, sizeof r->surface, "%s", o->surface ? o->surface : "cpu");
   struct kv_session s;
-  if (kv_session_init(&s, t, o, err, errlen) < 0)
+  /* The caller's ceilings where they are of this surface's device; those
+   * the verdict uses (given, or cal as measured); NULL: none. */
+  const struct kv_calib *given, *calp;
+  struct kv_calib cal;
+  struct kv_build_job jobs[3]; /* the reference's, the candidate's, the baseline's */
+  int njobs;
+  struct up_job ups[2]; /* cuda: the reference's and the candidate's workers */
+  struct an_job an;
+  double up_wait; /* waited for the workers after the compile: correctness time */
+  double t_check; /* when correctness began, less up_wait */
+  char ref_key[65], cand_key[65];
+  char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
+};
+
+/* What a stage of kv_gate_eval says: go on to the next, stop with the
+ * verdict reached (kv_gate_eval returns 0), or stop on an error of kevo's
+ * own (-1, with err). */
+enum { STAGE_ERROR = -1, STAGE_NEXT = 0, STAGE_DONE = 1 };
+
+/* The session, the ceilings given and the sources' paths. -1 (with nothing
+ * to clean up) when there is no session. */
+static int eval_open(struct eval *e, const struct kv_gate_opts *o) {
+  struct kv_gate_result *r = e->r;
+  if (!o) {
+    kv_gate_opts_default(&e->defaults);
+    o = &e->defaults;
+  }
+  e->o = o;
+  snprintf(r->surface, sizeof r->surface, "%s", o->surface ? o->surface : "cpu");
+  if (kv_session_init(&e->s, e->t, o, e->err, e->errlen) < 0)
     return -1;
-  const struct kv_surface *sf = s.sf;
+  const struct kv_surface *sf = e->s.sf;
   /* Ceilings of another surface's device (a CPU's for a GPU run) are no
    * ceilings at all: a cuda run measures its own. */
-  const struct kv_calib *given =
-      o->calib && !(sf->device_in_worker && !strncmp(o->calib->device, "cpu:", 4)) ? o->calib
-                                                                                   : NULL;
-  if (given)
-    snprintf(r->device, sizeof r->device, "%s", given->device);
+  e->given = o->calib && !(sf->device_in_worker && !strncmp(o->calib->device, "cpu:", 4)) ? o->calib
+                                                                                          : NULL;
+  if (e->given)
+    snprintf(r->device, sizeof r->device, "%s", e->given->device);
   else if (!sf->device_in_worker)
     kv_calib_cpu_device(r->device, sizeof r->device);
-  int rc = -1;
-  struct kv_build_job jobs[3];
-  memset(jobs, 0, sizeof jobs);
-  struct kv_build *ref = &jobs[0].b, *cand = &jobs[1].b, *bas = &jobs[2].b;
-  struct up_job ups[2];
-  memset(ups, 0, sizeof ups);
-  struct an_job an = {.sf = sf, .b = cand, .cache_dir = s.cache, .o = o};
-  char ref_key[65] = "", cand_key[65] = "";
-  char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
-  const char *dir = t->dir && *t->dir ? t->dir : ".";
-  snprintf(refsrc, sizeof refsrc, "%s/%s", dir, sf->reference);
+  e->an = (struct an_job){.sf = sf, .b = &e->jobs[1].b, .cache_dir = e->s.cache, .o = o};
+  const char *dir = e->t->dir && *e->t->dir ? e->t->dir : ".";
+  snprintf(e->refsrc, sizeof e->refsrc, "%s/%s", dir, sf->reference);
   /* An imported task: reference.py runs in the torch reference worker (the
    * torch surface's ground truth whatever else the task holds). */
-  s.torch = sf->lang == KV_LANG_PYTHON ? kv_torch_surface_reference(t, refsrc, sizeof refsrc)
-                                       : kv_torch_reference(t, refsrc, sizeof refsrc);
-  basesrc[0] = 0;
+  e->s.torch = sf->lang == KV_LANG_PYTHON
+                   ? kv_torch_surface_reference(e->t, e->refsrc, sizeof e->refsrc)
+                   : kv_torch_reference(e->t, e->refsrc, sizeof e->refsrc);
+  e->basesrc[0] = 0;
   if (sf->baseline) {
-    snprintf(basesrc, sizeof basesrc, "%s/%s", dir, sf->baseline);
-    if (!kv_path_exists(basesrc))
-      basesrc[0] = 0;
+    snprintf(e->basesrc, sizeof e->basesrc, "%s/%s", dir, sf->baseline);
+    if (!kv_path_exists(e->basesrc))
+      e->basesrc[0] = 0;
   }
+  return 0;
+}
 
+/* The candidate read and hashed, the toolchain ready, the reference there;
+ * workers kept warm by an earlier evaluation (kv_gate_warm) taken. */
+static int eval_prepare(struct eval *e) {
+  struct kv_session *s = &e->s;
   /* The candidate must be readable before anything else happens. */
   char *text = NULL;
   size_t len = 0;
-  if (kv_read_file(candidate_path, KV_SOURCE_MAX, &text, &len, err, errlen) < 0)
-    goto out;
-  kv_sha256_hex(text, len, r->source_hash);
+  if (kv_read_file(e->candidate_path, KV_SOURCE_MAX, &text, &len, e->err, e->errlen) < 0)
+    return STAGE_ERROR;
+  kv_sha256_hex(text, len, e->r->source_hash);
   free(text);
-  if (sf->prepare(o, desc, sizeof desc, err, errlen) < 0)
-    goto out;
-  if (s.torch && kv_torch_worker_paths(s.worker_path, &s.tp, err, errlen) < 0)
-    goto out;
-  if (!kv_path_exists(refsrc)) {
-    kv_error(err, errlen, "%s: not found; the %s surface needs the task's ground truth there",
-             refsrc, sf->name);
-    goto out;
+  if (s->sf->prepare(e->o, e->desc, sizeof e->desc, e->err, e->errlen) < 0)
+    return STAGE_ERROR;
+  if (s->torch && kv_torch_worker_paths(s->worker_path, &s->tp, e->err, e->errlen) < 0)
+    return STAGE_ERROR;
+  if (!kv_path_exists(e->refsrc)) {
+    kv_error(e->err, e->errlen, "%s: not found; the %s surface needs the task's ground truth there",
+             e->refsrc, s->sf->name);
+    return STAGE_ERROR;
   }
-
-  /* Workers kept warm by an earlier evaluation (kv_gate_warm). */
-  if (o->warm) {
-    warm_keys(&s, refsrc, basesrc, ref_key, cand_key);
-    kv_warm_take_ref(o->warm, ref_key, &s);
-    s.cw_fresh = s.cw_up = kv_warm_take_cand(o->warm, cand_key, &s.cw);
+  if (e->o->warm) {
+    warm_keys(s, e->refsrc, e->basesrc, e->ref_key, e->cand_key);
+    kv_warm_take_ref(e->o->warm, e->ref_key, s);
+    s->cw_fresh = s->cw_up = kv_warm_take_cand(e->o->warm, e->cand_key, &s->cw);
   }
+  return STAGE_NEXT;
+}
 
-  /* Compile reference, candidate (and baseline) at once; cuda workers start
-   * meanwhile. */
+/* Compile reference, candidate (and baseline) at once; cuda workers start
+ * meanwhile. An error only when a compiler could not be run at all. */
+static int eval_compile(struct eval *e) {
+  struct kv_session *s = &e->s;
+  struct kv_gate_result *r = e->r;
   double t0 = kv_now_s();
-  if (sf->device_in_worker) {
-    ups[0] = (struct up_job){.s = &s, .w = &s.rw, .up = &s.rw_up};
-    ups[1] = (struct up_job){.s = &s, .w = &s.cw, .up = &s.cw_up};
-    if (!s.rw_up)
-      up_start(&ups[0]);
-    up_start(&ups[1]);
+  if (s->sf->device_in_worker) {
+    e->ups[0] = (struct up_job){.s = s, .w = &s->rw, .up = &s->rw_up};
+    e->ups[1] = (struct up_job){.s = s, .w = &s->cw, .up = &s->cw_up};
+    if (!s->rw_up)
+      up_start(&e->ups[0]);
+    up_start(&e->ups[1]);
   }
-  const char *srcs[3] = {refsrc, candidate_path, basesrc};
-  int njobs = basesrc[0] ? 3 : 2;
-  for (int i = 0; i < njobs; i++) {
-    jobs[i].t = t;
-    jobs[i].src = srcs[i];
-    jobs[i].o = o;
-    jobs[i].cache_dir = s.cache;
-    jobs[i].deadline_s = o->compile_deadline_s;
+  const char *srcs[3] = {e->refsrc, e->candidate_path, e->basesrc};
+  e->njobs = e->basesrc[0] ? 3 : 2;
+  for (int i = 0; i < e->njobs; i++) {
+    e->jobs[i].t = e->t;
+    e->jobs[i].src = srcs[i];
+    e->jobs[i].o = e->o;
+    e->jobs[i].cache_dir = s->cache;
+    e->jobs[i].deadline_s = e->o->compile_deadline_s;
   }
   /* reference.py is not built: the torch worker loads it as it is. */
-  kv_build_pool(sf->build, jobs + s.torch, njobs - s.torch);
-  if (s.torch) {
-    ref->ok = 1;
-    snprintf(ref->so_path, sizeof ref->so_path, "%s", refsrc);
+  kv_build_pool(s->sf->build, e->jobs + s->torch, e->njobs - s->torch);
+  if (s->torch) {
+    e->jobs[0].b.ok = 1;
+    snprintf(e->jobs[0].b.so_path, sizeof e->jobs[0].b.so_path, "%s", e->refsrc);
   }
   r->compile_s = kv_now_s() - t0;
   kv_gate_mark(r, "compiled");
   /* Waiting for the workers still to come counts as correctness time. */
   double t_up = kv_now_s();
-  int joined[2] = {ups[0].started, ups[1].started};
-  up_join(&ups[0]);
-  up_join(&ups[1]);
-  double up_wait = kv_now_s() - t_up;
+  int joined[2] = {e->ups[0].started, e->ups[1].started};
+  up_join(&e->ups[0]);
+  up_join(&e->ups[1]);
+  e->up_wait = kv_now_s() - t_up;
   if (joined[0])
-    kv_gate_mark_at(r, "reference_worker_up", ups[0].ready_s);
+    kv_gate_mark_at(r, "reference_worker_up", e->ups[0].ready_s);
   if (joined[1])
-    kv_gate_mark_at(r, "candidate_worker_up", ups[1].ready_s);
-  for (int i = 0; i < njobs; i++) {
-    if (jobs[i].rc < 0) {
-      snprintf(err, errlen, "%s", jobs[i].err);
-      goto out;
+    kv_gate_mark_at(r, "candidate_worker_up", e->ups[1].ready_s);
+  for (int i = 0; i < e->njobs; i++) {
+    if (e->jobs[i].rc < 0) {
+      snprintf(e->err, e->errlen, "%s", e->jobs[i].err);
+      return STAGE_ERROR;
     }
   }
+  return STAGE_NEXT;
+}
+
+/* The device (cuda) is there and of the architecture built for; the
+ * reference (and baseline) compiled. */
+static int eval_ground_ready(struct eval *e) {
+  struct kv_session *s = &e->s;
+  const struct kv_surface *sf = s->sf;
+  const struct kv_build *ref = &e->jobs[0].b, *cand = &e->jobs[1].b, *bas = &e->jobs[2].b;
   /* No device (a laptop with KEVO_CUDA_ARCH set): a candidate that does not
    * compile is judged all the same (compile_error, with the log), since that
    * needs no GPU; one that compiles cannot be judged further here. */
-  int no_device = sf->device_in_worker && (ups[0].rc < 0 || ups[1].rc < 0);
+  int no_device = sf->device_in_worker && (e->ups[0].rc < 0 || e->ups[1].rc < 0);
   if (no_device && ref->ok && cand->ok) {
-    snprintf(err, errlen, "%s; %s compiles (the compile step needs no GPU), judging it needs one",
-             ups[ups[0].rc < 0 ? 0 : 1].err, candidate_path);
-    goto out;
+    snprintf(e->err, e->errlen,
+             "%s; %s compiles (the compile step needs no GPU), judging it needs one",
+             e->ups[e->ups[0].rc < 0 ? 0 : 1].err, e->candidate_path);
+    return STAGE_ERROR;
   }
   if (sf->device_in_worker && !no_device) {
-    snprintf(r->device, sizeof r->device, "%s",
-             json_string_value(json_object_get(hello_cuda(&s.cw), "device"))
-                 ? json_string_value(json_object_get(hello_cuda(&s.cw), "device"))
-                 : "cuda");
-    if (check_arch(&s, err, errlen) < 0)
-      goto out;
+    const char *dev = json_string_value(json_object_get(hello_cuda(&s->cw), "device"));
+    snprintf(e->r->device, sizeof e->r->device, "%s", dev ? dev : "cuda");
+    if (check_arch(s, e->err, e->errlen) < 0)
+      return STAGE_ERROR;
   }
   if (!ref->ok) {
-    kv_error(err, errlen,
+    kv_error(e->err, e->errlen,
              "%s: the reference does not compile; run 'kevo task check --surface %s %s':\n%s",
-             refsrc, sf->name, t->dir, ref->log ? ref->log : "");
-    goto out;
+             e->refsrc, sf->name, e->t->dir, ref->log ? ref->log : "");
+    return STAGE_ERROR;
   }
-  if (basesrc[0] && !bas->ok) {
-    kv_error(err, errlen, "%s: the baseline does not compile:\n%s", basesrc,
+  if (e->basesrc[0] && !bas->ok) {
+    kv_error(e->err, e->errlen, "%s: the baseline does not compile:\n%s", e->basesrc,
              bas->log ? bas->log : "");
-    goto out;
+    return STAGE_ERROR;
   }
+  return STAGE_NEXT;
+}
+
+/* compile_error: the first error line of the log makes the detail (the
+ * whole log is kept). */
+static void compile_error_verdict(struct eval *e) {
+  struct kv_gate_result *r = e->r;
+  const char *log = r->compile_log ? r->compile_log : "";
+  const char *err = strstr(log, "error");
+  const char *ls = err;
+  while (ls && ls > log && ls[-1] != '\n')
+    ls--;
+  kv_set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200, ls ? ls : log);
+  const char *path = e->candidate_path;
+  size_t pl = strlen(path);
+  if (!e->s.sf->device_in_worker && pl > 3 && !strcmp(path + pl - 3, ".cu")) {
+    size_t dl = strlen(r->detail);
+    snprintf(r->detail + dl, sizeof r->detail - dl,
+             " (a .cu file judged on the %s surface, as C: pass --surface cuda)", e->s.sf->name);
+  }
+}
+
+/* The candidate's build into the result (its log, ptxas's report), its
+ * analysis started; compile_error or policy_violation decide here. */
+static int eval_candidate_built(struct eval *e) {
+  const struct kv_surface *sf = e->s.sf;
+  const struct kv_gate_opts *o = e->o;
+  struct kv_gate_result *r = e->r;
+  struct kv_build *cand = &e->jobs[1].b;
   r->compile_cached = cand->cached;
-  r->compile_log = kv_gate_log_own_names(cand->log, candidate_path);
+  r->compile_log = kv_gate_log_own_names(cand->log, e->candidate_path);
   if (r->compile_log) {
     free(cand->log);
   } else {
@@ -829,202 +897,244 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   r->nkernels = cand->nkernels; /* ptxas's report; the mixes come with the analysis */
   memcpy(r->kernels, cand->kernels, sizeof r->kernels);
   if (cand->ok && sf->analyze)
-    an_start(&an);
+    an_start(&e->an);
   if (o->on_phase)
     o->on_phase(o->phase_ud, "compile", r);
   if (!cand->ok) {
-    /* The first error line makes the detail; the whole log is kept. */
-    const char *log = r->compile_log ? r->compile_log : "";
-    const char *e = strstr(log, "error");
-    const char *ls = e;
-    while (ls && ls > log && ls[-1] != '\n')
-      ls--;
-    kv_set_verdict(r, KV_V_COMPILE_ERROR, "%.*s", ls ? (int)strcspn(ls, "\n") : 200, ls ? ls : log);
-    size_t pl = strlen(candidate_path);
-    if (!sf->device_in_worker && pl > 3 && !strcmp(candidate_path + pl - 3, ".cu")) {
-      size_t dl = strlen(r->detail);
-      snprintf(r->detail + dl, sizeof r->detail - dl,
-               " (a .cu file judged on the %s surface, as C: pass --surface cuda)", sf->name);
-    }
-    rc = 0;
-    goto out;
+    compile_error_verdict(e);
+    return STAGE_DONE;
   }
   char bad[512];
-  int nbad = sf->policy(cand, t, bad, sizeof bad, err, errlen);
+  int nbad = sf->policy(cand, e->t, bad, sizeof bad, e->err, e->errlen);
   if (nbad < 0)
-    goto out;
+    return STAGE_ERROR;
   if (nbad > 0) {
     kv_set_verdict(r, KV_V_POLICY_VIOLATION,
                    "the candidate calls %s, which kernels may not use (processes, sockets, "
                    "signals, dynamic loading%s)",
                    bad, sf->device_in_worker ? ", libraries the task does not allow" : "");
-    rc = 0;
-    goto out;
+    return STAGE_DONE;
   }
+  return STAGE_NEXT;
+}
 
-  /* Correctness: every check size x seeds, two calls each at the same
-   * addresses (the second with new contents), reference in its own worker. */
-  double t1 = kv_now_s() - up_wait;
+/* Correctness begins: the reference loaded in its own worker (a warm one
+ * kept when it holds this reference). */
+static int eval_load_reference(struct eval *e) {
+  struct kv_session *s = &e->s;
+  const struct kv_build *ref = &e->jobs[0].b;
+  e->t_check = kv_now_s() - e->up_wait;
   char detail[1024];
   int lr = 0;
-  if (s.rw_up && s.rw_slot0[0] && strcmp(s.rw_slot0, ref->so_path)) {
+  if (s->rw_up && s->rw_slot0[0] && strcmp(s->rw_slot0, ref->so_path)) {
     /* a warm reference worker with another build loaded (the reference
      * changed): a fresh one */
-    kv_worker_stop(&s.rw);
-    s.rw_up = 0;
-    if (sf->device_in_worker && kv_session_worker_up(&s, &s.rw, &s.rw_up, err, errlen) < 0)
-      goto out;
+    kv_worker_stop(&s->rw);
+    s->rw_up = 0;
+    if (s->sf->device_in_worker &&
+        kv_session_worker_up(s, &s->rw, &s->rw_up, e->err, e->errlen) < 0)
+      return STAGE_ERROR;
   }
-  if (!strcmp(s.rw_slot0, ref->so_path))
+  if (!strcmp(s->rw_slot0, ref->so_path))
     ; /* handed on warm, loaded */
-  else if (sf->device_in_worker)
-    lr = kv_session_load(&s.rw, 0, ref->so_path, detail, sizeof detail);
+  else if (s->sf->device_in_worker)
+    lr = kv_session_load(&s->rw, 0, ref->so_path, detail, sizeof detail);
   else
-    lr = kv_session_start_worker(&s, &s.rw, &s.rw_up, ref->so_path, detail, sizeof detail, err,
-                                 errlen);
+    lr = kv_session_start_worker(s, &s->rw, &s->rw_up, ref->so_path, detail, sizeof detail, e->err,
+                                 e->errlen);
   if (lr == 0)
-    snprintf(s.rw_slot0, sizeof s.rw_slot0, "%s", ref->so_path);
+    snprintf(s->rw_slot0, sizeof s->rw_slot0, "%s", ref->so_path);
   if (lr != 0) {
     if (lr > 0)
-      kv_error(err, errlen, "%s: the reference does not load: %s", refsrc, detail);
-    goto out;
+      kv_error(e->err, e->errlen, "%s: the reference does not load: %s", e->refsrc, detail);
+    return STAGE_ERROR;
   }
-  kv_gate_mark(r, "reference_loaded");
-  /* cuda: the device's ceilings, measured (once) in the reference's worker
-   * before timing needs them. */
-  struct kv_calib cal;
-  const struct kv_calib *calp = given;
-  if (!calp && sf->device_in_worker && o->timing && t->nbench > 0) {
+  kv_gate_mark(e->r, "reference_loaded");
+  return STAGE_NEXT;
+}
+
+/* cuda: the device's ceilings, measured (once) in the reference's worker
+ * before timing needs them; the lent buffers probed. */
+static int eval_calibrate(struct eval *e) {
+  struct kv_session *s = &e->s;
+  e->calp = e->given;
+  if (!e->calp && s->sf->device_in_worker && e->o->timing && e->t->nbench > 0) {
     /* A torch reference's worker is Python: the ceilings are measured by
      * kevo's own code in a clean kevo-worker (ew, which timing needs anyway
      * for kevo's empty entry). */
     int measured;
-    if (s.torch && !s.ew_up && kv_session_worker_up(&s, &s.ew, &s.ew_up, err, errlen) < 0)
-      goto out;
-    if (device_calib(&s, s.torch ? &s.ew : &s.rw, 0, &cal, &measured, err, errlen) < 0)
-      goto out;
-    calp = &cal;
+    if (s->torch && !s->ew_up && kv_session_worker_up(s, &s->ew, &s->ew_up, e->err, e->errlen) < 0)
+      return STAGE_ERROR;
+    if (device_calib(s, s->torch ? &s->ew : &s->rw, 0, &e->cal, &measured, e->err, e->errlen) < 0)
+      return STAGE_ERROR;
+    e->calp = &e->cal;
     if (measured)
-      kv_gate_mark(r, "calibrated");
+      kv_gate_mark(e->r, "calibrated");
   }
-  if (calp)
-    r->calib = *calp;
-  if (sf->device_in_worker && kv_lend_probe(&s, err, errlen) < 0)
-    goto out;
-  if (sf->device_in_worker)
-    lr = session_load(&s.cw, 0, cand->so_path, 1, detail, sizeof detail);
+  if (e->calp)
+    e->r->calib = *e->calp;
+  if (s->sf->device_in_worker && kv_lend_probe(s, e->err, e->errlen) < 0)
+    return STAGE_ERROR;
+  return STAGE_NEXT;
+}
+
+/* The candidate loaded in its own worker; load_error decides here. */
+static int eval_load_candidate(struct eval *e) {
+  struct kv_session *s = &e->s;
+  struct kv_gate_result *r = e->r;
+  const char *so = e->jobs[1].b.so_path;
+  char detail[1024];
+  int lr;
+  if (s->sf->device_in_worker)
+    lr = session_load(&s->cw, 0, so, 1, detail, sizeof detail);
   else
-    lr = kv_session_start_worker(&s, &s.cw, &s.cw_up, cand->so_path, detail, sizeof detail, err,
-                                 errlen);
+    lr =
+        kv_session_start_worker(s, &s->cw, &s->cw_up, so, detail, sizeof detail, e->err, e->errlen);
   if (lr < 0)
-    goto out;
-  kv_sandbox_status_from_hello(s.cw.hello, &r->sandbox);
-  r->jit_s = s.torch_jit_s;
+    return STAGE_ERROR;
+  kv_sandbox_status_from_hello(s->cw.hello, &r->sandbox);
+  r->jit_s = s->torch_jit_s;
   kv_gate_mark(r, "candidate_loaded");
   if (lr > 0) {
     const char *why = strstr(detail, "undefined symbol");
     kv_set_verdict(r, KV_V_LOAD_ERROR, "the candidate does not load: %s%s", detail,
                    why ? " (is the entry function defined, with that exact name?)" : "");
-    rc = 0;
-    goto out;
+    return STAGE_DONE;
   }
+  return STAGE_NEXT;
+}
+
+/* Correctness: every check size x seeds, two calls each at the same
+ * addresses (the second with new contents), the reference in its own
+ * worker. Any verdict but ok decides here. */
+static int eval_checks(struct eval *e) {
+  struct kv_gate_result *r = e->r;
   enum kv_verdict worst = KV_V_OK;
-  if (kv_gate_checks(&s, refsrc, cand->so_path, r, &worst, err, errlen) < 0)
-    goto out;
-  r->check_s = kv_now_s() - t1;
+  if (kv_gate_checks(&e->s, e->refsrc, e->jobs[1].b.so_path, r, &worst, e->err, e->errlen) < 0)
+    return STAGE_ERROR;
+  r->check_s = kv_now_s() - e->t_check;
   kv_gate_mark(r, "checked");
+  if (e->o->on_phase)
+    e->o->on_phase(e->o->phase_ud, "checks", r);
+  return worst != KV_V_OK ? STAGE_DONE : STAGE_NEXT;
+}
+
+/* One timing loop per device at a time. While this one waits for the
+ * device, the candidate's process is stopped: nothing of it runs beside
+ * the evaluation timing now. *t2 is when timing began, then when the
+ * device was locked. */
+static int eval_time_locked(struct eval *e, double *t2) {
+  struct kv_session *s = &e->s;
+  const struct kv_gate_opts *o = e->o;
+  struct kv_gate_result *r = e->r;
+  struct kv_devlock lock;
+  char what[300];
+  snprintf(what, sizeof what, "timing %s", e->t->name && *e->t->name ? e->t->name : "a candidate");
+  kv_worker_pause(&s->cw);
+  int lr = kv_gate_lock_device(s->sf, o, s->cw.hello, what, &lock, e->err, e->errlen);
+  r->lock_wait_s = kv_now_s() - *t2;
+  if (lr < 0)
+    return -1;
+  kv_gate_mark(r, "device_locked");
+  kv_worker_resume(&s->cw);
   if (o->on_phase)
-    o->on_phase(o->phase_ud, "checks", r);
-  if (worst != KV_V_OK) {
-    rc = 0;
-    goto out;
-  }
+    o->on_phase(o->phase_ud, "timing", r);
+  *t2 = kv_now_s();
+  /* The baseline: the task's baseline.cu, or its PyTorch module under
+   * torch.compile. */
+  const char *base = e->basesrc[0]                  ? e->jobs[2].b.so_path
+                     : s->torch && o->torch_compile ? e->refsrc
+                                                    : NULL;
+  int tr = kv_time_candidate(s, base, e->jobs[1].b.so_path, e->calp, r, e->err, e->errlen);
+  if (tr == 0)
+    kv_torch_do_bench(s, r);
+  kv_devlock_release(&lock);
+  kv_gate_mark(r, "timed");
+  return tr < 0 ? -1 : 0;
+}
+
+/* An ok verdict's detail with the speedup (and what qualifies it). */
+static void timed_verdict(struct kv_gate_result *r) {
+  char rnote[320]; /* the reference's time off do_bench's: said with its speedup */
+  kv_side_note(&r->timing, 0, rnote, sizeof rnote);
+  if (r->timing.clock_blind)
+    snprintf(rnote + strlen(rnote), sizeof rnote - strlen(rnote), "%s",
+             " (kevo's clock could not see its calls on this loaded host, so no speedup above "
+             "1x is credited: time on a quieter host)");
+  if (r->verdict == KV_V_OK && r->timed && r->timing.nsizes > 1)
+    kv_set_verdict(r, KV_V_OK,
+                   "passed %d checks; %.2fx the reference (geometric mean over %d sizes; "
+                   "%.2fx at %s)%s",
+                   r->nchecks, r->timing.speedup, r->timing.nsizes, r->timing.size[0].speedup,
+                   r->timing.sizes, rnote);
+  else if (r->verdict == KV_V_OK && r->timed)
+    kv_set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s%s", r->nchecks,
+                   r->timing.speedup, r->timing.sizes, rnote);
+}
+
+/* The checks passed: ok, and timed when the task has bench sizes. */
+static int eval_timing(struct eval *e) {
+  struct kv_gate_result *r = e->r;
   kv_set_verdict(r, KV_V_OK, "passed %d checks", r->nchecks);
-  if (o->timing && t->nbench > 0) {
-    double t2 = kv_now_s();
-    if (!s.cw.alive) {
-      kv_set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", s.cw.death);
-    } else {
-      /* One timing loop per device at a time. While this one waits for the
-       * device, the candidate's process is stopped: nothing of it runs
-       * beside the evaluation timing now. */
-      struct kv_devlock lock;
-      char what[300];
-      snprintf(what, sizeof what, "timing %s", t->name && *t->name ? t->name : "a candidate");
-      kv_worker_pause(&s.cw);
-      int lr = kv_gate_lock_device(sf, o, s.cw.hello, what, &lock, err, errlen);
-      r->lock_wait_s = kv_now_s() - t2;
-      if (lr < 0)
-        goto out;
-      kv_gate_mark(r, "device_locked");
-      kv_worker_resume(&s.cw);
-      if (o->on_phase)
-        o->on_phase(o->phase_ud, "timing", r);
-      t2 = kv_now_s();
-      /* The baseline: the task's baseline.cu, or its PyTorch module under
-       * torch.compile. */
-      const char *base = basesrc[0] ? bas->so_path : s.torch && o->torch_compile ? refsrc : NULL;
-      int tr = kv_time_candidate(&s, base, cand->so_path, calp, r, err, errlen);
-      if (tr == 0)
-        kv_torch_do_bench(&s, r);
-      kv_devlock_release(&lock);
-      kv_gate_mark(r, "timed");
-      if (tr < 0)
-        goto out;
-    }
-    r->time_s = kv_now_s() - t2;
-    char rnote[320]; /* the reference's time off do_bench's: said with its speedup */
-    kv_side_note(&r->timing, 0, rnote, sizeof rnote);
-    if (r->timing.clock_blind)
-      snprintf(rnote + strlen(rnote), sizeof rnote - strlen(rnote), "%s",
-               " (kevo's clock could not see its calls on this loaded host, so no speedup above "
-               "1x is credited: time on a quieter host)");
-    if (r->verdict == KV_V_OK && r->timed && r->timing.nsizes > 1)
-      kv_set_verdict(r, KV_V_OK,
-                     "passed %d checks; %.2fx the reference (geometric mean over %d sizes; "
-                     "%.2fx at %s)%s",
-                     r->nchecks, r->timing.speedup, r->timing.nsizes, r->timing.size[0].speedup,
-                     r->timing.sizes, rnote);
-    else if (r->verdict == KV_V_OK && r->timed)
-      kv_set_verdict(r, KV_V_OK, "passed %d checks; %.2fx the reference at %s%s", r->nchecks,
-                     r->timing.speedup, r->timing.sizes, rnote);
-  }
-  rc = 0;
-out:
+  if (!(e->o->timing && e->t->nbench > 0))
+    return STAGE_NEXT;
+  double t2 = kv_now_s();
+  if (!e->s.cw.alive)
+    kv_set_verdict(r, KV_V_CRASH, "the worker died after the checks: %s", e->s.cw.death);
+  else if (eval_time_locked(e, &t2) < 0)
+    return STAGE_ERROR;
+  r->time_s = kv_now_s() - t2;
+  timed_verdict(r);
+  return STAGE_NEXT;
+}
+
+/* Every path's end, first: the lend note; the candidate's worker stopped
+ * (its output kept) or, never readied, handed back warm; the reference's
+ * kept warm and the next candidate's process started, when asked for; the
+ * rest stopped. */
+static void eval_stop_workers(struct eval *e, int rc) {
+  struct kv_session *s = &e->s;
+  const struct kv_gate_opts *o = e->o;
   if (rc == 0)
-    kv_lend_note(&s, r->detail, sizeof r->detail);
-  if (o->warm && s.cw_fresh && s.cw_up) { /* never readied: as good as new */
-    kv_warm_put_cand(o->warm, cand_key, &s.cw);
-    s.cw_up = s.cw_fresh = 0;
+    kv_lend_note(s, e->r->detail, sizeof e->r->detail);
+  if (o->warm && s->cw_fresh && s->cw_up) { /* never readied: as good as new */
+    kv_warm_put_cand(o->warm, e->cand_key, &s->cw);
+    s->cw_up = s->cw_fresh = 0;
   }
-  kv_session_stop_candidate(&s, r);
-  r->jit_s = s.torch_jit_s;
-  up_join(&ups[0]);
-  up_join(&ups[1]);
-  if (o->warm && ref_key[0]) {
+  kv_session_stop_candidate(s, e->r);
+  e->r->jit_s = s->torch_jit_s;
+  up_join(&e->ups[0]);
+  up_join(&e->ups[1]);
+  if (o->warm && e->ref_key[0]) {
     if (rc == 0)
-      kv_warm_put_ref(o->warm, ref_key, &s);
+      kv_warm_put_ref(o->warm, e->ref_key, s);
     /* The next candidate's process, started now, off its evaluation's path. */
     char e2[256];
-    if (!s.cw_up && worker_spawn(&s, &s.cw, &s.cw_up, e2, sizeof e2) == 0) {
-      kv_warm_put_cand(o->warm, cand_key, &s.cw);
-      s.cw_up = 0;
+    if (!s->cw_up && worker_spawn(s, &s->cw, &s->cw_up, e2, sizeof e2) == 0) {
+      kv_warm_put_cand(o->warm, e->cand_key, &s->cw);
+      s->cw_up = 0;
     }
   }
   /* What is not kept warm goes now (not waited for: the exits, a GPU
    * context's teardown each, overlap the analysis's end). */
-  kv_session_release(&s);
-  kv_gate_mark(r, "workers_stopped");
-  /* The verdict is final: it goes out now, and the analysis (nvdisasm spends
-   * about 0.45 s of CPU on any cubin, however small), the profiler and the
-   * debugger come after it. */
+  kv_session_release(s);
+  kv_gate_mark(e->r, "workers_stopped");
+}
+
+/* Every path's end, then: the verdict is final: it goes out now, and the
+ * analysis (nvdisasm spends about 0.45 s of CPU on any cubin, however
+ * small), the profiler and the debugger come after it; the builds go. */
+static void eval_after_verdict(struct eval *e, int rc) {
+  const struct kv_gate_opts *o = e->o;
+  struct kv_gate_result *r = e->r;
+  struct kv_build *cand = &e->jobs[1].b;
   if (rc == 0) {
     kv_gate_mark(r, "verdict");
     if (o->on_phase)
       o->on_phase(o->phase_ud, "verdict", r);
   }
-  if (an.ran) {
-    an_join(&an);
+  if (e->an.ran) {
+    an_join(&e->an);
     kv_gate_mark(r, "analysis_joined");
     r->nkernels = cand->nkernels; /* static analysis (kevo/sass.h): mixes are in kernels */
     memcpy(r->kernels, cand->kernels, sizeof r->kernels);
@@ -1039,10 +1149,37 @@ out:
   /* The profiler and the debugger, when asked for: after the verdict, which
    * they never change (toolrun.h). */
   if (rc == 0)
-    kv_devtools_after(&s, ref, cand, refsrc, candidate_path, r);
+    kv_devtools_after(&e->s, &e->jobs[0].b, cand, e->refsrc, e->candidate_path, r);
   kv_gate_mark(r, "end");
   for (int i = 0; i < 3; i++)
-    kv_build_release(&jobs[i].b);
+    kv_build_release(&e->jobs[i].b);
+}
+
+int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const struct kv_gate_opts *o,
+                 struct kv_gate_result *r, char *err, size_t errlen) {
+  memset(r, 0, sizeof(*r));
+  r->start_s = kv_now_s();
+  struct eval e;
+  memset(&e, 0, sizeof e);
+  e.t = t;
+  e.candidate_path = candidate_path;
+  e.r = r;
+  e.err = err;
+  e.errlen = errlen;
+  if (eval_open(&e, o) < 0)
+    return -1;
+  /* Each stage in turn while they say go on; whatever stops them, the
+   * evaluation ends the same way. */
+  int (*const stages[])(struct eval *) = {
+      eval_prepare,         eval_compile,        eval_ground_ready,
+      eval_candidate_built, eval_load_reference, eval_calibrate,
+      eval_load_candidate,  eval_checks,         eval_timing};
+  int st = STAGE_NEXT;
+  for (size_t i = 0; i < sizeof stages / sizeof *stages && st == STAGE_NEXT; i++)
+    st = stages[i](&e);
+  int rc = st == STAGE_ERROR ? -1 : 0;
+  eval_stop_workers(&e, rc);
+  eval_after_verdict(&e, rc);
   return rc;
 }
 
@@ -1105,37 +1242,39 @@ static json_t *stats_json(const struct kv_stats *s) {
                    s->iqr_us, "cv", s->cv, "min_us", s->min_us, "mean_us", s->mean_us);
 }
 
-char *kv_gate_result_json(const struct kv_gate_result *r) {
-  json_t *j = json_object();
-  json_object_set_new(j, "verdict", json_string(kv_verdict_name(r->verdict)));
-  json_object_set_new(j, "accepted", json_boolean(r->verdict == KV_V_OK));
-  json_object_set_new(j, "detail", safe_string(r->detail));
-  json_object_set_new(j, "surface", json_string(r->surface));
-  json_object_set_new(j, "device", json_string(r->device));
-  json_object_set_new(j, "source_sha256", json_string(r->source_hash));
+/* ptxas's report of each kernel (and its instruction mix): feedback for
+ * whoever wrote it. */
+static json_t *kernels_json(const struct kv_gate_result *r) {
+  json_t *ks = json_array();
+  for (int i = 0; i < r->nkernels && i < KV_MAX_KERNELS; i++) {
+    const struct kv_kernel_res *k = &r->kernels[i];
+    json_array_append_new(ks, json_pack("{s:o,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "name",
+                                        safe_string(k->name), "registers", k->registers, "barriers",
+                                        k->barriers, "smem_bytes", (json_int_t)k->smem_bytes,
+                                        "cmem_bytes", (json_int_t)k->cmem_bytes, "stack_bytes",
+                                        (json_int_t)k->stack_bytes, "spill_store_bytes",
+                                        (json_int_t)k->spill_store_bytes, "spill_load_bytes",
+                                        (json_int_t)k->spill_load_bytes));
+    if (k->has_sass) /* its instruction mix (kevo/sass.h) */
+      json_object_set_new(json_array_get(ks, json_array_size(ks) - 1), "static",
+                          kv_sass_mix_json(&k->sass));
+  }
+  return ks;
+}
+
+static json_t *compile_json(const struct kv_gate_result *r) {
   json_t *comp = json_pack("{s:f,s:b,s:o}", "seconds", r->compile_s, "cached", r->compile_cached,
                            "log", safe_string(r->compile_log));
   if (kv_surface_lang(kv_surface_find(r->surface)) == KV_LANG_PYTHON)
     json_object_set_new(comp, "jit_s", json_real(r->jit_s)); /* the LOAD: never timed */
-  if (r->nkernels > 0) {
-    /* ptxas's report of each kernel: feedback for whoever wrote it. */
-    json_t *ks = json_array();
-    for (int i = 0; i < r->nkernels && i < KV_MAX_KERNELS; i++) {
-      const struct kv_kernel_res *k = &r->kernels[i];
-      json_array_append_new(
-          ks, json_pack("{s:o,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "name", safe_string(k->name),
-                        "registers", k->registers, "barriers", k->barriers, "smem_bytes",
-                        (json_int_t)k->smem_bytes, "cmem_bytes", (json_int_t)k->cmem_bytes,
-                        "stack_bytes", (json_int_t)k->stack_bytes, "spill_store_bytes",
-                        (json_int_t)k->spill_store_bytes, "spill_load_bytes",
-                        (json_int_t)k->spill_load_bytes));
-      if (k->has_sass) /* its instruction mix (kevo/sass.h) */
-        json_object_set_new(json_array_get(ks, json_array_size(ks) - 1), "static",
-                            kv_sass_mix_json(&k->sass));
-    }
-    json_object_set_new(comp, "kernels", ks);
-  }
-  json_object_set_new(j, "compile", comp);
+  if (r->nkernels > 0)
+    json_object_set_new(comp, "kernels", kernels_json(r));
+  return comp;
+}
+
+/* What ran after the verdict: the static analysis, the profiler, the
+ * debugger (each only when it did). */
+static void after_verdict_json(json_t *j, const struct kv_gate_result *r) {
   if (r->static_done || r->static_note[0])
     json_object_set_new(j, "static",
                         json_pack("{s:b,s:f,s:s,s:o}", "done", r->static_done, "seconds",
@@ -1147,6 +1286,9 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
     json_object_set_new(j, "profile_ref", kv_ncu_json(r->profile_ref));
   if (r->debug)
     json_object_set_new(j, "debug", kv_san_json(r->debug));
+}
+
+static json_t *checks_json(const struct kv_gate_result *r) {
   json_t *checks = json_array();
   for (int i = 0; i < r->nchecks; i++) {
     const struct kv_check *c = &r->checks[i];
@@ -1155,88 +1297,138 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
                           (json_int_t)c->seed, "verdict", kv_verdict_name(c->verdict), "detail",
                           c->detail, "max_abs_err", c->max_abs_err, "max_rel_err", c->max_rel_err));
   }
-  json_object_set_new(j, "checks", checks);
-  json_object_set_new(j, "seconds",
-                      json_pack("{s:f,s:f,s:f,s:f}", "compile", r->compile_s, "check", r->check_s,
-                                "timing", r->time_s, "lock_wait", r->lock_wait_s));
+  return checks;
+}
+
+static json_t *timeline_json(const struct kv_gate_result *r) {
   json_t *tl = json_array();
   for (int i = 0; i < r->nmarks; i++)
     json_array_append_new(tl, json_pack("[s,f]", r->marks[i].what, r->marks[i].at_s));
-  json_object_set_new(j, "timeline", tl);
-  if (r->timed) {
-    const struct kv_timing *t = &r->timing;
-    json_t *tj = json_pack(
-        "{s:s,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes", t->sizes, "median_us",
-        t->cand.median_us, "reference_median_us", t->ref.median_us, "speedup", t->speedup,
-        "candidate", stats_json(&t->cand), "reference", stats_json(&t->ref), "bytes", t->bytes,
-        "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops, "roofline_fraction", t->roofline,
-        "wall_s", t->wall_s, "covered_s", t->covered_s);
-    json_object_set_new(tj, "reference_alone", stats_json(&t->ref_alone));
-    /* reference_median_us is the faster of beside and alone (kevo/gate.h) */
-    json_object_set_new(tj, "reference_from_alone", json_boolean(t->ref_from_alone));
-    json_object_set_new(tj, "reference_beside_median_us",
-                        json_real(t->ref_from_alone ? t->ref_beside_us : t->ref.median_us));
-    json_object_set_new(
-        tj, "clock",
-        json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b,s:b}", "phases", t->phases, "calls_per_phase",
-                  t->calls_per_phase, "validated_calls", t->validated_calls, "parent_us_per_call",
-                  t->parent_us, "reported_over_parent", t->clock_ratio, "slack_us_per_call",
-                  t->clock_slack_us, "median_raised", t->cand_clamped, "blind", t->clock_blind));
-    json_object_set_new(
-        tj, "ci",
-        json_pack("{s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:i,s:i,s:i}", "level", t->ci_level, "low",
-                  t->speedup_lo, "high", t->speedup_hi, "half_width", t->ci_half_width,
-                  "clock_half_width",
-                  t->ci_clock_half_width >= 0 ? json_real(t->ci_clock_half_width) : json_null(),
-                  "target", t->ci_target, "stop", t->stop, "phases", t->phases, "min_phases",
-                  t->min_phases, "max_phases", t->max_phases));
-    json_object_set_new(tj, "stages",
-                        json_pack("{s:f,s:f,s:f,s:f}", "warmup", t->stage_warmup_s, "loop",
-                                  t->stage_loop_s, "validate", t->stage_validate_s, "alone",
-                                  t->stage_alone_s));
-    if (t->nsizes > 1) {
-      json_t *ps = json_array();
-      for (int i = 0; i < t->nsizes; i++) {
-        const struct kv_size_timing *z = &t->size[i];
-        json_array_append_new(ps, json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes", z->sizes,
-                                            "median_us", z->cand_us, "reference_median_us",
-                                            z->ref_us, "speedup", z->speedup, "low", z->lo, "high",
-                                            z->hi, "seconds", z->stages_s));
-      }
-      json_object_set_new(tj, "per_size", ps);
-    }
-    if (t->has_baseline) {
-      json_object_set_new(tj, "baseline", stats_json(&t->base));
-      json_object_set_new(tj, "baseline_kind", json_string(t->baseline_kind));
-      if (t->baseline_compile_s > 0)
-        json_object_set_new(tj, "baseline_compile_s", json_real(t->baseline_compile_s));
-      json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
-      json_object_set_new(tj, "speedup_vs_baseline", json_real(t->speedup_vs_baseline));
-    }
-    if (kv_surface_gpu(kv_surface_find(r->surface))) {
-      json_object_set_new(tj, "timer",
-                          json_pack("{s:s,s:s}", "candidate",
-                                    t->cand_host_timer ? "host" : "events", "reference",
-                                    t->ref_host_timer ? "host" : "events"));
-      json_object_set_new(tj, "sync_overhead_us", json_real(t->sync_overhead_us));
-      if (t->torch_lead_us > 0)
-        json_object_set_new(
-            tj, "torch_lead",
-            json_pack("{s:f,s:i}", "us", t->torch_lead_us, "uncovered_calls", t->torch_uncovered));
-      json_object_set_new(
-          tj, "empty_phase_us",
-          json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone", t->empty_alone_us));
-    }
-    if (t->ref_do_bench_us > 0 || t->do_bench_why[0])
-      json_object_set_new(tj, "do_bench", do_bench_json(t));
-    json_object_set_new(tj, "method", json_string(t->method[0] ? t->method : "kevo"));
-    if (!strcmp(t->method, "kernelbench"))
-      json_object_set_new(tj, "kernelbench",
-                          json_pack("{s:i,s:i,s:b,s:f,s:f}", "warmup", KV_KB_WARMUP, "trials",
-                                    KV_KB_TRIALS, "inputs_kept", t->kb_kept, "candidate_mean_us",
-                                    t->cand.mean_us, "reference_mean_us", t->ref.mean_us));
-    json_object_set_new(j, "timing", tj);
+  return tl;
+}
+
+/* kevo's own clock against the candidate's reports. */
+static json_t *clock_json(const struct kv_timing *t) {
+  return json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b,s:b}", "phases", t->phases, "calls_per_phase",
+                   t->calls_per_phase, "validated_calls", t->validated_calls, "parent_us_per_call",
+                   t->parent_us, "reported_over_parent", t->clock_ratio, "slack_us_per_call",
+                   t->clock_slack_us, "median_raised", t->cand_clamped, "blind", t->clock_blind);
+}
+
+/* The speedup's interval and adaptive timing's stop. */
+static json_t *ci_json(const struct kv_timing *t) {
+  return json_pack("{s:f,s:f,s:f,s:f,s:o,s:f,s:s,s:i,s:i,s:i}", "level", t->ci_level, "low",
+                   t->speedup_lo, "high", t->speedup_hi, "half_width", t->ci_half_width,
+                   "clock_half_width",
+                   t->ci_clock_half_width >= 0 ? json_real(t->ci_clock_half_width) : json_null(),
+                   "target", t->ci_target, "stop", t->stop, "phases", t->phases, "min_phases",
+                   t->min_phases, "max_phases", t->max_phases);
+}
+
+static json_t *per_size_json(const struct kv_timing *t) {
+  json_t *ps = json_array();
+  for (int i = 0; i < t->nsizes; i++) {
+    const struct kv_size_timing *z = &t->size[i];
+    json_array_append_new(ps, json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes", z->sizes,
+                                        "median_us", z->cand_us, "reference_median_us", z->ref_us,
+                                        "speedup", z->speedup, "low", z->lo, "high", z->hi,
+                                        "seconds", z->stages_s));
   }
+  return ps;
+}
+
+/* The task's baseline, when it was timed too. */
+static void baseline_json(json_t *tj, const struct kv_timing *t) {
+  json_object_set_new(tj, "baseline", stats_json(&t->base));
+  json_object_set_new(tj, "baseline_kind", json_string(t->baseline_kind));
+  if (t->baseline_compile_s > 0)
+    json_object_set_new(tj, "baseline_compile_s", json_real(t->baseline_compile_s));
+  json_object_set_new(tj, "baseline_median_us", json_real(t->base.median_us));
+  json_object_set_new(tj, "speedup_vs_baseline", json_real(t->speedup_vs_baseline));
+}
+
+/* A GPU surface's clocks: each side's timer, the synchronization's cost,
+ * a torch reference's lead kernel, kevo's empty phases. */
+static void gpu_clocks_json(json_t *tj, const struct kv_timing *t) {
+  json_object_set_new(tj, "timer",
+                      json_pack("{s:s,s:s}", "candidate", t->cand_host_timer ? "host" : "events",
+                                "reference", t->ref_host_timer ? "host" : "events"));
+  json_object_set_new(tj, "sync_overhead_us", json_real(t->sync_overhead_us));
+  if (t->torch_lead_us > 0)
+    json_object_set_new(
+        tj, "torch_lead",
+        json_pack("{s:f,s:i}", "us", t->torch_lead_us, "uncovered_calls", t->torch_uncovered));
+  json_object_set_new(
+      tj, "empty_phase_us",
+      json_pack("{s:f,s:f}", "beside", t->empty_beside_us, "alone", t->empty_alone_us));
+}
+
+/* The timing method, and kernelbench's settings when it was that. */
+static void method_json(json_t *tj, const struct kv_timing *t) {
+  json_object_set_new(tj, "method", json_string(t->method[0] ? t->method : "kevo"));
+  if (!strcmp(t->method, "kernelbench"))
+    json_object_set_new(tj, "kernelbench",
+                        json_pack("{s:i,s:i,s:b,s:f,s:f}", "warmup", KV_KB_WARMUP, "trials",
+                                  KV_KB_TRIALS, "inputs_kept", t->kb_kept, "candidate_mean_us",
+                                  t->cand.mean_us, "reference_mean_us", t->ref.mean_us));
+}
+
+static json_t *timing_json(const struct kv_gate_result *r) {
+  const struct kv_timing *t = &r->timing;
+  json_t *tj =
+      json_pack("{s:s,s:f,s:f,s:f,s:o,s:o,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "sizes", t->sizes,
+                "median_us", t->cand.median_us, "reference_median_us", t->ref.median_us, "speedup",
+                t->speedup, "candidate", stats_json(&t->cand), "reference", stats_json(&t->ref),
+                "bytes", t->bytes, "flops", t->flops, "gbs", t->gbs, "gflops", t->gflops,
+                "roofline_fraction", t->roofline, "wall_s", t->wall_s, "covered_s", t->covered_s);
+  json_object_set_new(tj, "reference_alone", stats_json(&t->ref_alone));
+  /* reference_median_us is the faster of beside and alone (kevo/gate.h) */
+  json_object_set_new(tj, "reference_from_alone", json_boolean(t->ref_from_alone));
+  json_object_set_new(tj, "reference_beside_median_us",
+                      json_real(t->ref_from_alone ? t->ref_beside_us : t->ref.median_us));
+  json_object_set_new(tj, "clock", clock_json(t));
+  json_object_set_new(tj, "ci", ci_json(t));
+  json_object_set_new(tj, "stages",
+                      json_pack("{s:f,s:f,s:f,s:f}", "warmup", t->stage_warmup_s, "loop",
+                                t->stage_loop_s, "validate", t->stage_validate_s, "alone",
+                                t->stage_alone_s));
+  if (t->nsizes > 1)
+    json_object_set_new(tj, "per_size", per_size_json(t));
+  if (t->has_baseline)
+    baseline_json(tj, t);
+  if (kv_surface_gpu(kv_surface_find(r->surface)))
+    gpu_clocks_json(tj, t);
+  if (t->ref_do_bench_us > 0 || t->do_bench_why[0])
+    json_object_set_new(tj, "do_bench", do_bench_json(t));
+  method_json(tj, t);
+  return tj;
+}
+
+static json_t *sandbox_json(const struct kv_sandbox_status *sb) {
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:i}", "no_new_privs",
+                   kv_layer_state_name(sb->no_new_privs), "netns", kv_layer_state_name(sb->netns),
+                   "landlock", kv_layer_state_name(sb->landlock), "seccomp",
+                   kv_layer_state_name(sb->seccomp), "rlimits", kv_layer_state_name(sb->rlimits),
+                   "landlock_abi", sb->landlock_abi);
+}
+
+char *kv_gate_result_json(const struct kv_gate_result *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "verdict", json_string(kv_verdict_name(r->verdict)));
+  json_object_set_new(j, "accepted", json_boolean(r->verdict == KV_V_OK));
+  json_object_set_new(j, "detail", safe_string(r->detail));
+  json_object_set_new(j, "surface", json_string(r->surface));
+  json_object_set_new(j, "device", json_string(r->device));
+  json_object_set_new(j, "source_sha256", json_string(r->source_hash));
+  json_object_set_new(j, "compile", compile_json(r));
+  after_verdict_json(j, r);
+  json_object_set_new(j, "checks", checks_json(r));
+  json_object_set_new(j, "seconds",
+                      json_pack("{s:f,s:f,s:f,s:f}", "compile", r->compile_s, "check", r->check_s,
+                                "timing", r->time_s, "lock_wait", r->lock_wait_s));
+  json_object_set_new(j, "timeline", timeline_json(r));
+  if (r->timed)
+    json_object_set_new(j, "timing", timing_json(r));
   if (r->calib.device[0])
     json_object_set_new(j, "ceilings",
                         json_pack("{s:s,s:f,s:f,s:f,s:i}", "device", r->calib.device,
@@ -1247,13 +1439,7 @@ char *kv_gate_result_json(const struct kv_gate_result *r) {
   json_object_set_new(j, "stderr", safe_string(r->cand_stderr));
   json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
   json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
-  const struct kv_sandbox_status *sb = &r->sandbox;
-  json_object_set_new(
-      j, "sandbox",
-      json_pack("{s:s,s:s,s:s,s:s,s:s,s:i}", "no_new_privs", kv_layer_state_name(sb->no_new_privs),
-                "netns", kv_layer_state_name(sb->netns), "landlock",
-                kv_layer_state_name(sb->landlock), "seccomp", kv_layer_state_name(sb->seccomp),
-                "rlimits", kv_layer_state_name(sb->rlimits), "landlock_abi", sb->landlock_abi));
+  json_object_set_new(j, "sandbox", sandbox_json(&r->sandbox));
   char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
   json_decref(j);
   return s;
