@@ -5,11 +5,13 @@
 #include <jansson.h>
 #include <sys/types.h>
 
+#include "cudakit.h"
 #include "devlock.h"
 #include "kevo/gate.h"
 #include "lend.h"
 #include "kevo/surface.h"
 #include "kevo/util.h"
+#include "torchbuild.h"
 
 /* ---- worker client (client.c) ---- */
 enum kv_call_status {
@@ -124,26 +126,8 @@ int kv_torch_worker_paths(const char *worker_path, struct kv_torch_paths *tp, ch
 int kv_torch_cache_check(const char *cache, char *err, size_t errlen);
 
 /* ---- the torch surface (torchcand.c, docs/torch-surface.md) ---- */
+/* Its table entries, its device and the task's reference.py: torchbuild.h. */
 struct kv_session;
-struct kv_build;
-struct kv_gate_opts;
-/* The task's reference.py (absolute, in path) for the torch surface, which
- * judges against it whatever else the task holds: 1, or 0 when it has none. */
-int kv_torch_surface_reference(const struct kv_task *t, char *path, size_t cap);
-/* The surface's table entries: Python and the candidate worker are there;
- * "building" a candidate stores its text in the object cache under its hash
- * (what the worker reads, by that one name); no policy yet (strict/fusion:
- * issue 29 item 3). */
-int kv_torch_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
-                     size_t errlen);
-/* The torch surface's device: "cuda" when KEVO_TORCH_DEVICE=cuda (checks
- * only: the workers' --surface cuda), else "cpu". */
-const char *kv_torch_device(void);
-int kv_build_torch(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
-                   const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
-                   size_t errlen);
-int kv_torch_policy(const struct kv_build *b, const struct kv_task *t, char *out, size_t cap,
-                    char *err, size_t errlen);
 /* LOAD of a torch candidate (cw) or of kevo's empty ModelNew (ew) in a
  * kevo_torch_cand.py worker: 0, 1 with the worker's message in detail (a
  * candidate that does not load), -1 with err. The candidate's LOAD wall on
@@ -283,18 +267,10 @@ int kv_build_cuda(const struct kv_task *t, const struct kv_gate_opts *o, const c
 int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, const char *src,
                        const char *cache_dir, double deadline_s, struct kv_build *b, char *err,
                        size_t errlen);
-/* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run; and its
- * path: o->nvcc_path when it names an executable, else nvcc on PATH, else
- * /usr/local/cuda/bin/nvcc ("" when none). o may be NULL (the defaults). */
+/* nvcc's "release 13.0, V13.0.88" line, "" when nvcc cannot be run (its
+ * path: kv_nvcc_path, cudakit.h). o may be NULL (the defaults). */
 const char *kv_nvcc_version(const struct kv_gate_opts *o);
-const char *kv_nvcc_path(const struct kv_gate_opts *o);
-/* A CUDA tool (cuobjdump, ncu, compute-sanitizer): $ENV when it names an
- * executable, else NAME beside o's nvcc, else ALT (a path relative to nvcc's
- * directory, or NULL), else NAME on PATH; into out ("" when none). */
-void kv_cuda_tool_find(const char *env, const char *name, const char *alt,
-                       const struct kv_gate_opts *o, char *out, size_t cap);
-/* Linked into every cuda object (kevo_cuda_last_error), and nvcc's flag for
- * an architecture ("-arch=sm_90"; "-gencode=..." for sm_90a, sm_100f). */
+/* Linked into every cuda object (kevo_cuda_last_error). */
 extern const char kv_cuda_guard_cu[];
 /* A policy's findings: a comma-separated list in out[cap], n of them (the
  * list is cut at cap, the count is not). */
@@ -310,25 +286,11 @@ void kv_policy_add(struct kv_policy_list *l, const char *fmt, ...)
 int kv_undefined_symbols(const char *path, const char *nm_flag,
                          void (*each)(void *ud, const char *name), void *ud, char *err,
                          size_t errlen);
-void kv_cuda_arch_flag(const char *arch, char *out, size_t cap);
-/* The architecture to build for: o->cuda_arch (sm_90, 90 or 9.0), else the
- * GPU's compute capability ("sm_90"): kv_cuda_arch_at with the driver's
- * /proc/driver/nvidia and o's cache directory (asked once per process). o
- * may be NULL (the defaults). */
-int kv_cuda_arch(const struct kv_gate_opts *o, char *out, size_t cap, char *err, size_t errlen);
-/* The first visible GPU's compute capability from nvidia-smi, remembered in
- * cache_dir per device identity (the driver's information file of that GPU
- * under proc_root, UUID included, and its version) so that a later process
- * on the same device and driver does not ask again. */
-int kv_cuda_arch_at(const char *proc_root, const char *cache_dir, char *out, size_t cap, char *err,
-                    size_t errlen);
 /* The cuda policy: the candidate's own object may not call what kv_policy_check
  * forbids, nor a vendor library (cublas..., cudnn...) that the task's `allow`
  * list does not name. Same return as kv_policy_check. */
 int kv_policy_check_cuda(const char *obj_path, const struct kv_task *t, char *out, size_t cap,
                          char *err, size_t errlen);
-/* Parses ptxas -v lines into kernels[] (at most KV_MAX_KERNELS); returns the count. */
-int kv_parse_ptxas(const char *log, struct kv_kernel_res *k, int max);
 
 /* Builds several sources at once (the compile pool: one thread each, at most
  * as many running as there are cores). */

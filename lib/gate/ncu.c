@@ -12,8 +12,10 @@
 
 #include <jansson.h>
 
+#include "cudakit.h"
 #include "internal.h"
 #include "kevo/util.h"
+#include "toolcall.h"
 #include "toolrun.h"
 
 /* ---- CSV ------------------------------------------------------------------- */

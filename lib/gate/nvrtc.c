@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cudakit.h"
 #include "kevo/launch.h"
 
 #define KV_CUBIN_MAX ((size_t)64 << 20)

@@ -12,10 +12,12 @@
 
 #include <jansson.h>
 
+#include "cudakit.h"
 #include "internal.h"
 #include "vendor.h"
 #include "kevo/sandbox.h"
 #include "kevo/util.h"
+#include "toolcall.h"
 #include "toolrun.h"
 
 /* ---- the parser ------------------------------------------------------------ */
@@ -552,47 +554,6 @@ void kv_san_report_free(struct kv_san_report *r) {
 void kv_san_path(const struct kv_gate_opts *o, char *out, size_t cap) {
   kv_cuda_tool_find("KEVO_COMPUTE_SANITIZER", "compute-sanitizer",
                     "../compute-sanitizer/compute-sanitizer", o, out, cap);
-}
-
-/* The "Version 2025.3.0 ..." line of `TOOL --version`, less the word. */
-void kv_tool_version(const char *tool, char *out, size_t cap) {
-  out[0] = 0;
-  if (!tool || !*tool)
-    return;
-  char *argv[] = {(char *)tool, "--version", NULL};
-  char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C", NULL};
-  struct kv_buf b;
-  kv_buf_init(&b, 16384);
-  struct kv_proc_result pr;
-  char err[256];
-  if (kv_run(argv, envp, "/", 20, NULL, NULL, &b, &pr, err, sizeof err) == 0 && b.data) {
-    const char *v = strstr(b.data, "Version ");
-    if (v) {
-      v += 8;
-      size_t n = strcspn(v, " \n\r");
-      snprintf(out, cap, "%.*s", (int)(n < 64 ? n : 64), v);
-    }
-  }
-  kv_buf_release(&b);
-}
-
-const char *kv_tool_version_cached(const char *tool) {
-  static struct { char tool[PATH_MAX], v[80]; } seen[8];
-  static int n;
-  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-  if (!tool || !*tool)
-    return "";
-  pthread_mutex_lock(&lock);
-  int i = 0;
-  while (i < n && strcmp(seen[i].tool, tool) != 0)
-    i++;
-  if (i == n) {
-    i = n < 8 ? n++ : 7; /* a ninth tool takes the last one's place */
-    snprintf(seen[i].tool, sizeof seen[i].tool, "%s", tool);
-    kv_tool_version(tool, seen[i].v, sizeof seen[i].v);
-  }
-  pthread_mutex_unlock(&lock);
-  return seen[i].v;
 }
 
 const char *kv_san_version(const struct kv_gate_opts *o) {

@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "cudakit.h"
 #include "internal.h"
 #include "kevo/sandbox.h"
 #include "kevo/util.h"

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cudakit.h"
 #include "internal.h"
 #include "nvrtc.h"
+#include "torchbuild.h"
 
 static int cpu_prepare(const struct kv_gate_opts *o, char *desc, size_t cap, char *err,
                        size_t errlen) {

@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "kevo/task.h"
 #include "kevo/util.h"
+#include "toolcall.h"
 #include "toolrun.h"
 
 struct fx {
