@@ -420,6 +420,17 @@ int kv_gate_checks(struct kv_session *s, const char *refsrc, const char *cand_so
                    struct kv_gate_result *r, enum kv_verdict *worst, char *err, size_t errlen);
 /* Starts a worker of the session's surface and sends it the task (rw: the
  * torch worker when s->torch). */
+/* session.c's steps of kv_session_worker_up, for the orchestrator's threads
+ * (gate.c): spawn, then ready (HELLO and the task); what a cuda worker said
+ * of the device in its HELLO (NULL for cpu); a LOAD into a slot (candidate:
+ * the worker locks itself first), 1 with the loader's message in detail. */
+int kv_session_worker_spawn(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                            size_t errlen);
+int kv_session_worker_ready(struct kv_session *s, struct kv_worker *w, int *up, char *err,
+                            size_t errlen);
+json_t *kv_session_hello_cuda(struct kv_worker *w);
+int kv_session_load_slot(struct kv_worker *w, int slot, const char *so, int candidate, char *detail,
+                         size_t detlen);
 int kv_session_worker_up(struct kv_session *s, struct kv_worker *w, int *up, char *err,
                          size_t errlen);
 /* Loads `so` into a slot of w: 0, or 1 with the loader's message in detail. */

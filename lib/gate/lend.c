@@ -38,17 +38,21 @@ static int slot_of(struct kv_session *s, const char *id) {
   return -1;
 }
 
+/* Opt-in until the lent path is verified on a real GPU (it is on the
+ * stand-in driver, tests/gpu/test_kernels_fakedrv): KEVO_LEND=1. */
+int kv_lend_wanted(const struct kv_session *s) {
+  const char *on = getenv("KEVO_LEND");
+  return s->sf->device_in_worker && on && !strcmp(on, "1") && !getenv("KEVO_NO_LEND") &&
+         !(s->lend.tried && !s->lend.ipc);
+}
+
 int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
             const struct kv_sizeset *drawn, int calls, json_t **handles, char *err, size_t errlen) {
   struct kv_lend *L = &s->lend;
   *handles = NULL;
   if (L->tried && !L->ipc)
     return 0;
-  /* Opt-in until the lent path is verified on a real GPU (it is on the
-   * stand-in driver, tests/gpu/test_kernels_fakedrv): KEVO_LEND=1. */
-  const char *on = getenv("KEVO_LEND");
-  int opted = on && !strcmp(on, "1") && !getenv("KEVO_NO_LEND");
-  if (!s->sf->device_in_worker || !opted) {
+  if (!kv_lend_wanted(s)) {
     L->tried = 1;
     snprintf(L->why, sizeof L->why, "%s",
              !s->sf->device_in_worker ? "not a GPU surface"
@@ -57,9 +61,10 @@ int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
                  : "lending is opt-in until verified on a GPU: KEVO_LEND=1 turns it on");
     return 0;
   }
-  /* A reference.py task: the empty entry's clean kevo-worker lends. */
-  if (s->torch && !s->ew_up && kv_session_worker_up(s, &s->ew, &s->ew_up, err, errlen) < 0)
-    return -1;
+  /* A reference.py task: the empty entry's clean kevo-worker lends; the
+   * orchestrator starts it before the probe (lend.c calls no session code). */
+  if (s->torch && !s->ew_up)
+    return kv_error(err, errlen, "kevo: the clean worker that lends is not up (a bug of kevo's)");
   int i = slot_of(s, id);
   if (i < 0 && L->n == KV_LEND_MAX)
     return kv_error(err, errlen, "more than %d leases in one evaluation", KV_LEND_MAX);

@@ -45,6 +45,11 @@ struct kv_lend {
   size_t offset; /* from an allocation to its buffer */
 };
 
+/* Whether this session would lend: a GPU surface, KEVO_LEND=1 (opt-in until
+ * verified on a GPU), no KEVO_NO_LEND, and no earlier refusal. A reference.py
+ * task lends from the empty entry's worker, which the caller starts first. */
+int kv_lend_wanted(const struct kv_session *s);
+
 /* Whether the session's checks and timed calls use lent buffers: asks the
  * clean worker once (a LEND of `calls` calls under id, at the check set
  * `index` or the drawn set, or the bench set `index`); then, with the
