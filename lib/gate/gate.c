@@ -242,6 +242,9 @@ struct eval {
   double t_check; /* when correctness began, less up_wait */
   char ref_key[65], cand_key[65];
   char refsrc[PATH_MAX], basesrc[PATH_MAX], desc[512];
+  /* The candidate's bytes as read and hashed, in a private directory: what
+   * is built and debugged (the user's file may change meanwhile). */
+  char snap_dir[PATH_MAX], snap[PATH_MAX + 256];
 };
 
 /* What a stage of kv_gate_eval says: go on to the next, stop with the
@@ -287,17 +290,33 @@ static int eval_open(struct eval *e, const struct kv_gate_opts *o) {
   return 0;
 }
 
+/* The candidate's bytes, read once: hashed, and written to a private copy
+ * (same base name) that everything after reads, so that the hash names what
+ * was judged. */
+static int snapshot(struct eval *e) {
+  char *text = NULL;
+  size_t len = 0;
+  if (kv_read_file(e->candidate_path, KV_SOURCE_MAX, &text, &len, e->err, e->errlen) < 0)
+    return -1;
+  kv_sha256_hex(text, len, e->r->source_hash);
+  const char *tmp = getenv("TMPDIR"), *base = strrchr(e->candidate_path, '/');
+  int rc = kv_mkdtemp(tmp && *tmp ? tmp : "/tmp", "kevo-cand-", e->snap_dir, sizeof e->snap_dir,
+                      e->err, e->errlen);
+  if (rc == 0) {
+    snprintf(e->snap, sizeof e->snap, "%s/%s", e->snap_dir, base ? base + 1 : e->candidate_path);
+    rc = kv_write_file(e->snap, text, len, e->err, e->errlen);
+  }
+  free(text);
+  return rc;
+}
+
 /* The candidate read and hashed, the toolchain ready, the reference there;
  * workers kept warm by an earlier evaluation (kv_gate_warm) taken. */
 static int eval_prepare(struct eval *e) {
   struct kv_session *s = &e->s;
   /* The candidate must be readable before anything else happens. */
-  char *text = NULL;
-  size_t len = 0;
-  if (kv_read_file(e->candidate_path, KV_SOURCE_MAX, &text, &len, e->err, e->errlen) < 0)
+  if (snapshot(e) < 0)
     return STAGE_ERROR;
-  kv_sha256_hex(text, len, e->r->source_hash);
-  free(text);
   if (s->sf->prepare(e->o, e->desc, sizeof e->desc, e->err, e->errlen) < 0)
     return STAGE_ERROR;
   if (s->torch && kv_torch_worker_paths(s->worker_path, &s->tp, e->err, e->errlen) < 0)
@@ -328,7 +347,7 @@ static int eval_compile(struct eval *e) {
       up_start(&e->ups[0]);
     up_start(&e->ups[1]);
   }
-  const char *srcs[3] = {e->refsrc, e->candidate_path, e->basesrc};
+  const char *srcs[3] = {e->refsrc, e->snap, e->basesrc};
   e->njobs = e->basesrc[0] ? 3 : 2;
   for (int i = 0; i < e->njobs; i++) {
     e->jobs[i].t = e->t;
@@ -693,7 +712,7 @@ static void eval_after_verdict(struct eval *e, int rc) {
   /* The profiler and the debugger, when asked for: after the verdict, which
    * they never change (toolrun.h). */
   if (rc == 0)
-    kv_devtools_after(&e->s, &e->jobs[0].b, cand, e->refsrc, e->candidate_path, r);
+    kv_devtools_after(&e->s, &e->jobs[0].b, cand, e->refsrc, e->snap, r);
   kv_gate_mark(r, "end");
   for (int i = 0; i < 3; i++)
     kv_build_release(&e->jobs[i].b);
@@ -724,6 +743,8 @@ int kv_gate_eval(const struct kv_task *t, const char *candidate_path, const stru
   int rc = st == STAGE_ERROR ? -1 : 0;
   eval_stop_workers(&e, rc);
   eval_after_verdict(&e, rc);
+  if (e.snap_dir[0])
+    kv_rmtree(e.snap_dir);
   return rc;
 }
 

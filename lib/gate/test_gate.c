@@ -9,10 +9,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <math.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../lib/gate/internal.h"
 #include "../task/gen_core.h"
@@ -539,6 +541,79 @@ static void test_prebuild_fills_the_cache(void **state) {
   kv_task_free(t);
 }
 
+/* The candidate's bytes are read once (issue 33 must-hold 5): a FIFO that
+ * gives a correct kernel to its first reader and a wrong one to the next is
+ * judged on what was hashed. Before, the hash named the correct kernel and
+ * the build read the wrong one: wrong_output under the correct one's hash. */
+struct fifo_feed {
+  char path[4200];
+  const char *first, *second;
+};
+
+static void *fifo_writer(void *arg) {
+  struct fifo_feed *f = arg;
+  const char *texts[2] = {f->first, f->second};
+  for (int i = 0; i < 2; i++) {
+    int fd = open(f->path, O_WRONLY | O_CLOEXEC); /* blocks until a reader opens */
+    if (fd < 0)
+      return NULL;
+    ssize_t n = write(fd, texts[i], strlen(texts[i]));
+    (void)n;
+    close(fd);
+    /* The reader sees end of file only while no writer has the FIFO open:
+     * let it drain the first text before the second open. */
+    struct timespec gap = {0, 300 * 1000 * 1000};
+    nanosleep(&gap, NULL);
+  }
+  return NULL;
+}
+
+static void test_candidate_read_once(void **state) {
+  (void)state;
+  const char *src = getenv("KEVO_SOURCE_DIR");
+  if (!src)
+    src = KEVO_SOURCE_DIR;
+  char dir[4096], tmp[4096], err[1024];
+  snprintf(dir, sizeof dir, "%s/tests/adversarial/rowsum", src);
+  struct kv_task *t;
+  assert_int_equal(kv_task_load(dir, &t, err, sizeof err), 0);
+  assert_int_equal(kv_mkdtemp("/tmp", "kevo-readonce", tmp, sizeof tmp, err, sizeof err), 0);
+  struct fifo_feed f = {
+      .first = "void rowsum(const float *x, float *y, int rows, int cols) {\n"
+               "  for (int r = 0; r < rows; r++) { double s = 0; for (int c = 0; c < cols; c++)\n"
+               "  s += x[(long)r * cols + c]; y[r] = (float)s; } }\n",
+      .second = "void rowsum(const float *x, float *y, int rows, int cols) {\n"
+                "  for (int r = 0; r < rows; r++) y[r] = 0; (void)x; (void)cols; }\n"};
+  snprintf(f.path, sizeof f.path, "%s/cand.c", tmp);
+  assert_int_equal(mkfifo(f.path, 0600), 0);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, fifo_writer, &f), 0);
+  struct kv_gate_opts o;
+  kv_gate_opts_default(&o);
+  o.worker_path = getenv("KEVO_WORKER");
+  o.cache_dir = getenv("KEVO_CACHE_DIR");
+  o.timing = 0;
+  struct kv_gate_result *r = calloc(1, sizeof *r);
+  assert_int_equal(kv_gate_eval(t, f.path, &o, r, err, sizeof err), 0);
+  char want[65];
+  kv_sha256_hex(f.first, strlen(f.first), want);
+  print_message("read once: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
+  assert_string_equal(r->source_hash, want);
+  assert_string_equal(kv_verdict_name(r->verdict), "ok");
+  /* The writer waits for a second reader: the test is one. */
+  int fd = open(f.path, O_RDONLY | O_CLOEXEC);
+  char sink[512];
+  while (fd >= 0 && read(fd, sink, sizeof sink) > 0)
+    ;
+  if (fd >= 0)
+    close(fd);
+  pthread_join(th, NULL);
+  kv_gate_result_release(r);
+  free(r);
+  kv_rmtree(tmp);
+  kv_task_free(t);
+}
+
 /* The phases kv_gate_eval announced, in order, and what the "verdict" one
  * carried. */
 struct phases {
@@ -1032,6 +1107,7 @@ int main(void) {
       cmocka_unit_test(test_every_bench_size),
       cmocka_unit_test(test_drawn_size_keeps_ties),
       cmocka_unit_test(test_warm_workers),
+      cmocka_unit_test(test_candidate_read_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
