@@ -11,15 +11,17 @@
 
 static const struct kv_command commands[] = {
     {"eval", cmd_eval,
-     "kevo eval [--surface cpu|cuda] [--json] [--db PATH] [--seed N] [--no-timing] "
-     "[--budget SECONDS] [--timing-ci X|off] [--timing kevo|kernelbench] [--deadline SECONDS] "
+     "kevo eval [--surface cpu|cuda|torch] [--json] [--db PATH] [--seed N] [--no-timing] "
+     "[--budget SECONDS] [--timing-ci X|off] [--timing kevo|kernelbench|do_bench] [--deadline "
+     "SECONDS] "
      "[--torch-compile MODE] "
      "[--allow cublas,cublaslt,cudnn] TASK_DIR CANDIDATE [CANDIDATE...]",
      "judge candidate kernels (several: in turn, workers kept warm): exit 0 all accepted, 1 "
      "one rejected, 2 could not judge"},
     {"task", cmd_task,
-     "kevo task check [--surface cpu|cuda] [--deadline SECONDS] [--json] TASK_DIR | kevo task "
-     "starter [-o FILE] [--surface cpu|cuda] [--python PATH] [--deadline SECONDS] TASK_DIR",
+     "kevo task check [--surface cpu|cuda|torch] [--deadline SECONDS] [--json] TASK_DIR | kevo "
+     "task "
+     "starter [-o FILE] [--surface cpu|cuda|torch] [--python PATH] [--deadline SECONDS] TASK_DIR",
      "validate a task: the reference runs and no trivial output passes; or write a minimal "
      "correct candidate of an imported task"},
     {"doctor", cmd_doctor, "kevo doctor",
@@ -48,8 +50,8 @@ static const struct kv_command commands[] = {
      "[--small-limit N] [--explore C] [--rule-threshold N] [--rules-llm] [--online-attribution "
      "SHARE] "
      "[--attr-price R] [--skills on|off] [--seed S] "
-     "[--budget SECONDS] [--timing-ci X|off] [--timing kevo|kernelbench] [--no-timing] [--surface "
-     "cpu|cuda] [--starter FILE] "
+     "[--budget SECONDS] [--timing-ci X|off] [--timing kevo|kernelbench|do_bench] [--no-timing] "
+     "[--surface cpu|cuda|torch] [--starter FILE] "
      "[--db PATH] "
      "[--executor local|gpus|ssh|slurm] [--gpus LIST] [--executor-config FILE] [-o FILE] TASK_DIR",
      "search for the fastest accepted kernel; with no LLM, tune the starter's kevo:tune knobs"},
@@ -85,7 +87,7 @@ static const struct kv_command commands[] = {
      "FILE.py|DIR...",
      "write a task for each KernelBench-style PyTorch module (a DIR: every *.py in it)"},
     {"bench", cmd_bench,
-     "kevo bench [--strategy S] [--steps N] [--budget-usd X] [--surface cpu|cuda] [--json] "
+     "kevo bench [--strategy S] [--steps N] [--budget-usd X] [--surface cpu|cuda|torch] [--json] "
      "[--fresh] [--wait SECONDS] [--db PATH] [the options of kevo run] SUITE_DIR | kevo bench "
      "--show [ID] [--json]",
      "run a strategy over every task of a suite (resumable: run it again after a kill) and score "
