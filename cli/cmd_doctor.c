@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../lib/gate/internal.h" /* the compile caps, the object cache's cap, the lock dir */
+#include "../lib/gate/toolcall.h" /* the layers a profiler's target runs without */
 #include "cli.h"
 #include "kevo/import.h"
 #include "kevo/store.h"
@@ -182,6 +183,27 @@ static void probe_torch(const char *base, char *line, size_t cap) {
   json_decref(j);
 }
 
+/* A profiler's or debugger's target (kevo profile / sanitize, --profile,
+ * --debug): the candidate worker's layers but those the tool cannot work
+ * under, and where the tool's network is. Not probed: these tools need a GPU. */
+static void tool_target(const char *label, const char *tool, const char *var, const char *why) {
+  const char *off[16];
+  char store[256], list[256] = "";
+  int n = kv_tool_layers_off(tool, off, 16, store, sizeof store), host_net = 0;
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(off[i], "tool_netns")) {
+      host_net = 1;
+      continue;
+    }
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", off[i]);
+  }
+  printf("  %-23s the candidate worker's layers but %s off (%s); the tool %s\n", label,
+         list[0] ? list : "none", getenv(var) ? var : why,
+         host_net ? "in the host's network (tool_netns)"
+                  : "and its target in a network namespace of their own (loopback only)");
+}
+
 /* The torch surface's candidate worker (kevo_torch_cand.py): its three
  * stages applied to a Python process that then tries to write beside its
  * scratch, in /dev/shm and /tmp, and to fork once the third is on. */
@@ -300,6 +322,10 @@ static void children(const struct kv_probe *p, int probed) {
                               : "required: a host without one imports nothing");
   printf("  torch reference worker  %s\n", torch);
   printf("  torch candidate worker  %s\n", tcand);
+  tool_target("ncu's target", "ncu", "KEVO_NCU_WITHOUT",
+              "ncu hangs under seccomp and patches code, which the lock forbids");
+  tool_target("sanitizer's target", "compute-sanitizer", "KEVO_SANITIZER_WITHOUT",
+              "under seccomp its cuInit fails");
 }
 
 static void limits(void) {

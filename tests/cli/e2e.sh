@@ -227,6 +227,10 @@ expect "import without torch exits 2, naming the fix" 2 "cannot import torch.*se
 
 # --- doctor and device ---
 expect "doctor" 0 "doctor: all good" -- "$K" doctor
+# Every kind of child (issue 30), profilers' targets too, with what is off and why.
+expect "doctor: ncu's target" 0 "ncu's target .* seccomp.* off \\(ncu hangs under seccomp" -- "$K" doctor
+KEVO_SANITIZER_WITHOUT=seccomp,tool_netns expect "doctor: sanitizer's target as set" 0 \
+  "sanitizer's target .* but seccomp off \\(KEVO_SANITIZER_WITHOUT\\); the tool in the host's network" -- "$K" doctor
 expect "device" 0 "bandwidth" -- "$K" device
 
 echo "cli e2e: $pass passed, $fail failed"
