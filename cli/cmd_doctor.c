@@ -60,6 +60,31 @@ static int probe_run(char **argv, const char *scratch, char *out, size_t cap) {
   return probe_run_capped(argv, scratch, NULL, out, cap);
 }
 
+/* A Python probe's JSON line: NULL when it failed or refused to run (line
+ * says so), else the object (the caller's to release). */
+static json_t *probe_json(char **argv, const char *scratch, char *line, size_t cap) {
+  char out[1024];
+  if (probe_run(argv, scratch, out, sizeof out) < 0) {
+    snprintf(line, cap, "FAILED: %s", out);
+    return NULL;
+  }
+  json_t *j = json_loads(out, 0, NULL);
+  const char *refused = json_string_value(json_object_get(j, "refused"));
+  if (!j || refused) {
+    snprintf(line, cap, j ? "REFUSES to run: %s" : "FAILED: unreadable answer: %s",
+             j ? refused : out);
+    json_decref(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* A probe's field, "?" where it has none. */
+static const char *jstr(json_t *j, const char *k) {
+  const char *v = json_string_value(json_object_get(j, k));
+  return v ? v : "?";
+}
+
 /* kevo-sandbox (the compilers' and the import/synthesize helper's): a shell
  * inside it (started with `extra`: the helper's -s -d BYTES -R) reports
  * no_new_privs, seccomp, its network interfaces, whether it can write beside
@@ -124,7 +149,7 @@ static void probe_kevo_sandbox(const char *base, const char *name, const char *c
 /* The torch reference worker's two stages (kevo_torch_worker.py), applied to
  * a Python process that then tries to write beside its scratch. */
 static void probe_torch(const char *base, char *line, size_t cap) {
-  char script[PATH_MAX], dir[PATH_MAX], py[PATH_MAX], scratch[PATH_MAX + 16], out[1024];
+  char script[PATH_MAX], dir[PATH_MAX], py[PATH_MAX], scratch[PATH_MAX + 16];
   if (kv_find_shipped("kevo_torch_worker.py", NULL, 1, script, sizeof script) < 0) {
     snprintf(line, cap, "kevo_torch_worker.py not found (rebuild kevo)");
     return;
@@ -160,26 +185,18 @@ static void probe_torch(const char *base, char *line, size_t cap) {
                   dir,
                   scratch,
                   NULL};
-  if (probe_run(argv, scratch, out, sizeof out) < 0) {
-    snprintf(line, cap, "FAILED: %s", out);
+  json_t *j = probe_json(argv, scratch, line, cap);
+  if (!j)
     return;
-  }
-  json_t *j = json_loads(out, 0, NULL);
-#define S(k)                                                                                       \
-  (json_string_value(json_object_get(j, k)) ? json_string_value(json_object_get(j, k)) : "?")
-  if (json_object_get(j, "refused"))
-    snprintf(line, cap, "REFUSES to run: %s", S("refused"));
-  else
-    snprintf(line, cap,
-             "netns %s, no_new_privs %s, rlimits %s (memory %lld GiB) at start; at the first "
-             "LOAD landlock %s (ABI %d, writes beside scratch %s), seccomp %s (execve, fork "
-             "and PROT_EXEC allowed: torch.compile runs compilers and loads their code); writes "
-             "in /dev/shm %s, in /tmp %s",
-             S("netns"), S("no_new_privs"), S("rlimits"),
-             (long long)json_integer_value(json_object_get(j, "data_limit_bytes")) >> 30,
-             S("landlock"), (int)json_integer_value(json_object_get(j, "landlock_abi")), S("write"),
-             S("seccomp"), S("shm_w"), S("tmp_w"));
-#undef S
+  snprintf(line, cap,
+           "netns %s, no_new_privs %s, rlimits %s (memory %lld GiB) at start; at the first "
+           "LOAD landlock %s (ABI %d, writes beside scratch %s), seccomp %s (execve, fork "
+           "and PROT_EXEC allowed: torch.compile runs compilers and loads their code); writes "
+           "in /dev/shm %s, in /tmp %s",
+           jstr(j, "netns"), jstr(j, "no_new_privs"), jstr(j, "rlimits"),
+           (long long)json_integer_value(json_object_get(j, "data_limit_bytes")) >> 30,
+           jstr(j, "landlock"), (int)json_integer_value(json_object_get(j, "landlock_abi")),
+           jstr(j, "write"), jstr(j, "seccomp"), jstr(j, "shm_w"), jstr(j, "tmp_w"));
   json_decref(j);
 }
 
@@ -208,7 +225,7 @@ static void tool_target(const char *label, const char *tool, const char *var, co
  * stages applied to a Python process that then tries to write beside its
  * scratch, in /dev/shm and /tmp, and to fork once the third is on. */
 static void probe_torch_cand(const char *base, char *line, size_t cap) {
-  char script[PATH_MAX], dir[PATH_MAX], py[PATH_MAX], scratch[PATH_MAX + 16], out[1024];
+  char script[PATH_MAX], dir[PATH_MAX], py[PATH_MAX], scratch[PATH_MAX + 16];
   if (kv_find_shipped("kevo_torch_cand.py", NULL, 1, script, sizeof script) < 0) {
     snprintf(line, cap, "kevo_torch_cand.py not found (rebuild kevo)");
     return;
@@ -253,24 +270,17 @@ static void probe_torch_cand(const char *base, char *line, size_t cap) {
       dir,
       scratch,
       NULL};
-  if (probe_run(argv, scratch, out, sizeof out) < 0) {
-    snprintf(line, cap, "FAILED: %s", out);
+  json_t *j = probe_json(argv, scratch, line, cap);
+  if (!j)
     return;
-  }
-  json_t *j = json_loads(out, 0, NULL);
-#define S(k)                                                                                       \
-  (json_string_value(json_object_get(j, k)) ? json_string_value(json_object_get(j, k)) : "?")
-  if (json_object_get(j, "refused"))
-    snprintf(line, cap, "REFUSES to run: %s", S("refused"));
-  else
-    snprintf(line, cap,
-             "netns %s, no_new_privs %s, rlimits %s, scratch %s (a private tmpfs: Triton's and "
-             "torch's caches) at start; at LOAD landlock %s (writes beside scratch %s, in "
-             "/dev/shm %s, in /tmp %s), seccomp %s; once ModelNew is built no new processes %s "
-             "(fork %s)",
-             S("netns"), S("no_new_privs"), S("rlimits"), S("scratch"), S("landlock"), S("write"),
-             S("shm_w"), S("tmp_w"), S("seccomp"), S("no_process"), S("fork"));
-#undef S
+  snprintf(line, cap,
+           "netns %s, no_new_privs %s, rlimits %s, scratch %s (a private tmpfs: Triton's and "
+           "torch's caches) at start; at LOAD landlock %s (writes beside scratch %s, in "
+           "/dev/shm %s, in /tmp %s), seccomp %s; once ModelNew is built no new processes %s "
+           "(fork %s)",
+           jstr(j, "netns"), jstr(j, "no_new_privs"), jstr(j, "rlimits"), jstr(j, "scratch"),
+           jstr(j, "landlock"), jstr(j, "write"), jstr(j, "shm_w"), jstr(j, "tmp_w"),
+           jstr(j, "seccomp"), jstr(j, "no_process"), jstr(j, "fork"));
   json_decref(j);
 }
 
