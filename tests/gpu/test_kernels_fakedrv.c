@@ -110,7 +110,9 @@ static const struct {
     {"relay_reply", 1u << KV_V_WRONG_OUTPUT},
     {"defer", 1u << KV_V_IMPLAUSIBLE | 1u << KV_V_STALE_OUTPUT},
     {"hook", 1u << KV_V_UNWRITTEN_OUTPUT},
-    {"good", 1u << KV_V_OK},
+    /* the stand-in's CPU-backed "GPU" can read as interference on a loaded
+     * host (CI at -j3): never an attack accepted */
+    {"good", 1u << KV_V_OK | 1u << KV_V_INTERFERENCE},
 };
 
 static int eval_method; /* eval_timed's kv_gate_opts.timing_method */
