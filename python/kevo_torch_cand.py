@@ -160,9 +160,9 @@ def sb_lock2(cand_path):
         reads.append(cand_path)  # the one file, not its directory
     writes = [j["scratch"], "/dev/null"]
     if j["cuda"]:
-        # What cuInit reads besides /proc/driver/nvidia, /sys/devices and
-        # /sys/bus/pci (kevo-worker's cuda runtime found these on an H200):
-        # here CUDA starts after Landlock, at the candidate's first use.
+        # What the driver may read later besides /proc/driver/nvidia,
+        # /sys/devices and /sys/bus/pci (kevo-worker's cuda runtime found
+        # these on an H200); CUDA itself started before (cuda_start).
         reads += ["/proc/devices", "/sys/module/nvidia", "/proc/sys/vm/mmap_min_addr"]
         writes += ["/dev/" + n for n in sorted(os.listdir("/dev")) if n.startswith("nvidia")]
     try:
@@ -489,6 +489,27 @@ def ensure_torch():
         ktw.kimp = k
 
 
+def cuda_start():
+    """CUDA's context, and Triton's driver where Triton is installed, made
+    before stage 2, as the reference worker makes them at HELLO: under
+    Landlock cuInit fails (torch: "Unexpected error from cudaGetDeviceCount",
+    seen on an H200); once made, the driver works on the descriptors it
+    opened. Nothing of the candidate has been read yet."""
+    ensure_torch()
+    try:
+        torch.cuda.init()
+        torch.cuda.set_device(0)
+        torch.empty(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+    except Exception as e:
+        raise Fail("torch cannot use the GPU: %s: %s" % (type(e).__name__, e))
+    try:
+        import triton
+        triton.runtime.driver.active.get_current_device()
+    except Exception:  # no Triton here, or an older one: the candidate's own import says
+        pass
+
+
 def prepare(req):
     """What LOAD (or the empty entry's first phase) needs before any code of
     the task or the candidate: reference.py read, stage 2, torch."""
@@ -503,6 +524,8 @@ def prepare(req):
             tree_src = open(ref, "rb").read()
         except OSError as e:
             raise Fail("%s: %s" % (ref, e.strerror))
+        if state["surface"] == "cuda":
+            cuda_start()
         sb_lock2(os.path.realpath(cand) if cand else None)
         state["locked"] = True
         ensure_torch()

@@ -33,7 +33,11 @@ cat "$OUT/g.err"
 "$PY" - "$OUT/g.jsonl" <<'PYEOF' || fail "verdicts (above)"
 import json, sys
 want = [("ok_torch", {"ok"}), ("ok_triton", {"ok"}), ("mutate_input", {"input_mutated"}),
-        ("mutate_weight", {"input_mutated"}), ("cache_ptr", {"stale_output"}),
+        ("mutate_weight", {"input_mutated"}),
+        # On the GPU the first check call at a size may return what the
+        # LOAD's warm-up forward (inputs kevo never drew) left at the same
+        # device address: kevo cannot name it stale, only wrong (H200).
+        ("cache_ptr", {"stale_output", "wrong_output"}),
         ("cache_last", {"wrong_output", "stale_output"}), ("fallback_module", {"wrong_output"}),
         ("side_ctor", {"ok"})]
 got = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -41,7 +45,8 @@ bad = len(got) != len(want)
 for (name, ok), r in zip(want, got):
     print("%-16s %-14s %s" % (name, r["verdict"], r["detail"][:140]))
     if r["verdict"] not in ok:
-        print("  FAIL: expected %s" % " or ".join(sorted(ok)))
+        print("  FAIL: expected %s; in full: %s" % (" or ".join(sorted(ok)), r["detail"]))
+        print("  its stderr: %s" % r.get("stderr", "")[-1500:])
         bad = True
     if "ESCAPED" in r.get("stderr", ""):
         print("  FAIL: an escape: %s" % r["stderr"][-400:])
