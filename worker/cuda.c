@@ -168,6 +168,8 @@ static int setup(json_t *j) {
       memcpy(&cu_page.a.ipc.get, &g_, sizeof g_);
       memcpy(&cu_page.a.ipc.open, &o_, sizeof o_);
       memcpy(&cu_page.a.ipc.close, &c_, sizeof c_);
+      void *r_ = dlsym(h, "cuMemGetAddressRange_v2");
+      memcpy(&cu_page.a.ipc.range, &r_, sizeof r_);
     }
   }
   CUresult r;
@@ -950,6 +952,133 @@ static int lend_read(json_t *req) {
   return rc;
 }
 
+/* ---- the lender reads the borrower's own buffers (its timed calls) ---- */
+
+/* Maps a buffer another process exported (hex), of at least `need` bytes
+ * where the driver says sizes: 0 (*d mapped; unmap with ipc.close), or what
+ * was wrong in why. */
+static int peek_open(const char *hex, size_t need, CUdeviceptr *d, char *why, size_t cap) {
+  CUipcMemHandle h;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  *d = 0;
+  if (unhex(hex, (unsigned char *)h.reserved, sizeof h.reserved) < 0)
+    return snprintf(why, cap, "not a handle"), -1;
+  CUresult r = cu_page.a.ipc.open(d, h, KV_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  if (r != KV_CU_SUCCESS)
+    return snprintf(why, cap, "cuIpcOpenMemHandle: %s", cu_msg(r)), *d = 0, -1;
+  if (cu_page.a.ipc.range &&
+      (cu_page.a.ipc.range(&base, &size, *d) != KV_CU_SUCCESS || base != *d || size < need)) {
+    cu_page.a.ipc.close(*d);
+    *d = 0;
+    return snprintf(why, cap, "%zu bytes where the call needs %zu", size, need), -1;
+  }
+  return 0;
+}
+
+/* Opens row's buffers that a read needs (outputs; inputs too with `inputs`)
+ * into d: 0, or -1 with why (the others closed). */
+static int peek_row(json_t *row, const int64_t nelem[KV_MAX_PARAMS], int inputs,
+                    CUdeviceptr d[KV_MAX_PARAMS], char *why, size_t cap) {
+  for (int p = 0; p < task->nparams; p++) {
+    enum kv_role r = task->params[p].role;
+    char w[300];
+    d[p] = 0;
+    if (!(kv_is_output(r) || (inputs && r == KV_ROLE_IN)))
+      continue;
+    if (peek_open(json_string_value(json_array_get(row, (size_t)p)), kv_param_bytes(task, p, nelem),
+                  &d[p], w, sizeof w) < 0) {
+      for (int q = 0; q < p; q++)
+        if (d[q])
+          cu_page.a.ipc.close(d[q]);
+      return snprintf(why, cap, "%s: %s", task->params[p].name, w), -1;
+    }
+  }
+  return 0;
+}
+
+/* One validated timed call of the candidate's, read from its own buffers
+ * ("row": the handles its worker exported once it had allocated them), the
+ * candidate's process stopped, the GPU settled: the outputs' sample
+ * "sample", then with "inputs" the inputs' (kv_pack_call's layout). Mapped
+ * here for the read only. A handle that does not map, or names less than
+ * the call's bytes, is the candidate's doing: a reply_error saying so. */
+static int lend_peek(json_t *req) {
+  const struct kv_sizeset *s = pick_set(req);
+  json_t *row = json_object_get(req, "row"), *js = json_object_get(req, "sample");
+  int inputs = json_is_true(json_object_get(req, "inputs"));
+  double limit = json_number_value(json_object_get(req, "settle_s"));
+  int64_t nelem[KV_MAX_PARAMS], snelem[KV_MAX_PARAMS];
+  CUdeviceptr d[KV_MAX_PARAMS];
+  char why[600];
+  if (!s || !json_is_integer(js) || !json_is_array(row) ||
+      json_array_size(row) != (size_t)task->nparams)
+    return reply_error("bad LEND peek request");
+  if (!cu_page.a.ipc.open)
+    return reply_error("this driver offers no CUDA IPC (cuIpcOpenMemHandle)");
+  if (kv_layout(task, s, nelem, why, sizeof why) < 0)
+    return reply_error("%s", why);
+  kv_sample_layout(task, nelem, snelem);
+  size_t total = kv_call_bytes(task, snelem, inputs), off = 0;
+  uint8_t *blob = total ? malloc(total) : NULL;
+  if (total && !blob)
+    return reply_error("out of memory for %zu bytes", total);
+  json_t *rep = json_object();
+  settle((uint64_t)((limit > 0 ? limit : 3.0) * 1e9), rep);
+  if (peek_row(row, nelem, inputs, d, why, sizeof why) < 0) {
+    free(blob);
+    json_decref(rep);
+    return reply_error("the buffers the candidate's worker named: %s", why);
+  }
+  uint64_t sseed = (uint64_t)json_integer_value(js);
+  for (int pass = 0; pass < 2; pass++)
+    for (int p = 0; p < task->nparams; p++) {
+      enum kv_role r = task->params[p].role;
+      if (pass == 0 ? kv_is_output(r) : inputs && r == KV_ROLE_IN) {
+        CK(copy_back(d[p], p, nelem[p], 1, sseed, blob + off), "copying %s back",
+           task->params[p].name);
+        off += kv_param_bytes(task, p, snelem);
+      }
+    }
+  for (int p = 0; p < task->nparams; p++)
+    if (d[p])
+      cu_page.a.ipc.close(d[p]);
+  int rc = reply(KV_MSG_REPLY, rep, blob, off);
+  free(blob);
+  return rc;
+}
+
+/* The probe's two halves, before a candidate is loaded: "export" (the
+ * candidate's worker, still clean: one small buffer of its own, its handle)
+ * and "open" (the lender: that handle maps here). */
+#define PEEK_PROBE_BYTES 4096
+static int lend_probe_export(void) {
+  static CUdeviceptr b;
+  CUipcMemHandle h;
+  char hex[2 * KV_CU_IPC_HANDLE_BYTES + 1];
+  if (!cu_page.a.ipc.get)
+    return reply_error("this driver offers no CUDA IPC (cuIpcGetMemHandle)");
+  CUresult r = b ? KV_CU_SUCCESS : cu.MemAlloc(&b, PEEK_PROBE_BYTES);
+  if (r == KV_CU_SUCCESS)
+    r = cu_page.a.ipc.get(&h, b);
+  if (r != KV_CU_SUCCESS)
+    return reply_error("exporting a buffer: %s", cu_msg(r));
+  hex_of((const unsigned char *)h.reserved, sizeof h.reserved, hex);
+  return reply(KV_MSG_REPLY, json_pack("{s:s}", "handle", hex), NULL, 0);
+}
+
+static int lend_probe_open(json_t *req) {
+  CUdeviceptr d;
+  char why[300];
+  if (!cu_page.a.ipc.open)
+    return reply_error("this driver offers no CUDA IPC (cuIpcOpenMemHandle)");
+  if (peek_open(json_string_value(json_object_get(req, "handle")), PEEK_PROBE_BYTES, &d, why,
+                sizeof why) < 0)
+    return reply_error("mapping the candidate's worker's buffer: %s", why);
+  cu_page.a.ipc.close(d);
+  return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+}
+
 static int lent_row(json_t *row, size_t off, CUdeviceptr d[KV_MAX_PARAMS], char *err, size_t cap);
 
 static int cuda_lend(json_t *req) {
@@ -964,6 +1093,12 @@ static int cuda_lend(json_t *req) {
     return lend_fill(req);
   if (!strcmp(op, "read"))
     return lend_read(req);
+  if (!strcmp(op, "peek"))
+    return lend_peek(req);
+  if (!strcmp(op, "export"))
+    return lend_probe_export();
+  if (!strcmp(op, "open"))
+    return lend_probe_open(req);
   if (!strcmp(op, "map")) { /* a clean borrower's test: these handles map here */
     json_t *row;
     size_t i, off = (size_t)json_integer_value(json_object_get(req, "offset"));
@@ -1198,11 +1333,10 @@ static struct {
   CUdeviceptr (*d)[KV_MAX_PARAMS]; /* cap x params: every call's buffers */
   uint64_t (*scal)[KV_MAX_PARAMS];
   void *hin[KV_MAX_PARAMS]; /* host staging for generated inputs */
-  int lent;                 /* d are the clean worker's (mapped, not ours to free) */
 } cph;
 
 static void phase_free(void) {
-  for (int c = 0; c < cph.cap && cph.d && !cph.lent; c++)
+  for (int c = 0; c < cph.cap && cph.d; c++)
     free_all(cph.d[c], KV_MAX_PARAMS);
   for (int p = 0; p < KV_MAX_PARAMS; p++)
     free(cph.hin[p]);
@@ -1237,28 +1371,39 @@ static const char *phase_alloc(const struct kv_sizeset *s, const int64_t nelem[K
   return NULL;
 }
 
-/* The phase's buffers lent by the clean worker (the request's "lent": a row
- * of handles per call, "offset"): NULL, or what went wrong in err. */
-static const char *phase_lent(const struct kv_sizeset *s, const int64_t nelem[KV_MAX_PARAMS],
-                              json_t *lent, size_t off, char *err, size_t cap) {
-  int m = (int)json_array_size(lent);
-  phase_free();
-  cph.d = calloc((size_t)m, sizeof *cph.d);
-  cph.scal = calloc((size_t)m, sizeof *cph.scal);
-  cph.lent = 1;
-  if (!cph.d || !cph.scal)
-    return phase_free(), "host memory";
-  cph.cap = m;
-  cph.s = s;
-  memcpy(cph.nelem, nelem, sizeof cph.nelem);
-  for (int p = 0; p < task->nparams; p++)
-    if (kv_is_input(task->params[p].role) && gen_state < 0 &&
-        !(cph.hin[p] = malloc(kv_param_bytes(task, p, nelem) + 1)))
-      return phase_free(), "host memory";
-  for (int c = 0; c < m; c++)
-    if (lent_row(json_array_get(lent, (size_t)c), off, cph.d[c], err, cap) < 0)
-      return phase_free(), err;
-  return NULL;
+/* Call c's exported buffers (kevo validates timed calls from them): a row
+ * of handle texts, null for non-buffers; NULL when the driver cannot. */
+static json_t *phase_export_row(int c) {
+  json_t *row = json_array();
+  for (int p = 0; p < task->nparams; p++) {
+    CUipcMemHandle h;
+    char hex[2 * KV_CU_IPC_HANDLE_BYTES + 1];
+    if (!is_buffer(task->params[p].role) || !cph.d[c][p]) {
+      json_array_append_new(row, json_null());
+      continue;
+    }
+    if (cu_page.a.ipc.get(&h, cph.d[c][p]) != KV_CU_SUCCESS) {
+      json_decref(row);
+      return NULL;
+    }
+    hex_of((const unsigned char *)h.reserved, sizeof h.reserved, hex);
+    json_array_append_new(row, json_string(hex));
+  }
+  return row;
+}
+
+/* The handles of the first m calls' buffers, or a reply_error. */
+static int phase_export(int m) {
+  json_t *rows = json_array();
+  for (int c = 0; c < m; c++) {
+    json_t *row = cu_page.a.ipc.get ? phase_export_row(c) : NULL;
+    if (!row) {
+      json_decref(rows);
+      return reply_error("exporting call %d's buffers (cuIpcGetMemHandle) failed", c);
+    }
+    json_array_append_new(rows, row);
+  }
+  return reply(KV_MSG_REPLY, json_pack("{s:o}", "export", rows), NULL, 0);
 }
 
 static int cuda_time(json_t *req) {
@@ -1281,20 +1426,7 @@ static int cuda_time(json_t *req) {
   if (kv_layout(task, s, nelem, err, sizeof err) < 0)
     return reply_error("%s", err);
   CUresult cr = KV_CU_SUCCESS;
-  json_t *lent = json_object_get(req, "lent");
-  const char *oom = NULL;
-  if (json_is_array(lent)) {
-    if ((int)json_array_size(lent) < m)
-      return reply_error("bad TIME request (%zu lent calls for %d)", json_array_size(lent), m);
-    char lerr[600];
-    if ((oom =
-             phase_lent(s, nelem, lent, (size_t)json_integer_value(json_object_get(req, "offset")),
-                        lerr, sizeof lerr)) != NULL)
-      return reply_error("the lent buffers: %s", oom);
-  } else if (cph.lent && (cph.s != s || cph.cap < m))
-    return reply_error("bad TIME request (the lent buffers are for other sizes or fewer calls)");
-  else if (!cph.lent)
-    oom = phase_alloc(s, nelem, m, &cr);
+  const char *oom = phase_alloc(s, nelem, m, &cr);
   if (oom)
     return reply_error("out of memory for %d calls' buffers (%s%s%s)", m, oom, cr ? ": " : "",
                        cr ? cu_msg(cr) : "");
@@ -1310,8 +1442,12 @@ static int cuda_time(json_t *req) {
   int each = flush && json_is_true(json_object_get(req, "flush_each"));
   cph.m = 0;
   last_set = NULL;
+  /* With "export": the buffers' handles, for kevo's clean worker to read
+   * validated calls from once this process is stopped (lend_peek). */
   if (alloc_only)
-    return reply(KV_MSG_REPLY, json_object(), NULL, 0);
+    return json_is_true(json_object_get(req, "export"))
+               ? phase_export(m)
+               : reply(KV_MSG_REPLY, json_object(), NULL, 0);
   /* Fresh inputs for every call (generated on the device, the same bytes as
    * the host's generator, else on the host and copied), poisoned outputs. */
   for (int c = 0; c < m; c++) {

@@ -42,9 +42,13 @@ typedef CUresult (*kv_cu_func_get_param_info)(CUfunction, size_t, size_t *, size
 
 /* CUDA IPC (optional too: without it, or where the driver refuses it, the
  * gate says that the candidate's own process carried its results): the
- * clean worker allocates the buffers of the candidate's checked and
- * validated calls and exports a handle to each (cuIpcGetMemHandle); the
- * candidate's worker maps them (cuIpcOpenMemHandle) and runs into them. */
+ * clean worker allocates the buffers of the candidate's checked calls and
+ * exports a handle to each (cuIpcGetMemHandle); the candidate's worker maps
+ * them (cuIpcOpenMemHandle) and runs into them. Its timed calls run in its
+ * own buffers (memory mapped from another process is slower to work in:
+ * 1.8x for 256 MB on an H200, bench/ipc_cost.cu), whose handles it exports
+ * once allocated; the clean worker maps those to read validated calls, and
+ * checks their size (cuMemGetAddressRange). */
 #define KV_CU_IPC_HANDLE_BYTES 64
 typedef struct {
   char reserved[KV_CU_IPC_HANDLE_BYTES];
@@ -54,6 +58,7 @@ struct kv_cu_ipc {
   CUresult (*get)(CUipcMemHandle *, CUdeviceptr);
   CUresult (*open)(CUdeviceptr *, CUipcMemHandle, unsigned int);
   CUresult (*close)(CUdeviceptr);
+  CUresult (*range)(CUdeviceptr *, size_t *, CUdeviceptr); /* optional within */
 };
 
 /* X(member, symbol, fallback symbol or "", return, parameters) */

@@ -118,7 +118,52 @@ int kv_lend_probe(struct kv_session *s, char *err, size_t errlen) {
     s->lend.ipc = 0;
     snprintf(s->lend.why, sizeof s->lend.why,
              "the candidate's worker cannot map the clean worker's buffers: %.220s", d);
+    return 0;
   }
+  /* The other way too: the candidate's timed calls run in its own buffers,
+   * which the clean worker maps to read the validated ones. */
+  req = json_pack("{s:s}", "op", "export");
+  r = NULL;
+  st = kv_worker_call(&s->cw, KV_MSG_LEND, req, lend_deadline(s), &r, NULL, 0, d, sizeof d);
+  json_decref(req);
+  const char *hex = json_string_value(json_object_get(r, "handle"));
+  if (st == KV_CALL_OK && hex)
+    st = lend_call(s, json_pack("{s:s,s:s}", "op", "open", "handle", hex), 0, NULL, NULL, d,
+                   sizeof d);
+  else if (st == KV_CALL_OK)
+    snprintf(d, sizeof d, "a malformed answer");
+  json_decref(r);
+  if (st != KV_CALL_OK) {
+    s->lend.ipc = 0;
+    snprintf(s->lend.why, sizeof s->lend.why,
+             "the clean worker cannot map the candidate's worker's buffers: %.220s", d);
+  }
+  return 0;
+}
+
+#define PEEK_THEIRS "the buffers the candidate's worker named"
+
+int kv_lend_peek(struct kv_session *s, int index, json_t *row, uint64_t sseed, int inputs,
+                 size_t want, uint8_t **blob, char *why, size_t whylen, char *err, size_t errlen) {
+  char d[1024];
+  json_t *rep = NULL;
+  json_t *req = json_pack("{s:s,s:s,s:i,s:O,s:I,s:b,s:f}", "op", "peek", "set", "bench", "index",
+                          index, "row", row, "sample", (json_int_t)sseed, "inputs", inputs,
+                          "settle_s", KV_LEND_SETTLE_S);
+  enum kv_call_status st = lend_call(s, req, want, blob, &rep, d, sizeof d);
+  if (st == KV_CALL_ERROR && !strncmp(d, PEEK_THEIRS, strlen(PEEK_THEIRS))) {
+    json_decref(rep);
+    snprintf(why, whylen, "%s", d);
+    return 1;
+  }
+  if (st != KV_CALL_OK) {
+    json_decref(rep);
+    return kv_error(err, errlen, "the reference worker could not read the candidate's buffers: %s",
+                    d);
+  }
+  double settle = (double)json_integer_value(json_object_get(rep, "settle_ns"));
+  s->lend.settle_max_ns = settle > s->lend.settle_max_ns ? settle : s->lend.settle_max_ns;
+  json_decref(rep);
   return 0;
 }
 

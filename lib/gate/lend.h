@@ -6,14 +6,20 @@
  * the call into the lent buffers and may say only that it returned, kevo
  * stops it, and the clean worker, once the GPU runs nothing of another
  * process (its probe kernel runs promptly), copies outputs, inputs and guard
- * zones back in its own context. Timed calls run in lent buffers too: after
- * each candidate phase the clean worker settles the GPU (what that takes
- * beyond its probe's time alone is charged to the phase) and reads the
- * validated calls. The lender is the reference's kevo-worker (rw), or for
- * a reference.py task the empty entry's (ew). Where it cannot lend (no CUDA
- * IPC in the driver, the torch surface), the old path runs (the candidate's
- * worker copies its results back) and the verdict's detail says so.
- * docs/verdict.md: which process produces each number. */
+ * zones back in its own context. Timed calls run in the candidate's own
+ * buffers (memory mapped from another process is slower to work in: 1.8x
+ * for 256 MB on an H200, bench/ipc_cost.cu), whose handles its worker
+ * exports once it has allocated them, before anything is timed: after each
+ * candidate phase the clean worker settles the GPU (what that takes beyond
+ * its probe's time alone is charged to the phase) and, the candidate's
+ * process stopped, maps those buffers and reads the validated calls. A
+ * handle the candidate's process forged buys nothing: the call's outputs
+ * must be right for inputs drawn afresh for that phase, which is the work
+ * itself, done inside kevo's clock or found running after it. The lender is the reference's
+ * kevo-worker (rw), or for a reference.py task the empty entry's (ew). Where it cannot lend (no
+ * CUDA IPC in the driver, the torch surface), the old path runs (the candidate's worker copies its
+ * results back) and the verdict's detail says so. docs/verdict.md: which process produces each
+ * number. */
 #ifndef KEVO_GATE_LEND_H
 #define KEVO_GATE_LEND_H
 
@@ -59,11 +65,20 @@ int kv_lend_wanted(const struct kv_session *s);
 int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
             const struct kv_sizeset *drawn, int calls, json_t **handles, char *err, size_t errlen);
 /* Before the candidate is loaded into s->cw (its worker still clean): the
- * clean worker lends one call and s->cw maps it. Where either cannot, the
+ * clean worker lends one call and s->cw maps it; s->cw exports a buffer of
+ * its own and the clean worker maps that (the timed calls' way). Where either cannot, the
  * old path runs for the whole evaluation, said in the verdict (s->lend.why);
  * a failure after the candidate is loaded is the candidate's. 0, or -1 with
  * err when the clean worker failed. */
 int kv_lend_probe(struct kv_session *s, char *err, size_t errlen);
+/* A validated timed call of the candidate's phase at bench set `index`,
+ * read by the clean worker from the candidate's own buffers (row: the
+ * handles its worker exported, per param), the GPU settled: sample sseed of
+ * the outputs, and with inputs of the inputs, `want` bytes into *blob. 0; 1
+ * when those buffers cannot be read (the candidate's doing: why says what);
+ * -1 with err when kevo failed. */
+int kv_lend_peek(struct kv_session *s, int index, json_t *row, uint64_t sseed, int inputs,
+                 size_t want, uint8_t **blob, char *why, size_t whylen, char *err, size_t errlen);
 /* Call `call` of lease id: fresh inputs (seed), poisoned outputs, guard
  * zones keyed by seed ^ key. */
 int kv_lend_fill(struct kv_session *s, const char *id, int call, uint64_t seed, int poison,

@@ -21,11 +21,12 @@
  * - Which calls are validated is drawn by the parent after each phase is
  *   over; their outputs and inputs are read and compared with the
  *   reference's on the same fresh inputs, computed in the clean worker.
- *   cuda: the candidate's timed calls run in buffers the clean worker lends
- *   (lend.h); every phase of every side ends, inside kevo's clock, with its
- *   worker stopped and the GPU settled (the clean worker's probe runs
- *   promptly), so work a candidate leaves running after it answers counts
- *   as its phase's, and the clean worker reads the validated calls itself.
+ *   cuda, lending (lend.h): the candidate's timed calls run in its own
+ *   buffers, whose handles its worker gave before anything was timed; every
+ *   phase of every side ends, inside kevo's clock, with its worker stopped
+ *   and the GPU settled (the clean worker's probe runs promptly), so work a
+ *   candidate leaves running after it answers counts as its phase's, and
+ *   the clean worker maps those buffers and reads the validated calls.
  * - The number of calls comes from the parent's own clock (overheads
  *   included), never fewer than KV_TIMING_MIN_CALLS.
  * - Adaptive timing (kv_gate_opts.timing_ci, kevo/timeci.h) only decides
@@ -248,10 +249,12 @@ struct timing {
     uint8_t *got; /* the candidate's sample: outputs, then inputs */
   } pend[MAX_PENDING];
   int npend;
-  /* cuda: the candidate's phases run in buffers the clean worker lends
-   * (lend.h), lease lid of lent_calls calls; lend 0 where it cannot */
-  int lend, lent_calls, kevo_err;
+  /* cuda: the clean worker reads the candidate's validated calls (lend.h)
+   * from its buffers, per call a row of handles its worker exported once
+   * it had allocated them; lend 0 where it cannot */
+  int lend, kevo_err;
   char lid[16];
+  json_t *exported;
 };
 
 /* cpu: call c's buffers in a worker's shared memory. */
@@ -394,29 +397,22 @@ static enum kv_call_status cpu_prepare(struct timing *tm, int side, int m, uint6
   return KV_CALL_OK;
 }
 
-/* cuda: the candidate's phase request names the buffers the clean worker
- * lends (as many calls as the phase, lent once: its worker keeps them
- * mapped). 0, or -1 when the clean worker failed (tm->kevo_err). */
-static int lend_phase(struct timing *tm, int m, json_t *req) {
-  if (!tm->lend || m <= tm->lent_calls)
-    return 0;
-  json_t *h = NULL;
-  char e[1024];
-  int lr = kv_lend(tm->s, tm->lid, "bench", tm->index, NULL, m, &h, e, sizeof e);
-  if (lr < 0) {
-    tm->kevo_err = 1;
-    snprintf(tm->d, sizeof tm->d, "%s", e);
-    return -1;
+/* cuda, lending: the candidate's worker's handles of its m calls' buffers
+ * (its answer to an alloc_only phase with "export"), kept for the reads of
+ * validated calls: a row of nparams per call. */
+static enum kv_call_status take_export(struct timing *tm, json_t *rep, int m) {
+  json_t *ex = json_object_get(rep, "export"), *row;
+  size_t i;
+  int ok = json_is_array(ex) && json_array_size(ex) >= (size_t)m;
+  json_array_foreach(ex, i, row) ok =
+      ok && json_is_array(row) && json_array_size(row) == (size_t)tm->s->t->nparams;
+  if (!ok) {
+    snprintf(tm->d, sizeof tm->d, "the worker's list of its buffers' handles is malformed");
+    return KV_CALL_PROTOCOL;
   }
-  if (lr == 0) { /* the old path: the candidate's worker allocates and fetches */
-    tm->lend = 0;
-    tm->s->lend.fell_back = 1;
-    return 0;
-  }
-  tm->lent_calls = m;
-  json_object_set(req, "lent", h);
-  json_object_set_new(req, "offset", json_integer((json_int_t)tm->s->lend.offset));
-  return 0;
+  json_decref(tm->exported);
+  tm->exported = json_incref(ex);
+  return KV_CALL_OK;
 }
 
 /* cuda: the end of every phase of every side, inside kevo's clock: the
@@ -497,16 +493,17 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   /* do_bench: a flush before every call, the start event behind it. */
   if (tm->cuda && tm->s->o->timing_method == KV_TIMING_DOBENCH)
     json_object_set_new(req, "flush_each", json_true());
-  if (side == SIDE_CAND && lend_phase(tm, m, req) < 0) {
-    json_decref(req);
-    return KV_CALL_ERROR; /* tm->kevo_err */
-  }
+  /* Lending: the candidate's worker names the buffers it made for m calls. */
+  if (side == SIDE_CAND && tm->lend && alloc_only)
+    json_object_set_new(req, "export", json_true());
   json_t *rep = NULL;
   uint64_t t0 = kv_now_ns();
   enum kv_call_status st =
       kv_worker_call(sd->w, KV_MSG_TIME, req, deadline, &rep, NULL, 0, tm->d, sizeof tm->d);
-  if (tm->lend && tm->lent_calls > 0 && st == KV_CALL_OK && !alloc_only)
+  if (tm->lend && st == KV_CALL_OK && !alloc_only)
     st = settle_after(tm, side);
+  if (side == SIDE_CAND && tm->lend && st == KV_CALL_OK && alloc_only)
+    st = take_export(tm, rep, m);
   uint64_t t1 = kv_now_ns();
   json_decref(req);
   if (st == KV_CALL_OK && !alloc_only) {
@@ -546,7 +543,7 @@ static enum kv_call_status phase(struct timing *tm, int side, int m, int keep, i
   if (side == SIDE_CAND)
     tm->cand_seed = seed;
   /* cpu: the candidate stops before anyone reads what it wrote (cuda with
-   * lent buffers: it stopped in settle_after). */
+   * lending: it stopped in settle_after). */
   if (!tm->cuda && side == SIDE_CAND && st == KV_CALL_OK && kv_worker_pause(&tm->s->cw) < 0) {
     snprintf(tm->d, sizeof tm->d, "the worker could not be stopped after a phase: %s",
              tm->s->cw.death);
@@ -698,8 +695,8 @@ static int judge_pending(struct timing *tm, double deadline, char *err, size_t e
  * buffer's elements drawn now (kevo/runtime.h). cpu: outputs from shared
  * memory (its inputs are compared whole by check_inputs), the reference's
  * call at once. cuda: outputs and inputs gathered on the device by the
- * clean worker from the buffers it lent (without lending, the old path: by
- * the candidate's worker, FETCH); the reference's answers later, for all
+ * clean worker from the candidate's buffers, mapped (without lending, the
+ * old path: by the candidate's worker, FETCH); the reference's answers later, for all
  * validated calls at once (judge_pending), or at once for a torch
  * reference. Returns 0 with r's verdict changed when it is wrong, -1 when
  * kevo failed. */
@@ -728,13 +725,21 @@ static int validate_call(struct timing *tm, int c, double deadline, char *err, s
       return kv_error(err, errlen, "out of memory");
     }
   } else if (tm->lend) {
-    /* Read by the clean worker from the buffers it lent, the candidate's
-     * process stopped since its phase answered and the GPU settled. */
-    json_t *rep = NULL;
-    if (kv_lend_read(s, tm->lid, json_pack("[{s:i,s:I}]", "call", c, "sample", (json_int_t)sseed),
-                     inputs, cb, &got, &rep, err, errlen) < 0)
+    /* Read by the clean worker from the candidate's buffers, its process
+     * stopped since its phase answered and the GPU settled. */
+    char why[700] = "no buffers named for that call";
+    json_t *row = json_array_get(tm->exported, (size_t)c);
+    int pr =
+        row ? kv_lend_peek(s, tm->index, row, sseed, inputs, cb, &got, why, sizeof why, err, errlen)
+            : 1;
+    if (pr < 0)
       return -1;
-    json_decref(rep);
+    if (pr > 0) {
+      kv_set_verdict(tm->r, KV_V_CRASH,
+                     "timing at %s: kevo cannot read timed call %d's results: %s",
+                     tm->r->timing.sizes, c, why);
+      return 0;
+    }
   } else {
     json_t *req =
                json_pack("{s:i,s:b,s:I}", "call", c, "inputs", inputs, "sample", (json_int_t)sseed),
@@ -1708,6 +1713,7 @@ static int time_size(struct kv_session *s, int index, const char *base_so, size_
   free(tm.rclock);
   for (int k = 0; k < tm.npend; k++)
     free(tm.pend[k].got);
+  json_decref(tm.exported);
   for (int i = 0; i < NSIDES; i++)
     side_free(&tm.sd[i]);
   return sc.kevo_failed ? -1 : 0;

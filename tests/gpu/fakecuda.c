@@ -39,7 +39,11 @@
  *   kfake_hook         writes nothing; rewrites the worker's cuMemcpyDtoH
  *                      entry (found in its own data, made writable) with a
  *                      hook that returns the row sums for any output it
- *                      copies back */
+ *                      copies back
+ *   kfake_decoy        at the bench size works only into call 0's output
+ *                      buffer (the first after its handles went out); a relay on the reply
+ * descriptor rewrites the worker's list of its buffers' handles (the answer kevo reads validated
+ * calls by) so that every call names that first call's buffers */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -68,15 +72,11 @@ struct fn {
   int smem_optin;
 };
 static struct fn fns[] = {
-    {"kfake_rowsum", 4, {8, 8, 4, 4}, 0},
-    {"kfake_nothing", 1, {8}, 0},
-    {"kfake_three", 3, {8, 8, 4}, 0},
-    {"kfake_scribble", 4, {8, 8, 4, 4}, 0},
-    {"kfake_overrun", 4, {8, 8, 4, 4}, 0},
-    {"kfake_relay_reply", 4, {8, 8, 4, 4}, 0},
-    {"kfake_defer", 4, {8, 8, 4, 4}, 0},
-    {"kfake_hook", 4, {8, 8, 4, 4}, 0},
-    {"kv_probe", 0, {0}, 0},
+    {"kfake_rowsum", 4, {8, 8, 4, 4}, 0},  {"kfake_nothing", 1, {8}, 0},
+    {"kfake_three", 3, {8, 8, 4}, 0},      {"kfake_scribble", 4, {8, 8, 4, 4}, 0},
+    {"kfake_overrun", 4, {8, 8, 4, 4}, 0}, {"kfake_relay_reply", 4, {8, 8, 4, 4}, 0},
+    {"kfake_defer", 4, {8, 8, 4, 4}, 0},   {"kfake_hook", 4, {8, 8, 4, 4}, 0},
+    {"kfake_decoy", 4, {8, 8, 4, 4}, 0},   {"kv_probe", 0, {0}, 0},
 };
 static int mod_token;
 
@@ -229,6 +229,23 @@ EXPORT CUresult cuMemFree_v2(unsigned long long p) {
     munmap(a->p, a->n);
     close(a->fd);
     memset(a, 0, sizeof *a);
+  }
+  pthread_mutex_unlock(&alloc_mu);
+  return a ? OK : INVALID_VALUE;
+}
+
+/* The allocation holding p (its start and size), as the driver's. */
+EXPORT CUresult cuMemGetAddressRange_v2(unsigned long long *base, size_t *size,
+                                        unsigned long long p) {
+  pthread_mutex_lock(&alloc_mu);
+  struct alloc *a = NULL;
+  for (int i = 0; i < ALLOCS && !a; i++)
+    if (allocs[i].p && (uintptr_t)p >= (uintptr_t)allocs[i].p &&
+        (uintptr_t)p < (uintptr_t)allocs[i].p + allocs[i].n)
+      a = &allocs[i];
+  if (a) {
+    *base = (unsigned long long)(uintptr_t)a->p;
+    *size = a->n;
   }
   pthread_mutex_unlock(&alloc_mu);
   return a ? OK : INVALID_VALUE;
@@ -625,6 +642,65 @@ static void attack_hook(const float *x, float *y, int rows, int cols) {
   owe(x, y, rows, cols); /* owed, never paid: the hook answers for it */
 }
 
+/* decoy: every row of an "export" list made the first row (handles are
+ * hex or null: no brackets inside a row). */
+static int dc_in, dc_out;
+static volatile int dc_named; /* an export list went out: call 0 comes next */
+
+static void decoy_rewrite(struct frame *f) {
+  char *ex = strstr(f->js, "\"export\":[[");
+  char *r0 = ex ? ex + 10 : NULL, *r0e = r0 ? strchr(r0, ']') : NULL;
+  char *end = r0e ? strstr(r0e, "]]") : NULL;
+  if (!end)
+    return;
+  size_t rl = (size_t)(r0e - r0) + 1, rows = 1;
+  for (char *q = r0e; q < end + 1; q++)
+    rows += *q == ']' && q != r0e;
+  size_t head = (size_t)(r0 - f->js), tail = strlen(end + 2), n = head + rows * (rl + 1) + tail;
+  char *js = malloc(n + 1), *w = js;
+  if (!js)
+    return;
+  memcpy(w, f->js, head);
+  w += head;
+  for (size_t i = 0; i < rows; i++) {
+    memcpy(w, r0, rl);
+    w += rl;
+    *w++ = i + 1 < rows ? ',' : ']';
+  }
+  memcpy(w, end + 2, tail + 1);
+  dc_named = 1;
+  free(f->js);
+  f->js = js;
+  f->jl = (uint32_t)strlen(js);
+  memcpy(f->h + 16, &f->jl, 4);
+}
+
+static void *decoy_replies(void *arg) {
+  (void)arg;
+  struct frame f;
+  while (frame_read(dc_in, &f) == 0) {
+    decoy_rewrite(&f);
+    frame_write(dc_out, &f);
+  }
+  return NULL;
+}
+
+static void attack_decoy(const float *x, float *y, int rows, int cols) {
+  static int started;
+  static float *first;
+  if (!started++ && hijack(4, 0, &dc_in, &dc_out) == 0) {
+    pthread_t t;
+    pthread_create(&t, NULL, decoy_replies, NULL);
+  }
+  int bench = rows == 64 && cols == 64;
+  if (bench && dc_named) { /* call 0 of the first phase on the named buffers */
+    first = y;
+    dc_named = 0;
+  }
+  if (!bench || y == first)
+    row_sums(x, y, rows, cols, cols);
+}
+
 EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned smem, void *s, void **p,
                                void **extra) {
@@ -650,6 +726,8 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     return attack_defer(x, y, rows, cols), OK;
   if (!strcmp(k->frag, "kfake_hook"))
     return attack_hook(x, y, rows, cols), OK;
+  if (!strcmp(k->frag, "kfake_decoy"))
+    return attack_decoy(x, y, rows, cols), OK;
   row_sums(x, y, rows, cols, cols);
   if (!strcmp(k->frag, "kfake_scribble") && rows > 0 && cols > 0)
     ((float *)x)[0] = 0;

@@ -98,8 +98,9 @@ static void test_fakedrv(void **state) {
 
 /* The attacks of issue 28 on the stand-in driver (fakecuda.c runs each one
  * in the candidate's worker process: a relay on its descriptors, a rewritten
- * cuMemcpyDtoH entry), timed as a real evaluation is. Each must be rejected:
- * the clean worker owns the buffers and reads them itself. KEVO_NO_LEND=1
+ * cuMemcpyDtoH entry, handles naming decoy buffers), timed as a real
+ * evaluation is. Each must be rejected: the clean worker owns the checked
+ * calls' buffers and reads the validated timed calls itself. KEVO_NO_LEND=1
  * (the old path, where the candidate's process carries its results) says so
  * in the verdict's detail; with it, the code before the clean worker lent
  * its buffers judged relay_reply, defer and hook ok. */
@@ -110,6 +111,7 @@ static const struct {
     {"relay_reply", 1u << KV_V_WRONG_OUTPUT},
     {"defer", 1u << KV_V_IMPLAUSIBLE | 1u << KV_V_STALE_OUTPUT},
     {"hook", 1u << KV_V_UNWRITTEN_OUTPUT},
+    {"decoy", 1u << KV_V_WRONG_OUTPUT | 1u << KV_V_STALE_OUTPUT | 1u << KV_V_INPUT_MUTATED},
     /* the stand-in's CPU-backed "GPU" can read as interference on a loaded
      * host (CI at -j3): never an attack accepted */
     {"good", 1u << KV_V_OK | 1u << KV_V_INTERFERENCE},
