@@ -150,7 +150,10 @@ struct kv_timing {
   double parent_us;   /* per candidate call by kevo's clock, less overhead from a clean process */
   double clock_ratio; /* the candidate's reported time / parent's: ~1 when honest */
   double clock_slack_us; /* per call: what the clean phases' noise allows */
-  int cand_clamped;      /* the candidate's median was raised to kevo's clock's floor */
+  /* Median phase walls by kevo's clock: the candidate's, the empty entry's
+   * alone (the overhead taken off) and beside the candidate */
+  double cand_phase_us, empty_phase_us, empty_beside_phase_us;
+  int cand_clamped; /* the candidate's median was raised to kevo's clock's floor */
   /* kevo's clock could not see the candidate's calls (its phases, less kevo's
    * overhead, within the clean phases' noise: a loaded host): its own report
    * was all there was, so no speedup above 1x was credited */

@@ -874,10 +874,15 @@ static json_t *timeline_json(const struct kv_gate_result *r) {
 
 /* kevo's own clock against the candidate's reports. */
 static json_t *clock_json(const struct kv_timing *t) {
-  return json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b,s:b}", "phases", t->phases, "calls_per_phase",
-                   t->calls_per_phase, "validated_calls", t->validated_calls, "parent_us_per_call",
-                   t->parent_us, "reported_over_parent", t->clock_ratio, "slack_us_per_call",
-                   t->clock_slack_us, "median_raised", t->cand_clamped, "blind", t->clock_blind);
+  json_t *j =
+      json_pack("{s:i,s:i,s:i,s:f,s:f,s:f,s:b,s:b}", "phases", t->phases, "calls_per_phase",
+                t->calls_per_phase, "validated_calls", t->validated_calls, "parent_us_per_call",
+                t->parent_us, "reported_over_parent", t->clock_ratio, "slack_us_per_call",
+                t->clock_slack_us, "median_raised", t->cand_clamped, "blind", t->clock_blind);
+  json_object_update_new(j, json_pack("{s:f,s:f,s:f}", "cand_phase_us", t->cand_phase_us,
+                                      "empty_phase_us", t->empty_phase_us, "empty_beside_phase_us",
+                                      t->empty_beside_phase_us));
+  return j;
 }
 
 /* The speedup's interval and adaptive timing's stop. */

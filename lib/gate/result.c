@@ -110,6 +110,9 @@ static void clock_of(json_t *t, struct kv_timing *tm) {
   tm->parent_us = num(cl, "parent_us_per_call");
   tm->clock_ratio = num(cl, "reported_over_parent");
   tm->clock_slack_us = num(cl, "slack_us_per_call");
+  tm->cand_phase_us = num(cl, "cand_phase_us");
+  tm->empty_phase_us = num(cl, "empty_phase_us");
+  tm->empty_beside_phase_us = num(cl, "empty_beside_phase_us");
   tm->cand_clamped = json_is_true(json_object_get(cl, "median_raised"));
   tm->clock_blind = json_is_true(json_object_get(cl, "blind"));
   json_t *ci = json_object_get(t, "ci");

@@ -1097,6 +1097,10 @@ static int clock_bound(struct timing *tm, int m, struct clock_view *cv, char *er
   free(pe);
   r->timing.clock_ratio = phase_ratio;
   r->timing.parent_us = per_parent / 1000.0;
+  r->timing.cand_phase_us = median_ns(C->wall, C->nph) / 1000.0;
+  r->timing.empty_phase_us = overhead / 1000.0;
+  r->timing.empty_beside_phase_us =
+      median_ns(tm->sd[SIDE_EMPTY].wall, tm->sd[SIDE_EMPTY].nph) / 1000.0;
   double med_host = median_ns(C->host, C->n) - empty_host;
   cv->overhead = overhead;
   cv->slack = slack;
