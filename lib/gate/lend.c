@@ -38,11 +38,16 @@ static int slot_of(struct kv_session *s, const char *id) {
   return -1;
 }
 
-/* Opt-in until the lent path is verified on a real GPU (it is on the
- * stand-in driver, tests/gpu/test_kernels_fakedrv): KEVO_LEND=1. */
+/* On by default for a C/CUDA reference (verified on an H200, 2026-11-28:
+ * tests/gpu/test_gpu_verdict, test_gpu_kernels). A torch reference's
+ * lender is the empty entry's worker, whose phases then price kevo's
+ * overhead without the GPU's switch between processes that the candidate's
+ * pay (timing.c, assign_workers): opt-in there (KEVO_LEND=1). KEVO_LEND=0
+ * or KEVO_NO_LEND: never. */
 int kv_lend_wanted(const struct kv_session *s) {
   const char *on = getenv("KEVO_LEND");
-  return s->sf->device_in_worker && on && !strcmp(on, "1") && !getenv("KEVO_NO_LEND") &&
+  int want = on ? !strcmp(on, "1") : !s->torch;
+  return s->sf->device_in_worker && want && !getenv("KEVO_NO_LEND") &&
          !(s->lend.tried && !s->lend.ipc);
 }
 
@@ -56,9 +61,10 @@ int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
     L->tried = 1;
     snprintf(L->why, sizeof L->why, "%s",
              !s->sf->device_in_worker ? "not a GPU surface"
-             : getenv("KEVO_NO_LEND")
-                 ? "KEVO_NO_LEND is set"
-                 : "lending is opt-in until verified on a GPU: KEVO_LEND=1 turns it on");
+             : getenv("KEVO_NO_LEND") ? "KEVO_NO_LEND is set"
+             : getenv("KEVO_LEND")    ? "KEVO_LEND is not 1"
+                                      : "a torch reference lends only with KEVO_LEND=1 (its "
+                                        "overhead is not yet priced alike there)");
     return 0;
   }
   /* A reference.py task: the empty entry's clean kevo-worker lends; the

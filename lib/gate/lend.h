@@ -51,8 +51,9 @@ struct kv_lend {
   size_t offset; /* from an allocation to its buffer */
 };
 
-/* Whether this session would lend: a GPU surface, KEVO_LEND=1 (opt-in until
- * verified on a GPU), no KEVO_NO_LEND, and no earlier refusal. A reference.py
+/* Whether this session would lend: a GPU surface, KEVO_LEND unset (a C/CUDA
+ * reference) or 1 (a torch reference too), no KEVO_NO_LEND, and no earlier
+ * refusal. A reference.py
  * task lends from the empty entry's worker, which the caller starts first. */
 int kv_lend_wanted(const struct kv_session *s);
 

@@ -1404,8 +1404,15 @@ static int assign_workers(struct timing *tm, char *err, size_t errlen) {
   } who[NSIDES] = {{&s->cw, 0}, {&s->rw, 0}, {&s->rw, 2}, {&s->rw, -1}, {&s->rw, 0}, {&s->rw, -1}};
   /* A torch reference: kevo's empty entry runs in a clean kevo-worker of its
    * own, so that the overhead it prices (what a phase costs besides the
-   * calls) is that of a process like the candidate's, not Python's. */
-  if (s->torch) {
+   * calls) is that of a process like the candidate's, not Python's. So it
+   * does when the reference's worker lends: each phase ends with that
+   * worker's probe kernel (settle_after), which after the candidate's phase
+   * waits for the GPU to switch from another process's context, and after
+   * the empty entry's in the lender itself would not: 200-350 us a phase
+   * on an H200, enough for kevo's clock to call honest kernels
+   * `implausible`. (A torch reference's lender is that very worker: there
+   * the asymmetry stays, and lending stays opt-in.) */
+  if (s->torch || tm->lend) {
     if (!s->ew_up && kv_session_worker_up(s, &s->ew, &s->ew_up, err, errlen) < 0)
       return -1;
     who[SIDE_EMPTY].w = who[SIDE_EMPTY_ALONE].w = &s->ew;

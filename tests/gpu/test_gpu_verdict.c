@@ -11,10 +11,10 @@
  *     work before any copy) and queue_after.cu (a relay on the reply
  *     descriptor queues the owed work on the GPU once a phase has answered):
  *     never ok at 1.3x or more.
- * Lending is opt-in (KEVO_LEND=1, set here) until this test has passed on a
- * GPU. Then the same attacks with KEVO_NO_LEND=1 (the old path, where the
- * candidate's worker copies its results back), printed, not judged: the
- * code before lending judged them ok. The table at the end has both. */
+ * Lending is the default (it passed here on an H200, 2026-11-28; KEVO_LEND
+ * is unset here so that the default is what runs). Then the same attacks with KEVO_NO_LEND=1 (the
+ * old path, where the candidate's worker copies its results back), printed, not judged: the code
+ * before lending judged them ok. The table at the end has both. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,7 +130,7 @@ int main(void) {
   snprintf(src, sizeof src, "%s", s && *s ? s : KEVO_SOURCE_DIR);
   const char *c = getenv("KEVO_CACHE_DIR");
   snprintf(cache, sizeof cache, "%s/gpu-verdict", c && *c ? c : "/tmp/kevo-gpu-verdict");
-  setenv("KEVO_LEND", "1", 1); /* opt-in until this test has passed on a GPU (lib/gate/lend.c) */
+  unsetenv("KEVO_LEND"); /* the default lends (lib/gate/lend.c) */
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_lent), cmocka_unit_test(test_old_path)};
   return cmocka_run_group_tests(tests, NULL, print_table);
 }

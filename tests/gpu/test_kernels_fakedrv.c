@@ -142,7 +142,7 @@ static void test_fakedrv_attacks(void **state) {
   (void)state;
   if (!nvrtc_found())
     skip();
-  setenv("KEVO_LEND", "1", 1); /* opt-in until verified on a GPU (lend.c) */
+  unsetenv("KEVO_LEND"); /* the default lends (lend.c) */
   char dir[PATH_MAX * 2], err[2048];
   snprintf(dir, sizeof dir, "%s/tests/gpu/fakedrv", src);
   struct kv_task *t;
@@ -174,7 +174,6 @@ static void test_fakedrv_attacks(void **state) {
     free(r);
   }
   kv_task_free(t);
-  unsetenv("KEVO_LEND");
   assert_int_equal(bad, 0);
 }
 
@@ -206,13 +205,24 @@ static void test_fakedrv_no_lend_said(void **state) {
   assert_non_null(strstr(r->detail, "KEVO_NO_LEND"));
   kv_gate_result_release(r);
   free(r);
-  /* The default (lending not opted in): the old path, said. */
+  /* KEVO_LEND=0: the old path, said. */
+  setenv("KEVO_LEND", "0", 1);
+  r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  eval_timed(t, path, r);
+  unsetenv("KEVO_LEND");
+  printf("KEVO_LEND=0: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
+  assert_true(r->verdict == KV_V_OK || r->verdict == KV_V_INTERFERENCE);
+  assert_non_null(strstr(r->detail, "KEVO_LEND is not 1"));
+  kv_gate_result_release(r);
+  free(r);
+  /* The default (a C reference): lent, nothing said. */
   r = calloc(1, sizeof *r);
   assert_non_null(r);
   eval_timed(t, path, r);
   printf("default: %s: %s\n", kv_verdict_name(r->verdict), r->detail);
   assert_true(r->verdict == KV_V_OK || r->verdict == KV_V_INTERFERENCE);
-  assert_non_null(strstr(r->detail, "KEVO_LEND=1"));
+  assert_null(strstr(r->detail, "through the candidate's own process"));
   kv_gate_result_release(r);
   free(r);
   kv_task_free(t);
