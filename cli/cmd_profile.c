@@ -9,6 +9,15 @@
 #include "kevo/util.h"
 #include "kevo/surface.h"
 
+/* Which of the worker's sandbox layers were off under the tool: said where
+ * the findings are, not only in kevo doctor. */
+static void sandbox_said(const char *off) {
+  if (off[0])
+    printf("  sandbox  the candidate ran under the tool without: %s (the tool cannot work under "
+           "them; 'kevo doctor', docs/sandbox.md)\n",
+           off);
+}
+
 static int devtool(int argc, char **argv, int profile) {
   const char *cmd = profile ? "profile" : "sanitize";
   struct kv_gate_opts o;
@@ -106,6 +115,7 @@ static int devtool(int argc, char **argv, int profile) {
           printf("%s\n", line);
         if (p->note[0])
           printf("  note     %s\n", p->note);
+        sandbox_said(p->sandbox_off);
         if (r->profile_ref && r->profile_ref->nkernels) {
           kv_ncu_summary(r->profile_ref, line, 65536);
           printf("  reference (%.2f s)\n%s\n", r->profile_ref->seconds, line);
@@ -123,6 +133,7 @@ static int devtool(int argc, char **argv, int profile) {
         printf("%s\n", line);
         if (d->note[0])
           printf("  note     %s\n", d->note);
+        sandbox_said(d->sandbox_off);
       }
     }
     free(line);

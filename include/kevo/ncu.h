@@ -40,9 +40,10 @@ struct kv_ncu_kernel {
 struct kv_ncu_report {
   int nkernels;
   struct kv_ncu_kernel k[KV_NCU_MAX_KERNELS];
-  double seconds; /* what it cost: the profiled run and reading its report */
-  char note[512]; /* "" or "not available: why" */
-  char *raw;      /* ncu's text of the details page, capped at KV_NCU_RAW_CAP */
+  double seconds;       /* what it cost: the profiled run and reading its report */
+  char note[512];       /* "" or "not available: why" */
+  char sandbox_off[96]; /* the worker's layers left off under the tool ("" none) */
+  char *raw;            /* ncu's text of the details page, capped at KV_NCU_RAW_CAP */
 };
 
 /* Parses ncu's CSV (`--csv --page details --print-units base`; any bytes,

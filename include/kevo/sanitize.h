@@ -30,9 +30,10 @@ struct kv_san_report {
   int errors;     /* the tools' own counts ("ERROR SUMMARY: 3 errors"), summed */
   int nfindings;
   struct kv_san_finding f[KV_SAN_MAX_FINDINGS];
-  double seconds; /* what it cost: the -lineinfo build and every tool's run */
-  char note[512]; /* "" or "not available: why" (also: a tool that did not finish) */
-  char *raw;      /* the tools' reports less their "=========" prefixes, capped at KV_SAN_RAW_CAP */
+  double seconds;       /* what it cost: the -lineinfo build and every tool's run */
+  char note[512];       /* "" or "not available: why" (also: a tool that did not finish) */
+  char sandbox_off[96]; /* the worker's layers left off under the tools ("" none) */
+  char *raw; /* the tools' reports less their "=========" prefixes, capped at KV_SAN_RAW_CAP */
 };
 
 /* Parses one tool's text report (NUL-terminated; any bytes) into rep:

@@ -320,7 +320,8 @@ json_t *kv_ncu_json(const struct kv_ncu_report *r) {
     if (o)
       json_array_append_new(ks, o);
   }
-  json_t *j = json_pack("{s:o,s:f,s:s}", "kernels", ks, "seconds", r->seconds, "note", r->note);
+  json_t *j = json_pack("{s:o,s:f,s:s,s:s}", "kernels", ks, "seconds", r->seconds, "note", r->note,
+                        "sandbox_off", r->sandbox_off);
   if (j && r->raw) {
     json_t *raw = json_string(r->raw);
     json_object_set_new(j, "raw", raw ? raw : json_string(""));
@@ -380,6 +381,7 @@ struct kv_ncu_report *kv_ncu_from_json(const json_t *j) {
   }
   r->seconds = jnum(j, "seconds");
   jstr(j, "note", r->note, sizeof r->note);
+  jstr(j, "sandbox_off", r->sandbox_off, sizeof r->sandbox_off);
   const char *raw = json_string_value(json_object_get(j, "raw"));
   if (raw && *raw)
     r->raw = strndup(raw, KV_NCU_RAW_CAP);
@@ -503,6 +505,7 @@ static void profile_one(const struct kv_session *s, const struct kv_build *b, co
   wrap[a] = NULL;
   const char *without[8];
   kv_tool_layers_off("ncu", without, 8, store, sizeof store);
+  kv_tool_layers_said(without, rep->sandbox_off, sizeof rep->sandbox_off);
   double budget = s->o->profile_deadline_s > 0 ? s->o->profile_deadline_s : 120;
   struct kv_tool_run tr = {
       .wrap = wrap, .without = without, .start_s = 60, .deadline_s = budget, .exit_s = 60};

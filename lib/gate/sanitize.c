@@ -490,8 +490,9 @@ json_t *kv_san_json(const struct kv_san_report *r) {
     if (o)
       json_array_append_new(fs, o);
   }
-  json_t *j = json_pack("{s:s,s:i,s:o,s:f,s:s}", "tools", r->tools, "errors", r->errors, "findings",
-                        fs, "seconds", r->seconds, "note", r->note);
+  json_t *j =
+      json_pack("{s:s,s:i,s:o,s:f,s:s,s:s}", "tools", r->tools, "errors", r->errors, "findings", fs,
+                "seconds", r->seconds, "note", r->note, "sandbox_off", r->sandbox_off);
   if (j && r->raw) {
     json_t *raw = json_string(r->raw);
     json_object_set_new(j, "raw", raw ? raw : json_string(""));
@@ -536,6 +537,7 @@ struct kv_san_report *kv_san_from_json(const json_t *j) {
   double s = json_number_value(json_object_get(j, "seconds"));
   r->seconds = s == s ? s : 0;
   jstr(j, "note", r->note, sizeof r->note);
+  jstr(j, "sandbox_off", r->sandbox_off, sizeof r->sandbox_off);
   const char *raw = json_string_value(json_object_get(j, "raw"));
   if (raw && *raw)
     r->raw = strndup(raw, KV_SAN_RAW_CAP);
@@ -897,6 +899,7 @@ void kv_san_debug_cpu(const struct kv_session *s, const struct kv_build *cand, c
                          "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1", NULL};
     const char *without[8];
     kv_tool_layers_off("asan", without, 8, store, sizeof store);
+    kv_tool_layers_said(without, rep->sandbox_off, sizeof rep->sandbox_off);
     double budget = s->o->debug_deadline_s > 0 ? s->o->debug_deadline_s : 120;
     struct kv_tool_run tr = {.without = without,
                              .extra_env = env,
@@ -961,6 +964,7 @@ void kv_san_debug(const struct kv_session *s, const struct kv_build *cand, const
   kv_tool_dir(tool, tooldir, sizeof tooldir);
   const char *without[8];
   kv_tool_layers_off("compute-sanitizer", without, 8, store, sizeof store);
+  kv_tool_layers_said(without, rep->sandbox_off, sizeof rep->sandbox_off);
   static const char *const tools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
   double budget = s->o->debug_deadline_s > 0 ? s->o->debug_deadline_s : 120;
   /* $KEVO_SANITIZER_TOOLS ("memcheck,racecheck") runs only those. */

@@ -17,6 +17,7 @@
 #include "kevo/ncu.h"
 #include "kevo/sanitize.h"
 #include "kevo/util.h"
+#include "toolcall.h"
 
 static char *fixture(const char *dir, const char *name) {
   const char *src = getenv("KEVO_SOURCE_DIR");
@@ -416,6 +417,9 @@ static void test_roundtrip(void **state) {
   r->profile->raw = strdup("details page");
   r->debug = parse_san("racecheck", "racecheck-race.txt");
   snprintf(r->debug->tools, sizeof r->debug->tools, "racecheck");
+  const char *ncu_off[] = {"netns", "seccomp", "lock", NULL}, *san_off[] = {NULL};
+  kv_tool_layers_said(ncu_off, r->profile->sandbox_off, sizeof r->profile->sandbox_off);
+  kv_tool_layers_said(san_off, r->debug->sandbox_off, sizeof r->debug->sandbox_off);
   char *js = kv_gate_result_json(r);
   struct kv_gate_result *b = calloc(1, sizeof *b);
   char err[512];
@@ -428,7 +432,9 @@ static void test_roundtrip(void **state) {
   assert_int_equal(b->profile->k[1].nrules, KV_NCU_MAX_RULES);
   assert_string_equal(b->profile->k[1].rules[2].name, "UncoalescedGlobalAccess");
   assert_string_equal(b->profile->raw, "details page");
+  assert_string_equal(b->profile->sandbox_off, "netns, seccomp, exec lockdown");
   assert_non_null(b->debug);
+  assert_string_equal(b->debug->sandbox_off, "");
   assert_int_equal(b->debug->nfindings, 2);
   assert_string_equal(b->debug->f[0].file, "candidate.cu"); /* the JSON keeps the base name */
   assert_int_equal(b->debug->f[1].line2, 20);

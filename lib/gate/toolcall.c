@@ -62,6 +62,19 @@ int kv_tool_layers_off(const char *tool, const char **out, int max, char *store,
   return n;
 }
 
+void kv_tool_layers_said(const char *const *without, char *out, size_t cap) {
+  static const char *const said[][2] = {
+      {"as", "RLIMIT_AS"}, {"lock", "exec lockdown"}, {"tool_netns", "the tool's netns"}};
+  size_t n = 0;
+  out[0] = 0;
+  for (int i = 0; without && without[i] && n < cap; i++) {
+    const char *w = without[i];
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++)
+      w = strcmp(without[i], said[k][0]) ? w : said[k][1];
+    n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "", w);
+  }
+}
+
 /* The tool's argv inside its own network namespace (kevo-sandbox -n, see
  * above) into out (NULL-terminated, at most cap), kevo-sandbox's path kept
  * in sbx; the layers for the worker, "tool_netns" left out, into

@@ -56,6 +56,9 @@ const char *kv_tool_version_cached(const char *tool);
  * "compute-sanitizer") into out (NULL-terminated, at most max - 1), names
  * kept in store. Returns their number. */
 int kv_tool_layers_off(const char *tool, const char **out, int max, char *store, size_t cap);
+/* Those layers as a reader sees them in a report ("netns, seccomp, exec
+ * lockdown"; "" when none). */
+void kv_tool_layers_said(const char *const *without, char *out, size_t cap);
 
 /* The directory of a tool's executable, into out ("" when it has none). */
 void kv_tool_dir(const char *tool, char *out, size_t cap);

@@ -29,5 +29,11 @@ PY
 $K sanitize --surface cpu --json $T $T/good.c >$o; rc=$?
 [ $rc = 0 ] || fail "good.c: exit $rc, want 0: $(head -c 2000 $o)"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['debug']; assert d['findings']==[] and d['tools'], d" $o || fail "good.c: findings on a correct kernel"
+# The layers left off under the tool are said with the findings (issue 30):
+# AddressSanitizer's shadow memory needs RLIMIT_AS off.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['debug']; assert d['sandbox_off']=='RLIMIT_AS', d['sandbox_off']" $o ||
+  fail "good.c: the JSON does not say which layer was off"
+$K sanitize --surface cpu $T $T/good.c >$o 2>/dev/null
+grep -q "sandbox  the candidate ran under the tool without: RLIMIT_AS" $o || fail "the text does not say which layer was off: $(cat $o)"
 rm -f $o
 echo ok
