@@ -108,42 +108,48 @@ int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
   return 1;
 }
 
+/* One LEND job of the candidate's worker (before its candidate is loaded);
+ * req is consumed. */
+static enum kv_call_status cw_lend(struct kv_session *s, json_t *req, json_t **rep, char *d,
+                                   size_t dl) {
+  enum kv_call_status st =
+      kv_worker_call(&s->cw, KV_MSG_LEND, req, lend_deadline(s), rep, NULL, 0, d, dl);
+  json_decref(req);
+  return st;
+}
+
+/* Lending off for this evaluation, and why. */
+static int probe_failed(struct kv_session *s, const char *what, const char *d) {
+  s->lend.ipc = 0;
+  snprintf(s->lend.why, sizeof s->lend.why, "%s: %.220s", what, d);
+  return 0;
+}
+
 int kv_lend_probe(struct kv_session *s, char *err, size_t errlen) {
   json_t *h = NULL, *r = NULL;
   char d[1024];
   int lr = kv_lend(s, "probe", "check", 0, NULL, 1, &h, err, errlen);
   if (lr <= 0)
     return lr;
-  json_t *req =
-      json_pack("{s:s,s:O,s:I}", "op", "map", "lent", h, "offset", (json_int_t)s->lend.offset);
-  enum kv_call_status st =
-      kv_worker_call(&s->cw, KV_MSG_LEND, req, lend_deadline(s), &r, NULL, 0, d, sizeof d);
-  json_decref(req);
+  enum kv_call_status st = cw_lend(
+      s, json_pack("{s:s,s:O,s:I}", "op", "map", "lent", h, "offset", (json_int_t)s->lend.offset),
+      &r, d, sizeof d);
   json_decref(r);
-  if (st != KV_CALL_OK) {
-    s->lend.ipc = 0;
-    snprintf(s->lend.why, sizeof s->lend.why,
-             "the candidate's worker cannot map the clean worker's buffers: %.220s", d);
-    return 0;
-  }
+  if (st != KV_CALL_OK)
+    return probe_failed(s, "the candidate's worker cannot map the clean worker's buffers", d);
   /* The other way too: the candidate's timed calls run in its own buffers,
    * which the clean worker maps to read the validated ones. */
-  req = json_pack("{s:s}", "op", "export");
   r = NULL;
-  st = kv_worker_call(&s->cw, KV_MSG_LEND, req, lend_deadline(s), &r, NULL, 0, d, sizeof d);
-  json_decref(req);
+  st = cw_lend(s, json_pack("{s:s}", "op", "export"), &r, d, sizeof d);
   const char *hex = json_string_value(json_object_get(r, "handle"));
   if (st == KV_CALL_OK && hex)
     st = lend_call(s, json_pack("{s:s,s:s}", "op", "open", "handle", hex), 0, NULL, NULL, d,
                    sizeof d);
   else if (st == KV_CALL_OK)
-    snprintf(d, sizeof d, "a malformed answer");
+    st = KV_CALL_PROTOCOL, snprintf(d, sizeof d, "a malformed answer");
   json_decref(r);
-  if (st != KV_CALL_OK) {
-    s->lend.ipc = 0;
-    snprintf(s->lend.why, sizeof s->lend.why,
-             "the clean worker cannot map the candidate's worker's buffers: %.220s", d);
-  }
+  if (st != KV_CALL_OK)
+    return probe_failed(s, "the clean worker cannot map the candidate's worker's buffers", d);
   return 0;
 }
 
