@@ -532,9 +532,9 @@ static int eval_calibrate(struct eval *e) {
   }
   if (e->calp)
     e->r->calib = *e->calp;
-  /* A reference.py task lends from the empty entry's clean worker. */
-  if (kv_lend_wanted(s) && s->torch && !s->ew_up &&
-      kv_session_worker_up(s, &s->ew, &s->ew_up, e->err, e->errlen) < 0)
+  /* A reference.py task lends from a clean kevo-worker of its own. */
+  if (kv_lend_wanted(s) && s->torch && !s->lw_up &&
+      kv_session_worker_up(s, &s->lw, &s->lw_up, e->err, e->errlen) < 0)
     return STAGE_ERROR;
   if (s->sf->device_in_worker && kv_lend_probe(s, e->err, e->errlen) < 0)
     return STAGE_ERROR;

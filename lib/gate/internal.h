@@ -383,6 +383,11 @@ struct kv_session {
   struct kv_torch_paths tp;
   struct kv_worker ew;
   int ew_up;
+  /* cuda, a reference.py task: the clean kevo-worker that lends (lend.h),
+   * apart from ew, so that the empty entry's phases pay the same switch
+   * between processes' GPU contexts as the candidate's */
+  struct kv_worker lw;
+  int lw_up;
   double torch_jit_s; /* the torch surface: the candidate's LOADs (kv_torch_load_candidate) */
   /* o->warm: cw was spawned by an earlier evaluation (its HELLO not yet
    * read, never given a candidate); what rw's slots 0 and 2 hold ("" none),

@@ -12,9 +12,10 @@ static double lend_deadline(const struct kv_session *s) {
 }
 
 /* The clean kevo-worker that lends: the reference's, or for a reference.py
- * task the empty entry's (ew: the reference's is Python). */
+ * task one of its own (lw: the reference's is Python, and the empty entry's
+ * must not be the lender, timing.c's assign_workers). */
 static struct kv_worker *lender(struct kv_session *s) {
-  return s->torch ? &s->ew : &s->rw;
+  return s->torch ? &s->lw : &s->rw;
 }
 
 /* One LEND job of the clean worker. KV_CALL_ERROR: it refused (detail). */
@@ -39,11 +40,9 @@ static int slot_of(struct kv_session *s, const char *id) {
 }
 
 /* On by default for a C/CUDA reference (verified on an H200, 2026-11-28:
- * tests/gpu/test_gpu_verdict, test_gpu_kernels). A torch reference's
- * lender is the empty entry's worker, whose phases then price kevo's
- * overhead without the GPU's switch between processes that the candidate's
- * pay (timing.c, assign_workers): opt-in there (KEVO_LEND=1). KEVO_LEND=0
- * or KEVO_NO_LEND: never. */
+ * tests/gpu/test_gpu_verdict, test_gpu_kernels). A torch reference lends
+ * from a kevo-worker of its own (lw) that has not run on a GPU yet: opt-in
+ * there (KEVO_LEND=1) until it has. KEVO_LEND=0 or KEVO_NO_LEND: never. */
 int kv_lend_wanted(const struct kv_session *s) {
   const char *on = getenv("KEVO_LEND");
   int want = on ? !strcmp(on, "1") : !s->torch;
@@ -63,13 +62,13 @@ int kv_lend(struct kv_session *s, const char *id, const char *set, int index,
              !s->sf->device_in_worker ? "not a GPU surface"
              : getenv("KEVO_NO_LEND") ? "KEVO_NO_LEND is set"
              : getenv("KEVO_LEND")    ? "KEVO_LEND is not 1"
-                                      : "a torch reference lends only with KEVO_LEND=1 (its "
-                                        "overhead is not yet priced alike there)");
+                                      : "a torch reference lends only with KEVO_LEND=1 until "
+                                        "that is verified on a GPU");
     return 0;
   }
   /* A reference.py task: the empty entry's clean kevo-worker lends; the
    * orchestrator starts it before the probe (lend.c calls no session code). */
-  if (s->torch && !s->ew_up)
+  if (s->torch && !s->lw_up)
     return kv_error(err, errlen, "kevo: the clean worker that lends is not up (a bug of kevo's)");
   int i = slot_of(s, id);
   if (i < 0 && L->n == KV_LEND_MAX)
@@ -223,7 +222,7 @@ int kv_lend_settle(struct kv_session *s, const char *id, double *charge_ns, int 
 
 void kv_lend_return(struct kv_session *s) {
   char d[1024];
-  if (s->lend.n > 0 && (s->torch ? s->ew_up : s->rw_up) && lender(s)->alive)
+  if (s->lend.n > 0 && (s->torch ? s->lw_up : s->rw_up) && lender(s)->alive)
     lend_call(s, json_pack("{s:s,s:s}", "op", "return", "lease", "*"), 0, NULL, NULL, d, sizeof d);
   kv_lend_drop(s);
 }

@@ -16,7 +16,7 @@
  * handle the candidate's process forged buys nothing: the call's outputs
  * must be right for inputs drawn afresh for that phase, which is the work
  * itself, done inside kevo's clock or found running after it. The lender is the reference's
- * kevo-worker (rw), or for a reference.py task the empty entry's (ew). Where it cannot lend (no
+ * kevo-worker (rw), or for a reference.py task one of its own (lw). Where it cannot lend (no
  * CUDA IPC in the driver, the torch surface), the old path runs (the candidate's worker copies its
  * results back) and the verdict's detail says so. docs/verdict.md: which process produces each
  * number. */
@@ -54,7 +54,7 @@ struct kv_lend {
 /* Whether this session would lend: a GPU surface, KEVO_LEND unset (a C/CUDA
  * reference) or 1 (a torch reference too), no KEVO_NO_LEND, and no earlier
  * refusal. A reference.py
- * task lends from the empty entry's worker, which the caller starts first. */
+ * task lends from a worker of its own (lw), which the caller starts first. */
 int kv_lend_wanted(const struct kv_session *s);
 
 /* Whether the session's checks and timed calls use lent buffers: asks the

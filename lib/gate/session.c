@@ -75,7 +75,9 @@ void kv_session_release(struct kv_session *s) {
     kv_worker_stop_nowait(&s->cw);
   if (s->ew_up)
     kv_worker_stop_nowait(&s->ew);
-  s->rw_up = s->cw_up = s->ew_up = 0;
+  if (s->lw_up)
+    kv_worker_stop_nowait(&s->lw);
+  s->rw_up = s->cw_up = s->ew_up = s->lw_up = 0;
 }
 
 /* What a cuda worker said about the device in its HELLO (NULL for cpu). */

@@ -1410,8 +1410,7 @@ static int assign_workers(struct timing *tm, char *err, size_t errlen) {
    * waits for the GPU to switch from another process's context, and after
    * the empty entry's in the lender itself would not: 200-350 us a phase
    * on an H200, enough for kevo's clock to call honest kernels
-   * `implausible`. (A torch reference's lender is that very worker: there
-   * the asymmetry stays, and lending stays opt-in.) */
+   * `implausible`. (A torch reference lends from a worker of its own, lw.) */
   if (s->torch || tm->lend) {
     if (!s->ew_up && kv_session_worker_up(s, &s->ew, &s->ew_up, err, errlen) < 0)
       return -1;
