@@ -9,6 +9,7 @@
 #include "kevo/store.h"
 #include "kevo/util.h"
 #include "kevo/surface.h"
+#include "internal.h"
 
 #define CI_METHOD                                                                                  \
   "percentile bootstrap (95%%, %d draws) of the geometric mean of simpler/richer medians "         \
@@ -181,7 +182,7 @@ json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
                             "divides", div, "smem_bytes", (json_int_t)m->smem_bytes);
     json_t *effect = json_object();
     const struct kv_paired *p = &st->paired;
-    char method[512];
+    char method[600];
     if (p->n) {
       snprintf(method, sizeof method, CI_METHOD, p->resamples, p->n);
       json_object_set_new(effect, "speedup", json_real(p->speedup));
@@ -198,7 +199,8 @@ json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
       (void)sp;
       json_object_set_new(effect, "speedup", json_real(0));
       json_object_set_new(effect, "ci", json_null());
-      json_object_set_new(effect, "ci_method", json_string("not measured (no paired test)"));
+      snprintf(method, sizeof method, "not measured (%s)", skills_unpaired_why(st));
+      json_object_set_new(effect, "ci_method", json_string(method));
     }
     json_object_set_new(effect, "median_us_simpler", json_real(st->child_median_us));
     json_object_set_new(effect, "resources",
@@ -213,7 +215,7 @@ json_t *kv_lineage_cards(const struct kv_task *t, const struct kv_lineage *L) {
                p->speedup, p->ci_lo, p->ci_hi, p->wilcoxon_p, p->why);
       json_array_append_new(risks, json_string(r));
     }
-    if (strstr(st->detail, "paired test"))
+    if (!p->n && strcmp(skills_unpaired_why(st), "no paired test"))
       json_array_append_new(risks, json_string(st->detail));
     if (st->rederived < 0) {
       char r[768];

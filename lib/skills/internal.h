@@ -24,6 +24,10 @@ int skills_time_pairs(const struct kv_task *t, const struct kv_lineage_opts *o, 
                       const char *a, size_t alen, const char *b, size_t blen, const char *tag,
                       int ord, int n, double *a_us, double *b_us, struct kv_gate_result *r,
                       char *detail, size_t dlen, char *err, size_t errlen);
+/* Why st has no paired statistics: the paired test's own detail where it was
+ * tried and did not conclude (which pair, which kernel, its verdict), else
+ * "no paired test". */
+const char *skills_unpaired_why(const struct kv_lineage_step *st);
 void skills_lineage_key(struct kv_lineage *L, const struct kv_task *t);
 /* The expert's first verdict, the walk's starting point (both modes): judged
  * at the task's own checks, refused with the way to fix it unless accepted,

@@ -495,8 +495,9 @@ static int take_step(struct walk *w, struct kv_lineage *L, struct kv_lineage_ste
                st->ord, name, st->paired.speedup, st->paired.ci_lo, st->paired.ci_hi,
                st->paired.wilcoxon_p, st->paired.why);
   else
-    skills_say(o, "step %2d  -%-20s ok; re-derived: %s", st->ord, name,
-               st->rederived == 1 ? "ok (no paired test)" : st->rederive);
+    skills_say(o, "step %2d  -%-20s ok; re-derived: %s%s%s", st->ord, name,
+               st->rederived == 1 ? "ok" : st->rederive, st->rederived == 1 ? "; unmeasured: " : "",
+               st->rederived == 1 ? skills_unpaired_why(st) : "");
   char *next = strdup(st->child_src);
   if (!next)
     return kv_error(w->err, w->errlen, "out of memory");

@@ -126,6 +126,7 @@ check "rowsum's starter already shows multi_accumulator" \
   grep -q 'already provided: the candidate.s code shows multi_accumulator' "$T/m"
 if [ "$MODE" = timed ]; then
   cat "$T/m"
+  echo "LANES's card: $(card "c['status'], c['effect']['ci_method']")"
   check "timed: LANES admitted (interval >= 1.03, p < 0.05)" \
     [ "$(card "c['status'], c['effect']['ci'][0] >= 1.03, c['effect']['wilcoxon_p'] < 0.05")" = "admitted True True" ]
   "$K" skills match --json "$T/rowsum" "$T/rowsum/reference.c" >"$T/m" 2>&1
@@ -133,7 +134,7 @@ if [ "$MODE" = timed ]; then
   check "timed: offered to rowsum's naive reference" grep -q '"matched": true' "$T/m"
 else
   check "fast: untimed, the card is unmeasured (never admitted)" \
-    [ "$(card "c['status']")" = "unmeasured" ]
+    [ "$(card "c['status'], c['effect']['ci_method']")" = "unmeasured not measured (no paired test)" ]
 fi
 echo "lineage_kl_e2e ($MODE): $FAILS failed"
 [ "$FAILS" = 0 ]
