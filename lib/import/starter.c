@@ -183,6 +183,9 @@ int kv_import_starter(const struct kv_import_opts *o, const char *task_dir, cons
                   "CUDA_VISIBLE_DEVICES=",
                   "PYTHONDONTWRITEBYTECODE=1",
                   "PYTHONWARNINGS=ignore",
+#ifdef KEVO_SANITIZED
+                  "ASAN_OPTIONS=detect_leaks=0", /* as import.c's */
+#endif
                   NULL};
   char rstore[KV_IMPORT_MAX_READS][PATH_MAX], cpu[32];
   const char *reads[KV_IMPORT_MAX_READS];
