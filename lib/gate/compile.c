@@ -174,8 +174,10 @@ static int build_c(const struct kv_gate_opts *o, const char *src, const char *ca
   snprintf(logp, sizeof logp, "%s/%s.log", objdir, b->key);
   static const char *const sfx_ok[] = {".so", ".log", NULL}, *const sfx_fail[] = {".log", NULL};
   double t0 = kv_now_s();
+  int lock = kv_obj_lock(objdir, b->key, deadline_s);
   int hit = kv_obj_lookup(objdir, b->key, sfx_ok);
   if (hit != KV_OBJ_MISS) {
+    kv_obj_unlock(lock);
     b->ok = hit == KV_OBJ_OK;
     b->cached = 1;
     size_t ll;
@@ -190,6 +192,7 @@ static int build_c(const struct kv_gate_opts *o, const char *src, const char *ca
   char dir[PATH_MAX], p_src[PATH_MAX + 32], p_proto[PATH_MAX + 32], p_shim[PATH_MAX + 32],
       p_out[PATH_MAX + 32];
   if (kv_mkdtemp(cache_dir, "build", dir, sizeof dir, err, errlen) < 0) {
+    kv_obj_unlock(lock);
     free(text);
     return -1;
   }
@@ -254,6 +257,7 @@ static int build_c(const struct kv_gate_opts *o, const char *src, const char *ca
     }
     kv_buf_release(&log);
   }
+  kv_obj_unlock(lock);
   kv_rmtree(dir);
   b->seconds = kv_now_s() - t0;
   return rc;

@@ -229,6 +229,16 @@ enum { KV_OBJ_MISS = 0, KV_OBJ_OK = 1, KV_OBJ_FAIL = 2 };
  * under that key (files named <key>.SUFFIX for each of the NULL-ended
  * suffixes, or any record) is removed: the caller rebuilds. */
 int kv_obj_lookup(const char *objdir, const char *key, const char *const *suffixes);
+/* One builder of a content at a time on this host (several kevo processes:
+ * two benches, an executor's servers): an flock on objdir/.lock/<key>,
+ * taken before the lookup, so that no lookup sees another builder's files
+ * half stored (files without a record are removed as untrusted) and the
+ * second builder finds the first's build. The descriptor (kv_obj_unlock it
+ * once the entry is recorded), or -1 where it cannot be had in wait_s or
+ * .lock is not a directory of ours: the caller builds anyway (two builds of
+ * one content cost only time). */
+int kv_obj_lock(const char *objdir, const char *key, double wait_s);
+void kv_obj_unlock(int fd);
 /* Records the entry once its files (<key>.SUFFIX, NULL-ended) are in place,
  * then evicts down to the cap. 0, or -1 with err (the entry removed). */
 int kv_obj_record(const char *objdir, const char *key, int ok, const char *const *suffixes,

@@ -706,6 +706,7 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     snprintf(j->logp, sizeof j->logp, "%s/%s.log", j->objdir, b->key);
     snprintf(j->shim_entry, sizeof j->shim_entry, "shim-%s", j->shim_key);
     snprintf(j->shim_o, sizeof j->shim_o, "%s/%s.o", j->objdir, j->shim_entry);
+    int lock = kv_obj_lock(j->objdir, b->key, deadline_s); /* kv_obj_lock: why */
     int hit = kv_obj_lookup(j->objdir, b->key, cu_sfx_ok);
     if (hit != KV_OBJ_MISS) {
       b->ok = hit == KV_OBJ_OK;
@@ -716,6 +717,7 @@ int kv_build_cuda_code(const struct kv_task *t, const struct kv_gate_opts *o, co
     } else {
       rc = nvcc_compile(j, cache_dir, text, len, b, err, errlen);
     }
+    kv_obj_unlock(lock);
   }
   if (b->log)
     b->nkernels = kv_parse_ptxas(b->log, b->kernels, KV_MAX_KERNELS);

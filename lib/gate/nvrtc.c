@@ -389,6 +389,7 @@ int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o,
   } else if (nvrtc_setup(j, o, src, cache_dir, text, len, b, err, errlen) < 0) {
     rc = -1;
   } else {
+    int lock = kv_obj_lock(j->objdir, b->key, deadline_s); /* kv_obj_lock: why */
     int hit = kv_obj_lookup(j->objdir, b->key, sfx_ok);
     if (hit != KV_OBJ_MISS) {
       b->ok = hit == KV_OBJ_OK;
@@ -399,6 +400,7 @@ int kv_build_cuda_kernels(const struct kv_task *t, const struct kv_gate_opts *o,
     } else {
       rc = nvrtc_compile(j, cache_dir, text, len, deadline_s, b, err, errlen);
     }
+    kv_obj_unlock(lock);
   }
   if (b->log)
     b->nkernels = kv_parse_ptxas(b->log, b->kernels, KV_MAX_KERNELS);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,6 +114,32 @@ static void entry_remove(const char *objdir, const char *key) {
     if (!strncmp(e->d_name, key, kl) && (e->d_name[kl] == '.' || e->d_name[kl] == '-'))
       unlinkat(dirfd(d), e->d_name, 0);
   closedir(d);
+}
+
+int kv_obj_lock(const char *objdir, const char *key, double wait_s) {
+  char dir[PATH_MAX], p[PATH_MAX];
+  struct stat st;
+  snprintf(dir, sizeof dir, "%s/.lock", objdir);
+  if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != geteuid() || (st.st_mode & 022))
+    return -1;
+  snprintf(p, sizeof p, "%s/%s", dir, key);
+  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  double until = kv_now_s() + (wait_s > 0 ? wait_s : 0);
+  while (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || kv_now_s() >= until) {
+      close(fd);
+      return -1;
+    }
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+  }
+  return fd;
+}
+
+void kv_obj_unlock(int fd) {
+  if (fd >= 0)
+    close(fd);
 }
 
 int kv_obj_lookup(const char *objdir, const char *key, const char *const *suffixes) {
@@ -291,6 +318,8 @@ unsigned long long kv_obj_evict(const char *objdir, unsigned long long cap_bytes
     snprintf(p, sizeof p, "%s/%s", objdir, gs[i].name);
     unlink(p);
     entry_remove(objdir, gs[i].name);
+    snprintf(p, sizeof p, "%s/.lock/%s", objdir, gs[i].name);
+    unlink(p); /* unused for the grace time: no builder holds it */
     total -= gs[i].bytes < total ? gs[i].bytes : total;
     if (total <= goal)
       break;

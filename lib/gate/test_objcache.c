@@ -89,6 +89,52 @@ static void test_record_and_verify(void **state) {
 }
 
 /* A symbolic link planted where an object should be is not followed. */
+/* One builder of a key at a time across processes (issue 31): a second
+ * process waits for the first's build and finds it recorded; it gives up
+ * after its wait; a .lock that is not a private directory is not used. */
+static void test_build_lock(void **state) {
+  (void)state;
+  char key[65], err[512];
+  key_of(9, key);
+  int fd = kv_obj_lock(g_obj, key, 1);
+  assert_true(fd >= 0);
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) { /* the second builder: waits, then finds the first's entry */
+    close(fd); /* the parent's descriptor (a copy would keep its lock) */
+    double t0 = kv_now_s();
+    int held = kv_obj_lock(g_obj, key, 0.2) < 0; /* still held after 0.2 s */
+    int got = kv_obj_lock(g_obj, key, 10);
+    char out[2] = {(char)('0' + held),
+                   (char)('0' + (got >= 0 && kv_obj_lookup(g_obj, key, sfx) == KV_OBJ_OK &&
+                                 kv_now_s() - t0 >= 0.5))};
+    _exit(write(p[1], out, 2) == 2 ? 0 : 1);
+  }
+  usleep(700000); /* the first builds... */
+  put(key, ".so", "built once", 10);
+  put(key, ".log", "", 0);
+  assert_int_equal(kv_obj_record(g_obj, key, 1, sfx, err, sizeof err), 0);
+  kv_obj_unlock(fd); /* ...and stores it */
+  char got[2] = {0, 0};
+  assert_int_equal(read(p[0], got, 2), 2);
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_int_equal(got[0], '1'); /* it waited */
+  assert_int_equal(got[1], '1'); /* then found the build, no second one */
+  close(p[0]);
+  close(p[1]);
+  /* .lock writable by others: not used (the caller builds unlocked). */
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/.lock", g_obj);
+  assert_int_equal(chmod(dir, 0777), 0);
+  assert_int_equal(kv_obj_lock(g_obj, key, 0), -1);
+  assert_int_equal(chmod(dir, 0700), 0);
+  fd = kv_obj_lock(g_obj, key, 0);
+  assert_true(fd >= 0);
+  kv_obj_unlock(fd);
+}
+
 static void test_link_not_trusted(void **state) {
   (void)state;
   char key[65], err[512], p[PATH_MAX], target[PATH_MAX];
@@ -239,7 +285,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_record_and_verify), cmocka_unit_test(test_link_not_trusted),
       cmocka_unit_test(test_dir_trust),         cmocka_unit_test(test_evict_lru),
-      cmocka_unit_test(test_unlisted),
+      cmocka_unit_test(test_unlisted),          cmocka_unit_test(test_build_lock),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
