@@ -37,7 +37,8 @@ sed 's/"rows": 8192, "cols": 8192/"rows": 512, "cols": 1024/' "$SRC/examples/tas
 cp "$SRC/examples/tasks/rowsum/reference.c" "$T/rowsum/"
 
 # 1. the expert walked back
-"$K" lineage extract --budget 0.2 --pairs 6 -o "$T/cards.json" "$T/rowsum" \
+# 12 pairs: p < 0.05 survives any one pair flipped by a loaded host.
+"$K" lineage extract --budget 0.2 --pairs 12 -o "$T/cards.json" "$T/rowsum" \
   "$SRC/examples/tasks/rowsum/expert.c" >"$T/out" 2>"$T/err"
 rc=$?
 cat "$T/err" "$T/out"
